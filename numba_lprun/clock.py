@@ -1,0 +1,115 @@
+"""Which clock the probes read, and how its ticks convert to seconds.
+
+The probes read the CPU timestamp counter (``llvm.readcyclecounter``, one
+``rdtsc``: about 10 ns) when the CPU says it ticks at a constant rate whatever the
+power state (``constant_tsc`` and ``nonstop_tsc``). Anywhere else they call
+``clock_gettime(CLOCK_MONOTONIC)``, which costs more but is portable and already
+counts nanoseconds. Set ``NUMBA_LPRUN_CLOCK=monotonic`` to force the fallback.
+"""
+
+from __future__ import annotations
+
+import functools
+import os
+import platform
+import time
+from dataclasses import dataclass
+
+from llvmlite import ir
+from numba.core import cgutils
+
+CLOCK_MONOTONIC = 1  # Linux and macOS value of the clock id
+_I64 = ir.IntType(64)
+
+
+@dataclass(frozen=True)
+class ClockInfo:
+    """The clock chosen for this process: what it is and what one tick is worth."""
+
+    kind: str  # "tsc" or "monotonic"
+    seconds_per_tick: float
+    note: str  # why this clock was chosen, shown to the user on request
+
+
+def _tsc_is_invariant() -> bool:
+    if platform.machine().lower() not in ("x86_64", "amd64"):
+        return False
+    try:
+        with open("/proc/cpuinfo", encoding="ascii", errors="replace") as handle:
+            flags = next((line for line in handle if line.startswith("flags")), "")
+    except OSError:
+        return False
+    words = set(flags.split())
+    return "constant_tsc" in words and "nonstop_tsc" in words
+
+
+def emit_read(builder: ir.IRBuilder, kind: str) -> ir.Value:
+    """Emit LLVM that reads the clock ``kind`` and yields an i64 tick count."""
+    module = builder.module
+    if kind == "tsc":
+        fn = module.declare_intrinsic("llvm.readcyclecounter", fnty=ir.FunctionType(_I64, []))
+        return builder.call(fn, [])
+    timespec = ir.LiteralStructType([_I64, _I64])
+    fnty = ir.FunctionType(ir.IntType(32), [ir.IntType(32), timespec.as_pointer()])
+    fn = module.globals.get("clock_gettime") or ir.Function(module, fnty, "clock_gettime")
+    slot = cgutils.alloca_once(builder, timespec, name="nlp.timespec")
+    builder.call(fn, [ir.Constant(ir.IntType(32), CLOCK_MONOTONIC), slot])
+    zero = ir.Constant(ir.IntType(32), 0)
+    sec = builder.load(builder.gep(slot, [zero, zero]))
+    nsec = builder.load(builder.gep(slot, [zero, ir.Constant(ir.IntType(32), 1)]))
+    return builder.add(builder.mul(sec, ir.Constant(_I64, 1_000_000_000)), nsec)
+
+
+def _make_reader(kind: str):
+    """A jitted function that returns one clock reading, for calibration."""
+    from numba import njit, types
+    from numba.extending import intrinsic
+
+    @intrinsic
+    def read_clock(typingctx):
+        def codegen(context, builder, sig, args):
+            return emit_read(builder, kind)
+
+        return types.int64(), codegen
+
+    @njit(cache=False)
+    def read():
+        return read_clock()
+
+    return read
+
+
+def _calibrate_tsc(read, interval: float = 0.05) -> float:
+    """Seconds per TSC tick, from three short intervals against perf_counter_ns."""
+    read()  # compile outside the measured intervals
+    estimates = []
+    for _ in range(3):
+        t0, c0 = time.perf_counter_ns(), read()
+        deadline = time.perf_counter() + interval
+        while time.perf_counter() < deadline:
+            pass
+        t1, c1 = time.perf_counter_ns(), read()
+        if c1 > c0:
+            estimates.append((t1 - t0) * 1e-9 / (c1 - c0))
+    estimates.sort()
+    return estimates[len(estimates) // 2] if estimates else 0.0
+
+
+@functools.lru_cache(maxsize=None)
+def current_clock() -> ClockInfo:
+    """The clock for this process, calibrated once and then cached."""
+    forced = os.environ.get("NUMBA_LPRUN_CLOCK", "").strip().lower()
+    if forced not in ("", "tsc", "monotonic"):
+        raise ValueError(f"NUMBA_LPRUN_CLOCK must be 'tsc' or 'monotonic', not {forced!r}")
+    if forced != "monotonic" and _tsc_is_invariant():
+        seconds = _calibrate_tsc(_make_reader("tsc"))
+        if seconds > 0:
+            return ClockInfo("tsc", seconds, f"invariant TSC at {1e-9 / seconds:.3f} GHz")
+    why = "forced by NUMBA_LPRUN_CLOCK" if forced == "monotonic" else "no invariant TSC"
+    return ClockInfo("monotonic", 1e-9, f"clock_gettime(CLOCK_MONOTONIC), {why}")
+
+
+@functools.lru_cache(maxsize=None)
+def clock_reader(kind: str):
+    """A cached jitted reader of clock ``kind`` (used by calibration and tests)."""
+    return _make_reader(kind)

@@ -1,0 +1,206 @@
+"""The probes compiled into a twin: Numba intrinsics that read the clock and bump counters.
+
+Each profiled function gets its own counter array, and its own set of intrinsics
+with that array's address baked in as a constant, so a probe is a clock read and
+two memory updates with no argument passing. The per-call state (the previous
+line and when it started) lives in a stack slot of the LLVM function the probe is
+lowered into: LLVM promotes it to registers, every call (and every ``prange``
+worker, whose body is a function of its own) gets its own, and nothing Python can
+see is added, so reductions and type inference are left alone.
+
+Counter layout, one row of two int64 per entry: rows ``0..n-1`` are the lines
+(hits, ticks), row ``n`` is a trash row charged when there is no previous line,
+row ``n+1`` holds the function totals (calls, ticks from entry to return).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+from llvmlite import ir
+from numba import types
+from numba.core import cgutils
+from numba.core.imputils import impl_ret_borrowed
+from numba.extending import intrinsic
+
+from .clock import emit_read
+
+_I64 = ir.IntType(64)
+_I32 = ir.IntType(32)
+PREV_ROW, PREV_T, ENTRY_T = 0, 1, 2
+
+
+def new_counters(n_lines: int) -> np.ndarray:
+    """Zeroed counters for ``n_lines`` lines plus the trash and totals rows."""
+    return np.zeros((n_lines + 2, 2), dtype=np.int64)
+
+
+@dataclass(frozen=True)
+class ProbeConfig:
+    """What a set of probes does; one config per twin of one function."""
+
+    address: int  # of the counters' data; the array must outlive the compiled code
+    n_lines: int
+    clock: str  # "tsc" or "monotonic"
+    timing: bool = True  # read the clock on every line (False: hit counts only)
+    atomic: bool = False  # counters may be touched by several threads (parallel=True)
+
+    @property
+    def trash_row(self) -> int:
+        return self.n_lines
+
+    @property
+    def totals_row(self) -> int:
+        return self.n_lines + 1
+
+
+class _Emitter:
+    """LLVM snippets shared by the intrinsics of one ProbeConfig."""
+
+    def __init__(self, cfg: ProbeConfig):
+        self.cfg = cfg
+
+    def cell(self, builder: ir.IRBuilder, row, column: int) -> ir.Value:
+        base = builder.inttoptr(ir.Constant(_I64, self.cfg.address), _I64.as_pointer())
+        if isinstance(row, int):
+            index = ir.Constant(_I64, 2 * row + column)
+        else:
+            index = builder.add(builder.shl(row, ir.Constant(_I64, 1)), ir.Constant(_I64, column))
+        return builder.gep(base, [index])
+
+    def add(self, builder: ir.IRBuilder, row, column: int, amount: ir.Value) -> None:
+        ptr = self.cell(builder, row, column)
+        if self.cfg.atomic:
+            builder.atomic_rmw("add", ptr, amount, "monotonic")
+        else:
+            builder.store(builder.add(builder.load(ptr), amount), ptr)
+
+    def state(self, builder: ir.IRBuilder) -> ir.Value:
+        """The per-call state slot of the function being lowered, made on first use.
+
+        It is initialised in the entry block (no previous line, clock read at
+        entry), so probes in code with no explicit ``enter`` (a ``prange`` body
+        outlined into a worker function) start from a defined state.
+        """
+        fn = builder.function
+        slots = getattr(fn, "_nlp_state_slots", None)
+        if slots is None:
+            slots = fn._nlp_state_slots = {}
+        key = self.cfg.address
+        if key not in slots:
+            with builder.goto_entry_block():
+                slot = builder.alloca(ir.ArrayType(_I64, 3), name="nlp.state")
+                self.set(builder, slot, PREV_ROW, ir.Constant(_I64, self.cfg.trash_row))
+                now = emit_read(builder, self.cfg.clock)
+                self.set(builder, slot, PREV_T, now)
+                self.set(builder, slot, ENTRY_T, now)
+            slots[key] = slot
+        return slots[key]
+
+    @staticmethod
+    def get(builder: ir.IRBuilder, slot: ir.Value, field: int) -> ir.Value:
+        return builder.load(builder.gep(slot, [ir.Constant(_I32, 0), ir.Constant(_I32, field)]))
+
+    @staticmethod
+    def set(builder: ir.IRBuilder, slot: ir.Value, field: int, value: ir.Value) -> None:
+        builder.store(value, builder.gep(slot, [ir.Constant(_I32, 0), ir.Constant(_I32, field)]))
+
+    def charge_previous(self, builder: ir.IRBuilder, slot: ir.Value, now: ir.Value) -> None:
+        prev_row = self.get(builder, slot, PREV_ROW)
+        self.add(builder, prev_row, 1, builder.sub(now, self.get(builder, slot, PREV_T)))
+
+    def enter(self, builder: ir.IRBuilder) -> None:
+        slot = self.state(builder)
+        now = emit_read(builder, self.cfg.clock)
+        self.set(builder, slot, PREV_ROW, ir.Constant(_I64, self.cfg.trash_row))
+        self.set(builder, slot, PREV_T, now)
+        self.set(builder, slot, ENTRY_T, now)
+
+    def line(self, builder: ir.IRBuilder, row: int) -> None:
+        self.add(builder, row, 0, ir.Constant(_I64, 1))
+        if not self.cfg.timing:
+            return
+        slot = self.state(builder)
+        now = emit_read(builder, self.cfg.clock)
+        self.charge_previous(builder, slot, now)
+        self.set(builder, slot, PREV_ROW, ir.Constant(_I64, row))
+        self.set(builder, slot, PREV_T, now)
+
+    def leave(self, builder: ir.IRBuilder) -> None:
+        slot = self.state(builder)
+        now = emit_read(builder, self.cfg.clock)
+        if self.cfg.timing:
+            self.charge_previous(builder, slot, now)
+            self.set(builder, slot, PREV_ROW, ir.Constant(_I64, self.cfg.trash_row))
+            self.set(builder, slot, PREV_T, now)
+        self.add(builder, self.cfg.totals_row, 0, ir.Constant(_I64, 1))
+        self.add(builder, self.cfg.totals_row, 1, builder.sub(now, self.get(builder, slot, ENTRY_T)))
+
+
+def make_probes(cfg: ProbeConfig) -> dict[str, object]:
+    """The intrinsics for one twin, keyed by the global names the rewriter uses.
+
+    ``enter()`` starts a call, ``line(k)`` is the line event of row ``k`` (a
+    literal), ``leave()`` ends a call, and ``ret(value)`` ends a call after its
+    return value is computed and passes the value through.
+    """
+    emit = _Emitter(cfg)
+
+    @intrinsic
+    def nlp_enter(typingctx):
+        def codegen(context, builder, sig, args):
+            emit.enter(builder)
+            return context.get_dummy_value()
+
+        return types.none(), codegen
+
+    @intrinsic
+    def nlp_line(typingctx, row):
+        if not isinstance(row, types.IntegerLiteral):
+            return None
+
+        def codegen(context, builder, sig, args):
+            emit.line(builder, sig.args[0].literal_value)
+            return context.get_dummy_value()
+
+        return types.none(row), codegen
+
+    @intrinsic
+    def nlp_leave(typingctx):
+        def codegen(context, builder, sig, args):
+            emit.leave(builder)
+            return context.get_dummy_value()
+
+        return types.none(), codegen
+
+    @intrinsic
+    def nlp_ret(typingctx, value):
+        result = types.unliteral(value)
+
+        def codegen(context, builder, sig, args):
+            emit.leave(builder)
+            out = context.cast(builder, args[0], sig.args[0], sig.return_type)
+            return impl_ret_borrowed(context, builder, sig.return_type, out)
+
+        return result(value), codegen
+
+    return {
+        ENTER: nlp_enter,
+        LINE: nlp_line,
+        LEAVE: nlp_leave,
+        RET: nlp_ret,
+    }
+
+
+ENTER, LINE, LEAVE, RET = "_nlp_enter", "_nlp_line", "_nlp_leave", "_nlp_ret"
+PYHIT = "_nlp_pyhit"  # a plain Python hit counter, for lines inside objmode blocks
+
+
+def make_python_hit(counters: np.ndarray):
+    """A Python-level hit counter for lines that run in object mode (objmode blocks)."""
+
+    def nlp_pyhit(row: int) -> None:
+        counters[row, 0] += 1
+
+    return nlp_pyhit

@@ -1,0 +1,105 @@
+"""Stage 4a: make calls reach the twins, and put everything back afterwards.
+
+A profiled function can be called from the statement, from plain Python code in
+any module, or from other jitted functions, which linked the callee they saw when
+they were compiled. So for a run, every binding of an original in the namespaces
+(the statement's globals and locals and every module's globals) is swapped for
+its twin, and every jitted caller that can reach an original is itself replaced by
+a relinked twin. ``Swap.restore`` undoes exactly what was done, and leaves alone a
+name the statement rebound in the meantime.
+"""
+
+from __future__ import annotations
+
+import sys
+import types as pytypes
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+
+from numba.core.registry import CPUDispatcher
+
+
+def module_namespaces() -> list[dict]:
+    """The globals of every imported module."""
+    spaces = []
+    for module in list(sys.modules.values()):
+        ns = getattr(module, "__dict__", None)
+        if isinstance(ns, dict):
+            spaces.append(ns)
+    return spaces
+
+
+def _names_used(code: pytypes.CodeType) -> set[str]:
+    names = set(code.co_names)
+    for const in code.co_consts:
+        if isinstance(const, pytypes.CodeType):
+            names |= _names_used(const)
+    return names
+
+
+def _reaches(caller: CPUDispatcher, targets: Mapping[int, object]) -> bool:
+    """Whether ``caller``'s code names one of ``targets`` (global, closure or module attribute)."""
+    py_func = caller.py_func
+    g = py_func.__globals__
+    names = _names_used(py_func.__code__)
+    for name in names:
+        value = g.get(name)
+        if id(value) in targets:
+            return True
+        if isinstance(value, pytypes.ModuleType):
+            attrs = vars(value)
+            if any(id(attrs.get(other)) in targets for other in names):
+                return True
+    for cell in py_func.__closure__ or ():
+        try:
+            if id(cell.cell_contents) in targets:
+                return True
+        except ValueError:
+            continue
+    return False
+
+
+def find_callers(targets: Iterable[CPUDispatcher], namespaces: Iterable[dict]) -> list[CPUDispatcher]:
+    """Jitted functions in ``namespaces`` that call a target, directly or through each other."""
+    reached: dict[int, object] = {id(t): t for t in targets}
+    candidates: dict[int, CPUDispatcher] = {}
+    for ns in namespaces:
+        for value in list(ns.values()):
+            if isinstance(value, CPUDispatcher) and id(value) not in reached:
+                candidates[id(value)] = value
+    callers: list[CPUDispatcher] = []
+    changed = True
+    while changed:
+        changed = False
+        for key, disp in list(candidates.items()):
+            if _reaches(disp, reached):
+                reached[key] = disp
+                callers.append(disp)
+                del candidates[key]
+                changed = True
+    return callers
+
+
+@dataclass
+class Swap:
+    """Bindings replaced for one run; ``restore`` puts the originals back."""
+
+    undo: list[tuple[dict, str, object, object]] = field(default_factory=list)
+
+    def apply(self, namespaces: Iterable[dict], replacements: Mapping[int, object]) -> None:
+        seen: set[int] = set()
+        for ns in namespaces:
+            if id(ns) in seen:
+                continue
+            seen.add(id(ns))
+            for name, value in list(ns.items()):
+                new = replacements.get(id(value))
+                if new is not None and new is not value:
+                    self.undo.append((ns, name, value, new))
+                    ns[name] = new
+
+    def restore(self) -> None:
+        while self.undo:
+            ns, name, original, new = self.undo.pop()
+            if ns.get(name) is new:
+                ns[name] = original

@@ -1,0 +1,135 @@
+"""Stage 1: from a Numba dispatcher to the parsed source of its Python function.
+
+Everything later works on the function's own source (with its real line numbers),
+so this is where unprofilable inputs are refused, each with a one-line reason.
+"""
+
+from __future__ import annotations
+
+import ast
+import inspect
+import textwrap
+from dataclasses import dataclass, field
+from types import CodeType, FunctionType
+
+from .errors import NotProfilableError
+
+_CO_GENERATOR_FLAGS = inspect.CO_GENERATOR | inspect.CO_COROUTINE | inspect.CO_ASYNC_GENERATOR
+
+
+@dataclass(frozen=True)
+class FunctionSource:
+    """The parsed source of one jitted function and where it came from."""
+
+    py_func: FunctionType
+    tree: ast.FunctionDef  # line numbers are the real ones in ``filename``
+    filename: str
+    first_lineno: int  # ``co_firstlineno``: the first decorator line, as line_profiler keys it
+    lines: list[str] = field(repr=False)  # source lines from first_lineno to the end of the def
+
+    @property
+    def name(self) -> str:
+        return self.py_func.__name__
+
+    @property
+    def key(self) -> tuple[str, int, str]:
+        """line_profiler's key for this function: (filename, first line, name)."""
+        code = self.py_func.__code__
+        return (code.co_filename, code.co_firstlineno, code.co_name)
+
+    def line_text(self, lineno: int) -> str:
+        index = lineno - self.first_lineno
+        return self.lines[index].rstrip("\n") if 0 <= index < len(self.lines) else ""
+
+
+def describe(obj: object) -> str:
+    """A short name for ``obj`` in error messages."""
+    name = getattr(obj, "__qualname__", None) or getattr(obj, "__name__", None)
+    return name if isinstance(name, str) else type(obj).__name__
+
+
+def python_function_of(dispatcher: object) -> FunctionType:
+    """The Python function behind a CPU dispatcher, or NotProfilableError saying why not."""
+    from numba.core.registry import CPUDispatcher
+
+    if isinstance(dispatcher, CPUDispatcher):
+        py_func = dispatcher.py_func
+        if dispatcher.targetoptions.get("forceobj") or dispatcher.targetoptions.get("nopython") is False:
+            raise NotProfilableError(
+                f"{describe(py_func)} is compiled in object mode; numba_lprun profiles nopython "
+                "functions only (use line_profiler's %lprun on it)"
+            )
+        code = py_func.__code__
+        if code.co_flags & _CO_GENERATOR_FLAGS:
+            raise NotProfilableError(
+                f"{describe(py_func)} is a generator; numba_lprun cannot profile generators "
+                "(per-call probe state does not survive a yield)"
+            )
+        return py_func
+    if isinstance(dispatcher, FunctionType):
+        raise NotProfilableError(
+            f"{describe(dispatcher)} is a plain Python function, not a Numba jitted one; "
+            "use line_profiler (%lprun) for it"
+        )
+    if type(dispatcher).__module__.startswith("numba"):
+        raise NotProfilableError(
+            f"{describe(dispatcher)} is a {type(dispatcher).__name__}; numba_lprun profiles "
+            "CPU functions made by @njit or @jit"
+        )
+    raise NotProfilableError(
+        f"{describe(dispatcher)} is not a Numba jitted function (got {type(dispatcher).__name__})"
+    )
+
+
+def _find_def(tree: ast.AST, code: CodeType) -> ast.FunctionDef | None:
+    """The def (or a lambda, turned into a def) in ``tree`` that compiled into ``code``."""
+    for node in ast.walk(tree):
+        if isinstance(node, ast.FunctionDef) and node.name == code.co_name:
+            return node
+        if isinstance(node, ast.Lambda) and code.co_name == "<lambda>":
+            body = ast.Return(value=node.body)
+            ast.copy_location(body, node.body)
+            fdef = ast.FunctionDef(
+                name="_nlp_lambda", args=node.args, body=[body], decorator_list=[], returns=None,
+                type_comment=None,
+            )
+            return ast.copy_location(fdef, node)
+    return None
+
+
+def read_source(dispatcher: object) -> FunctionSource:
+    """Parse the source of ``dispatcher``'s Python function, keeping real line numbers."""
+    py_func = python_function_of(dispatcher)
+    name = describe(py_func)
+    code = py_func.__code__
+    try:
+        lines, start = inspect.getsourcelines(py_func)
+    except (OSError, TypeError) as exc:
+        raise NotProfilableError(
+            f"no readable source for {name} (defined in {code.co_filename}): {exc}"
+        ) from None
+    try:
+        tree = ast.parse(textwrap.dedent("".join(lines)))
+    except SyntaxError as exc:
+        raise NotProfilableError(f"the source of {name} does not parse: {exc.msg}") from None
+    ast.increment_lineno(tree, max(start, 1) - 1)
+    fdef = _find_def(tree, code)
+    if fdef is None:
+        raise NotProfilableError(
+            f"the source found for {name} in {code.co_filename} does not define it "
+            "(was the file edited after the function was defined?)"
+        )
+    if any(isinstance(n, (ast.Yield, ast.YieldFrom, ast.Await)) for n in _own_nodes(fdef)):
+        raise NotProfilableError(f"{name} is a generator; numba_lprun cannot profile generators")
+    return FunctionSource(py_func, fdef, code.co_filename, code.co_firstlineno, lines)
+
+
+def _own_nodes(fdef: ast.FunctionDef):
+    """Nodes of ``fdef``'s body, not descending into nested functions or lambdas."""
+    stack = list(fdef.body)
+    while stack:
+        node = stack.pop()
+        yield node
+        for child in ast.iter_child_nodes(node):
+            if not isinstance(child, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda, ast.ClassDef)):
+                stack.append(child)

@@ -1,0 +1,69 @@
+"""Stage 5: the profile as plain data.
+
+Nothing here knows how the numbers were measured or how they will be shown:
+renderers read these objects, and ``to_line_stats`` hands them to line_profiler
+(``.lprof`` files, ``python -m line_profiler``).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from line_profiler.line_profiler import LineStats
+
+
+@dataclass
+class FunctionStats:
+    """Per-line counts and times of one profiled function, over all runs so far."""
+
+    filename: str
+    first_lineno: int
+    name: str
+    qualname: str
+    source_lines: list[str]  # the source from first_lineno to the end of the def
+    hits: dict[int, int] = field(default_factory=dict)  # line -> hits
+    ticks: dict[int, int] = field(default_factory=dict)  # line -> clock ticks (raw)
+    calls: int = 0  # completed calls of the instrumented twin
+    instrumented_ticks: int = 0  # entry-to-return time of those calls
+    plain_calls: int = 0
+    plain_ticks: int = 0
+    signatures: list[str] = field(default_factory=list)
+    compile_seconds: dict[str, float] = field(default_factory=dict)  # twin kind -> seconds
+    objmode_lines: set[int] = field(default_factory=set)  # times folded into the with line
+    timed: bool = True  # False in hits-only mode: ticks are not measured
+
+    @property
+    def key(self) -> tuple[str, int, str]:
+        return (self.filename, self.first_lineno, self.name)
+
+    @property
+    def overhead(self) -> float | None:
+        """Instrumented time / plain time over the same calls (None if not comparable)."""
+        if not self.plain_calls or self.plain_calls != self.calls or self.plain_ticks <= 0:
+            return None
+        return self.instrumented_ticks / self.plain_ticks
+
+    @property
+    def total_ticks(self) -> int:
+        return sum(self.ticks.values())
+
+    def timings(self) -> list[tuple[int, int, int]]:
+        """line_profiler's rows: (lineno, hits, time) for every line that ran."""
+        return [(line, self.hits[line], self.ticks.get(line, 0)) for line in sorted(self.hits)
+                if self.hits[line]]
+
+    def line_text(self, lineno: int) -> str:
+        index = lineno - self.first_lineno
+        return self.source_lines[index].rstrip("\n") if 0 <= index < len(self.source_lines) else ""
+
+
+@dataclass
+class ProfileStats:
+    """Everything one profiler measured: its functions and the clock's unit."""
+
+    unit: float  # seconds per tick
+    clock: str  # a sentence about the clock, for headers
+    functions: list[FunctionStats] = field(default_factory=list)
+
+    def to_line_stats(self) -> LineStats:
+        return LineStats({f.key: f.timings() for f in self.functions}, self.unit)

@@ -1,0 +1,166 @@
+"""Stage 3: compile twins of jitted functions.
+
+A twin is a new dispatcher with the original's target options, ``locals`` and
+signatures, built from a rewritten function (the instrumented or the plain twin)
+or from the original's own code with different globals (a *relinked* caller, so a
+jitted caller reaches a twin instead of the callee it linked at compile time).
+Originals are never touched, and no twin is ever written to Numba's disk cache.
+"""
+
+from __future__ import annotations
+
+import ast
+import re
+import time
+import types as pytypes
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field
+
+import numba
+from numba.core.registry import CPUDispatcher
+
+from .errors import TwinCompileError
+from .source import FunctionSource
+
+
+def objmode_names(py_func: pytypes.FunctionType) -> frozenset[str]:
+    """Names under which ``numba.objmode`` is reachable from ``py_func``'s globals."""
+    names = {"objmode"}
+    names.update(k for k, v in py_func.__globals__.items() if v is numba.objmode)
+    return frozenset(names)
+
+
+def _exec_def(tree: ast.FunctionDef, src: FunctionSource, globals_: dict) -> pytypes.FunctionType:
+    """Execute a rewritten def in ``globals_``, inside a factory when it has free variables.
+
+    The factory's parameters are the original's free variables, so the twin
+    closes over the same objects as the original.
+    """
+    py_func = src.py_func
+    freevars = py_func.__code__.co_freevars
+    if not freevars:
+        module = ast.Module(body=[tree], type_ignores=[])
+        exec(compile(module, src.filename, "exec"), globals_)
+        return globals_.pop(tree.name)
+    params = [ast.arg(arg=name) for name in freevars]
+    factory = ast.FunctionDef(
+        name="_nlp_factory",
+        args=ast.arguments(posonlyargs=[], args=params, kwonlyargs=[], kw_defaults=[], defaults=[]),
+        body=[tree, ast.Return(value=ast.Name(id=tree.name, ctx=ast.Load()))],
+        decorator_list=[], returns=None, type_comment=None,
+    )
+    ast.copy_location(factory, tree)
+    module = ast.fix_missing_locations(ast.Module(body=[factory], type_ignores=[]))
+    local_ns: dict = {}
+    exec(compile(module, src.filename, "exec"), globals_, local_ns)
+    contents = []
+    for name, cell in zip(freevars, py_func.__closure__ or ()):
+        try:
+            contents.append(cell.cell_contents)
+        except ValueError:
+            contents.append(None)  # an empty cell: the function cannot be called either
+    return local_ns["_nlp_factory"](*contents)
+
+
+@dataclass
+class Twin:
+    """One twin dispatcher and what it replaces."""
+
+    original: CPUDispatcher
+    dispatcher: CPUDispatcher
+    compile_seconds: float = 0.0
+    compiled: list[str] = field(default_factory=list)  # signatures compiled, as text
+
+
+def _new_dispatcher(original: CPUDispatcher, py_func: pytypes.FunctionType) -> CPUDispatcher:
+    return type(original)(
+        py_func,
+        locals=dict(original.locals),
+        targetoptions=dict(original.targetoptions),
+        pipeline_class=original._compiler.pipeline_class,
+    )
+
+
+def make_twin(original: CPUDispatcher, src: FunctionSource, tree: ast.FunctionDef,
+              extra_globals: dict) -> Twin:
+    """A twin built from a rewritten def; its globals are a copy of the original's."""
+    globals_ = dict(src.py_func.__globals__)
+    globals_.update(extra_globals)
+    py_func = _exec_def(tree, src, globals_)
+    py_func.__defaults__ = src.py_func.__defaults__
+    py_func.__kwdefaults__ = src.py_func.__kwdefaults__
+    py_func.__name__ = src.py_func.__name__
+    py_func.__qualname__ = src.py_func.__qualname__
+    py_func.__module__ = src.py_func.__module__
+    return Twin(original, _new_dispatcher(original, py_func))
+
+
+def make_relinked(original: CPUDispatcher) -> Twin:
+    """A copy of ``original`` whose globals and closure can be pointed at other twins."""
+    old = original.py_func
+    cells = tuple(pytypes.CellType(_cell_value(c)) for c in (old.__closure__ or ()))
+    py_func = pytypes.FunctionType(
+        old.__code__, dict(old.__globals__), old.__name__, old.__defaults__, cells or None
+    )
+    py_func.__kwdefaults__ = old.__kwdefaults__
+    py_func.__qualname__ = old.__qualname__
+    py_func.__module__ = old.__module__
+    return Twin(original, _new_dispatcher(original, py_func))
+
+
+def _cell_value(cell):
+    try:
+        return cell.cell_contents
+    except ValueError:
+        return None
+
+
+def link(twins: Iterable[Twin]) -> None:
+    """Point every twin's globals and closure cells at the other twins of its set."""
+    twins = list(twins)
+    replace = {id(t.original): t.dispatcher for t in twins}
+    for twin in twins:
+        py_func = twin.dispatcher.py_func
+        g = py_func.__globals__
+        for name, value in list(g.items()):
+            if id(value) in replace:
+                g[name] = replace[id(value)]
+        for cell in py_func.__closure__ or ():
+            value = _cell_value(cell)
+            if id(value) in replace:
+                cell.cell_contents = replace[id(value)]
+
+
+_LINE_RE = re.compile(r'File "([^"]+)", line (\d+)')
+
+
+def _twin_error(twin: Twin, exc: Exception, src: FunctionSource | None) -> TwinCompileError:
+    message = str(exc)
+    reason = next((ln.strip() for ln in message.splitlines() if ln.strip()), type(exc).__name__)
+    lineno, line = None, ""
+    if src is not None:
+        hits = [int(n) for f, n in _LINE_RE.findall(message) if f == src.filename]
+        if hits:
+            lineno = hits[-1]
+            line = src.line_text(lineno)
+    return TwinCompileError(twin.original.py_func.__qualname__, reason, lineno, line)
+
+
+def compile_like_original(twin: Twin, src: FunctionSource | None = None,
+                          progress: Callable[[str], None] | None = None) -> None:
+    """Compile ``twin`` for every signature its original has, then match its
+    ``disable_compile`` state (explicit eager signatures compile nothing new)."""
+    original = twin.original
+    for cres in list(original.overloads.values()):
+        sig = cres.signature
+        if progress is not None:
+            progress(f"{original.py_func.__qualname__}{tuple(sig.args)}")
+        start = time.perf_counter()
+        try:
+            twin.dispatcher.compile(sig)
+        except Exception as exc:  # Numba raises many types; all mean the twin failed
+            raise _twin_error(twin, exc, src) from None
+        twin.compile_seconds += time.perf_counter() - start
+        twin.compiled.append(str(sig))
+    if not original._can_compile:
+        twin.dispatcher.disable_compile()

@@ -52,7 +52,7 @@ def _twin_for(target: Target, phase: str, clock: str, timing: bool) -> Twin:
     )
     extra = P.make_probes(cfg)
     extra[P.PYHIT] = P.make_python_hit(counters)
-    return make_twin(target.original, target.source, rewritten.tree, extra)
+    return make_twin(target.original, target.source, rewritten.tree, extra, phase)
 
 
 @dataclass

@@ -33,9 +33,13 @@ class FunctionSource:
 
     @property
     def key(self) -> tuple[str, int, str]:
-        """line_profiler's key for this function: (filename, first line, name)."""
+        """line_profiler's key for this function: (filename, first line, qualified name).
+
+        line_profiler 5 keys by ``co_qualname`` (Python 3.11+), so a function made
+        by a factory shows as ``make.<locals>.f`` in both tools.
+        """
         code = self.py_func.__code__
-        return (code.co_filename, code.co_firstlineno, code.co_name)
+        return (code.co_filename, code.co_firstlineno, getattr(code, "co_qualname", code.co_name))
 
     def line_text(self, lineno: int) -> str:
         index = lineno - self.first_lineno

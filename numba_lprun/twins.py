@@ -40,8 +40,13 @@ def _exec_def(tree: ast.FunctionDef, src: FunctionSource, globals_: dict) -> pyt
     freevars = py_func.__code__.co_freevars
     if not freevars:
         module = ast.Module(body=[tree], type_ignores=[])
+        had = tree.name in globals_
+        before = globals_.get(tree.name)
         exec(compile(module, src.filename, "exec"), globals_)
-        return globals_.pop(tree.name)
+        py_func = globals_.pop(tree.name)
+        if had:  # keep the original binding: link() points it at the right twin
+            globals_[tree.name] = before
+        return py_func
     params = [ast.arg(arg=name) for name in freevars]
     factory = ast.FunctionDef(
         name="_nlp_factory",
@@ -68,11 +73,18 @@ class Twin:
 
     original: CPUDispatcher
     dispatcher: CPUDispatcher
+    kind: str  # "plain", "instrumented" or "relinked"
     compile_seconds: float = 0.0
     compiled: list[str] = field(default_factory=list)  # signatures compiled, as text
 
 
 def _new_dispatcher(original: CPUDispatcher, py_func: pytypes.FunctionType) -> CPUDispatcher:
+    """A dispatcher like ``original`` for ``py_func``, never cached.
+
+    Twins have ``__module__ = None``: Numba then treats them as dynamically
+    generated, so object-mode blocks look globals up in the twin's own globals
+    (where the probes are) and nothing can be cached or pickled by module name.
+    """
     return type(original)(
         py_func,
         locals=dict(original.locals),
@@ -82,7 +94,7 @@ def _new_dispatcher(original: CPUDispatcher, py_func: pytypes.FunctionType) -> C
 
 
 def make_twin(original: CPUDispatcher, src: FunctionSource, tree: ast.FunctionDef,
-              extra_globals: dict) -> Twin:
+              extra_globals: dict, kind: str) -> Twin:
     """A twin built from a rewritten def; its globals are a copy of the original's."""
     globals_ = dict(src.py_func.__globals__)
     globals_.update(extra_globals)
@@ -91,8 +103,8 @@ def make_twin(original: CPUDispatcher, src: FunctionSource, tree: ast.FunctionDe
     py_func.__kwdefaults__ = src.py_func.__kwdefaults__
     py_func.__name__ = src.py_func.__name__
     py_func.__qualname__ = src.py_func.__qualname__
-    py_func.__module__ = src.py_func.__module__
-    return Twin(original, _new_dispatcher(original, py_func))
+    py_func.__module__ = None  # see _new_dispatcher
+    return Twin(original, _new_dispatcher(original, py_func), kind)
 
 
 def make_relinked(original: CPUDispatcher) -> Twin:
@@ -104,8 +116,8 @@ def make_relinked(original: CPUDispatcher) -> Twin:
     )
     py_func.__kwdefaults__ = old.__kwdefaults__
     py_func.__qualname__ = old.__qualname__
-    py_func.__module__ = old.__module__
-    return Twin(original, _new_dispatcher(original, py_func))
+    py_func.__module__ = None  # see _new_dispatcher
+    return Twin(original, _new_dispatcher(original, py_func), "relinked")
 
 
 def _cell_value(cell):
@@ -132,18 +144,27 @@ def link(twins: Iterable[Twin]) -> None:
 
 
 _LINE_RE = re.compile(r'File "([^"]+)", line (\d+)')
+_ANSI_RE = re.compile(r"\x1b\[[0-9;]*m")
+_NOISE = ("Failed in ", "During:", "File ", "Rewrite ", "- Resolution", "- argument")
+
+
+def numba_reason(exc: BaseException) -> str:
+    """The one line of a Numba error message that says what went wrong."""
+    lines = [ln.strip() for ln in _ANSI_RE.sub("", str(exc)).splitlines()]
+    useful = [ln for ln in lines if ln and not ln.startswith(_NOISE) and set(ln) != {"^"}]
+    return useful[0] if useful else type(exc).__name__
 
 
 def _twin_error(twin: Twin, exc: Exception, src: FunctionSource | None) -> TwinCompileError:
-    message = str(exc)
-    reason = next((ln.strip() for ln in message.splitlines() if ln.strip()), type(exc).__name__)
+    message = _ANSI_RE.sub("", str(exc))
+    reason = numba_reason(exc)
     lineno, line = None, ""
     if src is not None:
         hits = [int(n) for f, n in _LINE_RE.findall(message) if f == src.filename]
         if hits:
             lineno = hits[-1]
             line = src.line_text(lineno)
-    return TwinCompileError(twin.original.py_func.__qualname__, reason, lineno, line)
+    return TwinCompileError(twin.original.py_func.__qualname__, reason, lineno, line, twin.kind)
 
 
 def compile_like_original(twin: Twin, src: FunctionSource | None = None,

@@ -1,0 +1,58 @@
+"""Shared helpers: compare numba_lprun's hits with line_profiler's on ``py_func``."""
+
+import copy
+
+import line_profiler
+import numpy as np
+import pytest
+
+import numba_lprun
+
+
+def hits_of(stats, name):
+    """{lineno: hits} of function ``name`` in a LineStats."""
+    for (_, _, func_name), rows in stats.timings.items():
+        if func_name == name or func_name.endswith("." + name):
+            return {line: hits for line, hits, _ in rows if hits}
+    raise KeyError(name)
+
+
+def reference_hits(func, *args, **kwargs):
+    """What line_profiler reports for the interpreted Python function."""
+    py_func = func.py_func
+    prof = line_profiler.LineProfiler(py_func)
+    own = [name for name, value in py_func.__globals__.items() if value is func]
+    for name in own:  # recursive calls go through the Python function too
+        py_func.__globals__[name] = py_func
+    try:
+        prof.runcall(py_func, *copy.deepcopy(args), **copy.deepcopy(kwargs))
+    finally:
+        for name in own:
+            py_func.__globals__[name] = func
+    return hits_of(prof.get_stats(), py_func.__code__.co_name)
+
+
+def same(a, b):
+    if isinstance(a, np.ndarray) or isinstance(b, np.ndarray):
+        return np.allclose(a, b)
+    if isinstance(a, tuple):
+        return len(a) == len(b) and all(same(x, y) for x, y in zip(a, b))
+    if isinstance(a, float):
+        return abs(a - b) <= 1e-9 * max(1.0, abs(a))
+    return a == b
+
+
+def check_matches(func, *args, **kwargs):
+    """Profile ``func(*args)``: result equals the plain call, hits equal line_profiler's."""
+    expected = func(*copy.deepcopy(args), **copy.deepcopy(kwargs))
+    prof = numba_lprun.LineProfiler(func)
+    got = prof.runcall(func, *copy.deepcopy(args), **copy.deepcopy(kwargs))
+    assert same(got, expected), (got, expected)
+    name = func.py_func.__code__.co_name
+    assert hits_of(prof.get_stats(), name) == reference_hits(func, *args, **kwargs)
+    return prof
+
+
+@pytest.fixture
+def check():
+    return check_matches

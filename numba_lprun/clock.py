@@ -95,7 +95,7 @@ def _calibrate_tsc(read, interval: float = 0.05) -> float:
     return estimates[len(estimates) // 2] if estimates else 0.0
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def current_clock() -> ClockInfo:
     """The clock for this process, calibrated once and then cached."""
     forced = os.environ.get("NUMBA_LPRUN_CLOCK", "").strip().lower()
@@ -109,7 +109,7 @@ def current_clock() -> ClockInfo:
     return ClockInfo("monotonic", 1e-9, f"clock_gettime(CLOCK_MONOTONIC), {why}")
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def clock_reader(kind: str):
     """A cached jitted reader of clock ``kind`` (used by calibration and tests)."""
     return _make_reader(kind)

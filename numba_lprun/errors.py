@@ -22,8 +22,14 @@ class TwinCompileError(RuntimeError):
     rewrite and their code disagree rather than a wall of Numba traceback.
     """
 
-    def __init__(self, func_name: str, reason: str, lineno: int | None = None, line: str = "",
-                 kind: str = "instrumented"):
+    def __init__(
+        self,
+        func_name: str,
+        reason: str,
+        lineno: int | None = None,
+        line: str = "",
+        kind: str = "instrumented",
+    ):
         where = f" (line {lineno}: {line.strip()})" if lineno else ""
         super().__init__(f"cannot compile the {kind} twin of {func_name}{where}: {reason}")
         self.func_name = func_name

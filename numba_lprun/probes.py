@@ -20,7 +20,6 @@ from dataclasses import dataclass
 import numpy as np
 from llvmlite import ir
 from numba import types
-from numba.core import cgutils
 from numba.core.imputils import impl_ret_borrowed
 from numba.extending import intrinsic
 

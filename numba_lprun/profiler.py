@@ -22,8 +22,12 @@ def _new_stats(target: Target, timed: bool) -> FunctionStats:
     src = target.source
     filename, first, name = src.key
     return FunctionStats(
-        filename=filename, first_lineno=first, name=name, qualname=src.py_func.__qualname__,
-        source_lines=list(src.lines), objmode_lines=set(target.rewrites[INSTRUMENTED].objmode_lines),
+        filename=filename,
+        first_lineno=first,
+        name=name,
+        qualname=src.py_func.__qualname__,
+        source_lines=list(src.lines),
+        objmode_lines=set(target.rewrites[INSTRUMENTED].objmode_lines),
         timed=timed,
     )
 
@@ -65,21 +69,22 @@ class LineProfiler:
 
         return self.run_phases(call, [])
 
-    def runctx(self, cmd: str, globals: dict, locals: dict | None) -> "LineProfiler":
+    def runctx(self, cmd: str, globals: dict, locals: dict | None) -> LineProfiler:
         """Execute the statement ``cmd`` in ``globals``/``locals`` (twice with a baseline)."""
         code = compile(cmd, "<nlprun>", "exec")
         locals = globals if locals is None else locals
         self.run_phases(lambda _: exec(code, globals, locals), [globals, locals])
         return self
 
-    def run(self, cmd: str) -> "LineProfiler":
+    def run(self, cmd: str) -> LineProfiler:
         """Execute ``cmd`` in ``__main__``'s namespace."""
         import __main__
 
         return self.runctx(cmd, __main__.__dict__, __main__.__dict__)
 
-    def run_phases(self, execute: Callable[[dict], Any], namespaces: list[dict],
-                   progress: Progress | None = None) -> Any:
+    def run_phases(
+        self, execute: Callable[[dict], Any], namespaces: list[dict], progress: Progress | None = None
+    ) -> Any:
         """Run ``execute`` on the plain twins (if baseline), then on the instrumented ones.
 
         ``execute`` gets the map from id(original) to its twin. Statistics are kept
@@ -149,13 +154,13 @@ class LineProfiler:
         """Instrumented / plain time per function name (None without a comparable baseline)."""
         return {s.name: s.overhead for s in self._stats.values()}
 
-    def print_stats(self, stream: io.TextIOBase | None = None, output_unit: float | None = None,
-                    stripzeros: bool = False) -> None:
+    def print_stats(
+        self, stream: io.TextIOBase | None = None, output_unit: float | None = None, stripzeros: bool = False
+    ) -> None:
         """Write line_profiler's text report, then one overhead line per function."""
         stream = sys.stdout if stream is None else stream
         stats = self.get_stats()
-        show_text(stats.timings, stats.unit, output_unit=output_unit, stream=stream,
-                  stripzeros=stripzeros)
+        show_text(stats.timings, stats.unit, output_unit=output_unit, stream=stream, stripzeros=stripzeros)
         for fstats in self._stats.values():
             ratio = fstats.overhead
             said = f"{ratio:.2f}x the plain run" if ratio is not None else "overhead not measured"

@@ -60,9 +60,12 @@ def line_sequence(stmt: ast.stmt) -> list[int]:
     if getattr(stmt, "end_lineno", stmt.lineno) == stmt.lineno:
         return [stmt.lineno]
     probe_fn = ast.FunctionDef(
-        name="_nlp_seq", args=ast.arguments(posonlyargs=[], args=[], kwonlyargs=[], kw_defaults=[],
-                                            defaults=[]),
-        body=[stmt, _marker(stmt.end_lineno + 1)], decorator_list=[], returns=None, type_comment=None,
+        name="_nlp_seq",
+        args=ast.arguments(posonlyargs=[], args=[], kwonlyargs=[], kw_defaults=[], defaults=[]),
+        body=[stmt, _marker(stmt.end_lineno + 1)],
+        decorator_list=[],
+        returns=None,
+        type_comment=None,
     )
     ast.copy_location(probe_fn, stmt)
     module = ast.Module(body=[probe_fn], type_ignores=[])
@@ -130,8 +133,9 @@ class _Rewriter:
             node.end_lineno, node.end_col_offset = at.lineno, getattr(at, "col_offset", 0)
         return stmt
 
-    def events(self, seq: list[int], prev: int | None, at: ast.AST, in_py: bool,
-               force_first: bool = False) -> list[ast.stmt]:
+    def events(
+        self, seq: list[int], prev: int | None, at: ast.AST, in_py: bool, force_first: bool = False
+    ) -> list[ast.stmt]:
         if not self.timing_lines:
             return []
         if seq and seq[0] == prev and not force_first:
@@ -140,8 +144,9 @@ class _Rewriter:
         return [self.call(name, at, self.line_arg(line)) for line in seq]
 
     # -- statements -------------------------------------------------------------
-    def block(self, stmts: list[ast.stmt], prev: int | None, loop: list[int] | None,
-              in_py: bool) -> list[ast.stmt]:
+    def block(
+        self, stmts: list[ast.stmt], prev: int | None, loop: list[int] | None, in_py: bool
+    ) -> list[ast.stmt]:
         out: list[ast.stmt] = []
         for stmt in stmts:
             out.extend(self.stmt(stmt, prev, loop, in_py))
@@ -154,15 +159,15 @@ class _Rewriter:
     def back_edge(self, loop: list[int] | None, at: ast.AST, in_py: bool) -> list[ast.stmt]:
         return self.events(loop or [], None, at, in_py) if loop else []
 
-    def loop_body(self, body: list[ast.stmt], prev: int, back: list[int], at: ast.AST,
-                  in_py: bool) -> list[ast.stmt]:
+    def loop_body(
+        self, body: list[ast.stmt], prev: int, back: list[int], at: ast.AST, in_py: bool
+    ) -> list[ast.stmt]:
         new = self.block(body, prev, back, in_py)
         if not isinstance(body[-1], _TERMINATORS):
             new.extend(self.back_edge(back, body[-1], in_py))
         return new or [ast.copy_location(ast.Pass(), at)]
 
-    def stmt(self, s: ast.stmt, prev: int | None, loop: list[int] | None,
-             in_py: bool) -> list[ast.stmt]:
+    def stmt(self, s: ast.stmt, prev: int | None, loop: list[int] | None, in_py: bool) -> list[ast.stmt]:
         if isinstance(s, _NO_CODE):
             return [s]
         if isinstance(s, (ast.For, ast.AsyncFor)):
@@ -199,8 +204,7 @@ class _Rewriter:
             return pre + self.return_stmt(s)
         return pre + [s]
 
-    def with_stmt(self, s: ast.With, prev: int | None, loop: list[int] | None,
-                  in_py: bool) -> list[ast.stmt]:
+    def with_stmt(self, s: ast.With, prev: int | None, loop: list[int] | None, in_py: bool) -> list[ast.stmt]:
         head = self.events([s.lineno], prev, s, in_py)
         lifted = in_py or any(self.is_objmode(item.context_expr) for item in s.items)
         before = self.lines_seen()
@@ -242,8 +246,9 @@ def _strip_signature(fdef: ast.FunctionDef) -> None:
     ]
 
 
-def instrument(fdef: ast.FunctionDef, *, lines: bool = True,
-               objmode_names: frozenset[str] = frozenset({"objmode"})) -> Rewritten:
+def instrument(
+    fdef: ast.FunctionDef, *, lines: bool = True, objmode_names: frozenset[str] = frozenset({"objmode"})
+) -> Rewritten:
     """A rewritten copy of ``fdef``: entry, exit and (if ``lines``) line probes.
 
     ``objmode_names`` are the names under which ``numba.objmode`` is called in the
@@ -258,8 +263,12 @@ def instrument(fdef: ast.FunctionDef, *, lines: bool = True,
     rewriter = _Rewriter(lines, objmode_names)
     body = tree.body
     doc = []
-    if body and isinstance(body[0], ast.Expr) and isinstance(body[0].value, ast.Constant) \
-            and isinstance(body[0].value.value, str):
+    if (
+        body
+        and isinstance(body[0], ast.Expr)
+        and isinstance(body[0].value, ast.Constant)
+        and isinstance(body[0].value.value, str)
+    ):
         doc, body = body[:1], body[1:]
     first = body[0] if body else tree
     new_body = [rewriter.call(P.ENTER, first)] + rewriter.block(body, None, None, False)

@@ -96,8 +96,9 @@ class Runner:
         return built
 
     @contextlib.contextmanager
-    def phase(self, phase: str, namespaces: Iterable[dict],
-              progress: Progress | None = None) -> Iterator[dict[int, CPUDispatcher]]:
+    def phase(
+        self, phase: str, namespaces: Iterable[dict], progress: Progress | None = None
+    ) -> Iterator[dict[int, CPUDispatcher]]:
         """Swap in the twins of ``phase`` (compiled) and yield original id -> twin."""
         spaces = [ns for ns in namespaces if ns is not None] + module_namespaces()
         built = self._prepare(phase, spaces)

@@ -94,7 +94,11 @@ def _find_def(tree: ast.AST, code: CodeType) -> ast.FunctionDef | None:
             body = ast.Return(value=node.body)
             ast.copy_location(body, node.body)
             fdef = ast.FunctionDef(
-                name="_nlp_lambda", args=node.args, body=[body], decorator_list=[], returns=None,
+                name="_nlp_lambda",
+                args=node.args,
+                body=[body],
+                decorator_list=[],
+                returns=None,
                 type_comment=None,
             )
             return ast.copy_location(fdef, node)

@@ -49,8 +49,9 @@ class FunctionStats:
 
     def timings(self) -> list[tuple[int, int, int]]:
         """line_profiler's rows: (lineno, hits, time) for every line that ran."""
-        return [(line, self.hits[line], self.ticks.get(line, 0)) for line in sorted(self.hits)
-                if self.hits[line]]
+        return [
+            (line, self.hits[line], self.ticks.get(line, 0)) for line in sorted(self.hits) if self.hits[line]
+        ]
 
     def line_text(self, lineno: int) -> str:
         index = lineno - self.first_lineno

@@ -52,18 +52,17 @@ def _exec_def(tree: ast.FunctionDef, src: FunctionSource, globals_: dict) -> pyt
         name="_nlp_factory",
         args=ast.arguments(posonlyargs=[], args=params, kwonlyargs=[], kw_defaults=[], defaults=[]),
         body=[tree, ast.Return(value=ast.Name(id=tree.name, ctx=ast.Load()))],
-        decorator_list=[], returns=None, type_comment=None,
+        decorator_list=[],
+        returns=None,
+        type_comment=None,
     )
     ast.copy_location(factory, tree)
     module = ast.fix_missing_locations(ast.Module(body=[factory], type_ignores=[]))
     local_ns: dict = {}
     exec(compile(module, src.filename, "exec"), globals_, local_ns)
     contents = []
-    for name, cell in zip(freevars, py_func.__closure__ or ()):
-        try:
-            contents.append(cell.cell_contents)
-        except ValueError:
-            contents.append(None)  # an empty cell: the function cannot be called either
+    for cell in py_func.__closure__ or ():
+        contents.append(_cell_value(cell))  # an empty cell gives None: no call could use it
     return local_ns["_nlp_factory"](*contents)
 
 
@@ -93,8 +92,9 @@ def _new_dispatcher(original: CPUDispatcher, py_func: pytypes.FunctionType) -> C
     )
 
 
-def make_twin(original: CPUDispatcher, src: FunctionSource, tree: ast.FunctionDef,
-              extra_globals: dict, kind: str) -> Twin:
+def make_twin(
+    original: CPUDispatcher, src: FunctionSource, tree: ast.FunctionDef, extra_globals: dict, kind: str
+) -> Twin:
     """A twin built from a rewritten def; its globals are a copy of the original's."""
     globals_ = dict(src.py_func.__globals__)
     globals_.update(extra_globals)
@@ -167,8 +167,9 @@ def _twin_error(twin: Twin, exc: Exception, src: FunctionSource | None) -> TwinC
     return TwinCompileError(twin.original.py_func.__qualname__, reason, lineno, line, twin.kind)
 
 
-def compile_like_original(twin: Twin, src: FunctionSource | None = None,
-                          progress: Callable[[str], None] | None = None) -> None:
+def compile_like_original(
+    twin: Twin, src: FunctionSource | None = None, progress: Callable[[str], None] | None = None
+) -> None:
     """Compile ``twin`` for every signature its original has, then match its
     ``disable_compile`` state (explicit eager signatures compile nothing new)."""
     original = twin.original

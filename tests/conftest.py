@@ -36,7 +36,7 @@ def same(a, b):
     if isinstance(a, np.ndarray) or isinstance(b, np.ndarray):
         return np.allclose(a, b)
     if isinstance(a, tuple):
-        return len(a) == len(b) and all(same(x, y) for x, y in zip(a, b))
+        return len(a) == len(b) and all(same(x, y) for x, y in zip(a, b, strict=True))
     if isinstance(a, float):
         return abs(a - b) <= 1e-9 * max(1.0, abs(a))
     return a == b

@@ -15,8 +15,7 @@ WEIGHTS = np.arange(5.0)
 @njit
 def loops(a, n):
     s = 0.0
-    for i in range(n):
-        s += i
+    for i in range(n): s += i
     i = 0
     while True:
         i += 1
@@ -54,8 +53,7 @@ def branches(x):
         y = 3
     else:
         y = 4
-    if x % 2 == 0:
-        y += 10
+    if x % 2 == 0: y += 10
     return y
 
 
@@ -78,27 +76,29 @@ def sum2d(a):
 
 @njit
 def multiline(a, n):
-    x = a[0] + a[1]
-    y = np.sum(a * 2.0)
-    z = max(x, y, n)
-    for i in range(0, n):
+    x = (a[0] +
+         a[1])
+    y = np.sum(a *
+               2.0)
+    z = max(x,
+            y,
+            n)
+    for i in range(0,
+                   n):
         x += i
-    if x > y:
+    if (x >
+            y):
         z += 1
-    return (x, z)
+    return (x,
+            z)
 
 
 @njit
 def oneline(n):
-    s = 0
-    t = 1
-    for i in range(n):
-        s += i
-        t += 1
-    if s > 3:
-        s -= 1
-    else:
-        s += 1
+    s = 0; t = 1
+    for i in range(n): s += i; t += 1
+    if s > 3: s -= 1
+    else: s += 1
     return s * t
 
 

@@ -157,8 +157,13 @@ class LineProfiler:
     def print_stats(
         self, stream: io.TextIOBase | None = None, output_unit: float | None = None, stripzeros: bool = False
     ) -> None:
-        """Write line_profiler's text report, then one overhead line per function."""
+        """Write line_profiler's text report, then one overhead line per function.
+
+        Times print in nanoseconds unless ``output_unit`` says otherwise, as
+        line_profiler's own reports do (the raw unit is one clock tick).
+        """
         stream = sys.stdout if stream is None else stream
+        output_unit = 1e-9 if output_unit is None else output_unit
         stats = self.get_stats()
         show_text(stats.timings, stats.unit, output_unit=output_unit, stream=stream, stripzeros=stripzeros)
         for fstats in self._stats.values():

@@ -6,30 +6,21 @@ the instrumented twins, and fold their counters into plain-data stats.
 
 from __future__ import annotations
 
+import ast
 import io
+import linecache
 import sys
 from collections.abc import Callable
 from typing import Any
 
 from line_profiler.line_profiler import LineStats, show_text
+from numba.core.registry import CPUDispatcher
 
+from .calibrate import probe_cost_ticks
 from .clock import current_clock
-from .runner import INSTRUMENTED, PLAIN, Progress, Runner, Target
+from .diagnose import DEFAULT_THRESHOLD, diagnose
+from .runner import INSTRUMENTED, PLAIN, Key, PhaseRun, Progress, Runner, Target
 from .stats import FunctionStats, ProfileStats
-
-
-def _new_stats(target: Target, timed: bool) -> FunctionStats:
-    src = target.source
-    filename, first, name = src.key
-    return FunctionStats(
-        filename=filename,
-        first_lineno=first,
-        name=name,
-        qualname=src.py_func.__qualname__,
-        source_lines=list(src.lines),
-        objmode_lines=set(target.rewrites[INSTRUMENTED].objmode_lines),
-        timed=timed,
-    )
 
 
 class LineProfiler:
@@ -39,22 +30,48 @@ class LineProfiler:
     ``baseline=True`` every call or statement runs twice, first on the plain twins
     (for the overhead figure), then on the instrumented ones: side effects happen
     twice. ``timing=False`` counts hits only, leaving the optimizer almost alone.
+    Times have the probes' own cost taken out unless ``corrected=False``.
     """
 
-    def __init__(self, *functions: Callable, baseline: bool = True, timing: bool = True):
+    def __init__(
+        self,
+        *functions: Callable,
+        baseline: bool = True,
+        timing: bool = True,
+        corrected: bool = True,
+        threshold: float = DEFAULT_THRESHOLD,
+    ):
         self.baseline = baseline
         self.timing = timing
+        self.corrected = corrected
+        self.threshold = threshold
         self._clock = current_clock()
+        self._probe_ticks = probe_cost_ticks(self._clock.kind) if timing else 0.0
         self._runner = Runner(self._clock.kind, timing)
-        self._stats: dict[int, FunctionStats] = {}
+        self._stats: dict[Key, FunctionStats] = {}
         for func in functions:
             self.add_function(func)
 
     # -- setup --------------------------------------------------------------------
     def add_function(self, func: Callable) -> None:
         """Profile ``func`` too (a Numba dispatcher); TypeError with the reason otherwise."""
-        target = self._runner.add(func)
-        self._stats.setdefault(id(func), _new_stats(target, self.timing))
+        self._track(self._runner.add(func))
+
+    def _track(self, target: Target) -> None:
+        src = target.source
+        if src.key in self._stats:
+            return
+        filename, first, name = src.key
+        self._stats[src.key] = FunctionStats(
+            filename=filename,
+            first_lineno=first,
+            name=name,
+            qualname=src.py_func.__qualname__,
+            source_lines=list(src.lines),
+            objmode_lines=set(target.rewrites[INSTRUMENTED].objmode_lines),
+            timed=self.timing,
+            probe_ticks=self._probe_ticks,
+        )
 
     @property
     def functions(self) -> list[Callable]:
@@ -62,10 +79,10 @@ class LineProfiler:
 
     # -- running ------------------------------------------------------------------
     def runcall(self, func: Callable, /, *args: Any, **kwargs: Any) -> Any:
-        """Call ``func(*args, **kwargs)`` (twice with a baseline) and return what it returns."""
+        """Call ``func(*args, **kwargs)`` (twice with a baseline); return the last call's result."""
 
-        def call(replacements: dict) -> Any:
-            return replacements.get(id(func), func)(*args, **kwargs)
+        def call(run: PhaseRun) -> Any:
+            return run.replacements.get(id(func), func)(*args, **kwargs)
 
         return self.run_phases(call, [])
 
@@ -82,29 +99,60 @@ class LineProfiler:
 
         return self.runctx(cmd, __main__.__dict__, __main__.__dict__)
 
+    def runsource(
+        self,
+        source: str,
+        filename: str,
+        namespace: dict,
+        profile_defined: bool = True,
+        progress: Progress | None = None,
+    ) -> LineProfiler:
+        """Execute module-like ``source`` statement by statement in ``namespace``.
+
+        With ``profile_defined``, every jitted function that ``source`` itself
+        defines is profiled from the moment it is defined (a ``%%nlprun`` cell, a
+        script). The source is registered in linecache under ``filename`` so its
+        functions' source can be read back.
+        """
+        lines = source.splitlines(keepends=True)
+        linecache.cache[filename] = (len(source), None, lines, filename)
+        tree = ast.parse(source, filename)
+        codes = [compile(ast.Module(body=[stmt], type_ignores=[]), filename, "exec") for stmt in tree.body]
+
+        def execute(run: PhaseRun) -> None:
+            for code in codes:
+                before = {k: id(v) for k, v in namespace.items()}
+                exec(code, namespace)
+                if profile_defined:
+                    for name, value in list(namespace.items()):
+                        if before.get(name) != id(value) and _defined_in(value, filename):
+                            self._track(run.adopt(value))
+
+        self.run_phases(execute, [namespace], progress)
+        return self
+
     def run_phases(
-        self, execute: Callable[[dict], Any], namespaces: list[dict], progress: Progress | None = None
+        self, execute: Callable[[PhaseRun], Any], namespaces: list[dict], progress: Progress | None = None
     ) -> Any:
         """Run ``execute`` on the plain twins (if baseline), then on the instrumented ones.
 
-        ``execute`` gets the map from id(original) to its twin. Statistics are kept
-        whatever happens; an exception from the instrumented run (or else from the
-        plain one) is re-raised afterwards; KeyboardInterrupt or SystemExit in the
-        plain run stops before the instrumented one.
+        Statistics are kept whatever happens; an exception from the instrumented
+        run (or else from the plain one) is re-raised afterwards. KeyboardInterrupt
+        or SystemExit in the plain run stops before the instrumented one.
         """
         baseline_error: BaseException | None = None
         if self.baseline:
             try:
-                with self._runner.phase(PLAIN, namespaces, progress) as replacements:
+                with self._runner.phase(PLAIN, namespaces, progress) as run:
                     try:
-                        execute(replacements)
+                        execute(run)
                     except Exception as exc:
                         baseline_error = exc
             finally:
                 self._collect(PLAIN)
         try:
-            with self._runner.phase(INSTRUMENTED, namespaces, progress) as replacements:
-                result = execute(replacements)
+            with self._runner.phase(INSTRUMENTED, namespaces, progress) as run:
+                result = execute(run)
         finally:
             self._collect(INSTRUMENTED)
         if baseline_error is not None:
@@ -114,15 +162,16 @@ class LineProfiler:
     def _collect(self, phase: str) -> None:
         counts = self._runner.take_counts(phase)
         for key, target in self._runner.targets.items():
+            self._track(target)
             stats = self._stats[key]
             table = counts[key]
             calls, ticks = (int(v) for v in table[-1])
+            twin = target.twins.get(phase)
+            if twin is not None:
+                stats.compile_seconds[phase] = twin.compile_seconds
             if phase == PLAIN:
                 stats.plain_calls += calls
                 stats.plain_ticks += ticks
-                twin = target.twins.get(PLAIN)
-                if twin is not None:
-                    stats.compile_seconds[PLAIN] = twin.compile_seconds
                 continue
             stats.calls += calls
             stats.instrumented_ticks += ticks
@@ -131,9 +180,7 @@ class LineProfiler:
                 if hits or line_ticks:
                     stats.hits[line] = stats.hits.get(line, 0) + hits
                     stats.ticks[line] = stats.ticks.get(line, 0) + line_ticks
-            twin = target.twins.get(INSTRUMENTED)
             if twin is not None:
-                stats.compile_seconds[INSTRUMENTED] = twin.compile_seconds
                 for sig in twin.dispatcher.signatures:
                     text = ", ".join(str(t) for t in sig)
                     if text not in stats.signatures:
@@ -142,11 +189,15 @@ class LineProfiler:
     # -- results ------------------------------------------------------------------
     @property
     def profile(self) -> ProfileStats:
-        """The plain-data profile (what renderers take)."""
-        return ProfileStats(self._clock.seconds_per_tick, self._clock.note, list(self._stats.values()))
+        """The plain-data profile (what renderers take), with diagnostics filled in."""
+        for stats in self._stats.values():
+            diagnose(stats, self._clock.seconds_per_tick, self.threshold)
+        return ProfileStats(
+            self._clock.seconds_per_tick, self._clock.note, list(self._stats.values()), self.corrected
+        )
 
     def get_stats(self) -> LineStats:
-        """A ``line_profiler.LineStats``: timings keyed (filename, first line, name)."""
+        """A ``line_profiler.LineStats``: timings keyed (filename, first line, qualified name)."""
         return self.profile.to_line_stats()
 
     @property
@@ -174,3 +225,7 @@ class LineProfiler:
     def dump_stats(self, filename: str) -> None:
         """Write a ``.lprof`` file that ``python -m line_profiler FILE`` shows."""
         self.get_stats().to_file(filename)
+
+
+def _defined_in(value: object, filename: str) -> bool:
+    return isinstance(value, CPUDispatcher) and value.py_func.__code__.co_filename == filename

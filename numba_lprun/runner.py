@@ -1,9 +1,13 @@
 """Stage 4b: build the twins of each phase and run a call or statement on them.
 
-A profiled function is a *target*; it owns the rewritten sources and counter
+A profiled function is a *target*, keyed like line_profiler keys functions
+(filename, first line, qualified name); it owns the rewritten sources and counter
 arrays of its two twins (plain and instrumented), which live as long as the
 runner, so twins compile once and are reused by later runs. Each phase swaps the
 twins in, runs, and restores the namespaces in a ``finally``.
+
+A statement may define jitted functions itself (a ``%%nlprun`` cell): each phase
+then *adopts* the fresh dispatcher the statement just defined, under the same key.
 """
 
 from __future__ import annotations
@@ -23,6 +27,7 @@ from .twins import Twin, compile_like_original, link, make_relinked, make_twin, 
 
 PLAIN, INSTRUMENTED = "plain", "instrumented"
 Progress = Callable[[str], None]
+Key = tuple[str, int, str]
 
 
 @dataclass
@@ -56,19 +61,51 @@ def _twin_for(target: Target, phase: str, clock: str, timing: bool) -> Twin:
 
 
 @dataclass
+class PhaseRun:
+    """The twins swapped in for one phase; ``adopt`` adds a function defined meanwhile."""
+
+    runner: Runner
+    phase: str
+    namespaces: list[dict]
+    swap: Swap
+    progress: Progress | None
+    replacements: dict[int, CPUDispatcher] = field(default_factory=dict)
+
+    def adopt(self, dispatcher: CPUDispatcher) -> Target:
+        """Profile ``dispatcher`` from now on in this phase (it has not run yet)."""
+        target = self.runner.add(dispatcher)
+        if self.phase not in target.twins:
+            twins = self.runner.build(self.phase, [target], self.namespaces)
+            self.start(twins)
+        return target
+
+    def start(self, built: list[tuple[Twin, FunctionSource | None]]) -> None:
+        new = {id(twin.original): twin.dispatcher for twin, _ in built}
+        self.replacements.update(new)
+        self.swap.apply(self.namespaces, new)
+        for twin, src in built:
+            if not twin.compiled:
+                compile_like_original(twin, src, self.progress)
+
+
+@dataclass
 class Runner:
     """Targets and twins for one profiler; runs phases."""
 
     clock: str
     timing: bool = True
-    targets: dict[int, Target] = field(default_factory=dict)
+    targets: dict[Key, Target] = field(default_factory=dict)
     relinked: dict[str, dict[int, Twin]] = field(default_factory=lambda: {PLAIN: {}, INSTRUMENTED: {}})
 
     def add(self, dispatcher: object) -> Target:
-        existing = self.targets.get(id(dispatcher))
-        if existing is not None:
-            return existing
+        """Make ``dispatcher`` a target (a new dispatcher for a known key replaces the old one)."""
         source = read_source(dispatcher)
+        existing = self.targets.get(source.key)
+        if existing is not None:
+            if existing.original is not dispatcher:
+                existing.original, existing.source = dispatcher, source
+                existing.twins.clear()
+            return existing
         names = objmode_names(source.py_func)
         rewrites = {
             INSTRUMENTED: instrument(source.tree, lines=True, objmode_names=names),
@@ -76,44 +113,42 @@ class Runner:
         }
         counters = {phase: P.new_counters(len(r.rows)) for phase, r in rewrites.items()}
         target = Target(dispatcher, source, rewrites, counters)
-        self.targets[id(dispatcher)] = target
+        self.targets[source.key] = target
         return target
 
-    def _prepare(self, phase: str, namespaces: list[dict]) -> list[tuple[Twin, FunctionSource | None]]:
-        """Twins of every target and of every jitted caller that reaches one."""
+    def build(
+        self, phase: str, targets: Iterable[Target], namespaces: list[dict]
+    ) -> list[tuple[Twin, FunctionSource | None]]:
+        """Twins of ``targets`` and of every jitted caller that reaches one, linked."""
         built: list[tuple[Twin, FunctionSource | None]] = []
-        for target in self.targets.values():
+        for target in targets:
             if phase not in target.twins:
                 target.twins[phase] = _twin_for(target, phase, self.clock, self.timing)
             built.append((target.twins[phase], target.source))
-        originals = [t.original for t in self.targets.values()]
         relinked = self.relinked[phase]
+        originals = [t.original for t in self.targets.values()]
         for caller in find_callers(originals, namespaces):
             if id(caller) not in relinked:
                 relinked[id(caller)] = make_relinked(caller)
             built.append((relinked[id(caller)], None))
-        link(twin for twin, _ in built)
+        everything = [t.twins[phase] for t in self.targets.values() if phase in t.twins]
+        link(everything + [twin for twin, _ in built])
         return built
 
     @contextlib.contextmanager
     def phase(
         self, phase: str, namespaces: Iterable[dict], progress: Progress | None = None
-    ) -> Iterator[dict[int, CPUDispatcher]]:
-        """Swap in the twins of ``phase`` (compiled) and yield original id -> twin."""
+    ) -> Iterator[PhaseRun]:
+        """Swap in the (compiled) twins of ``phase``; restore every namespace afterwards."""
         spaces = [ns for ns in namespaces if ns is not None] + module_namespaces()
-        built = self._prepare(phase, spaces)
-        replacements = {id(twin.original): twin.dispatcher for twin, _ in built}
-        swap = Swap()
+        run = PhaseRun(self, phase, spaces, Swap(), progress)
         try:
-            swap.apply(spaces, replacements)
-            for twin, src in built:
-                if not twin.compiled:
-                    compile_like_original(twin, src, progress)
-            yield replacements
+            run.start(self.build(phase, list(self.targets.values()), spaces))
+            yield run
         finally:
-            swap.restore()
+            run.swap.restore()
 
-    def take_counts(self, phase: str) -> dict[int, np.ndarray]:
+    def take_counts(self, phase: str) -> dict[Key, np.ndarray]:
         """Counters of ``phase`` for every target (copied), then zeroed."""
         taken = {}
         for key, target in self.targets.items():

@@ -13,6 +13,14 @@ from line_profiler.line_profiler import LineStats
 
 
 @dataclass
+class Note:
+    """One diagnostic sentence about a function's profile."""
+
+    level: str  # "warning" or "info"
+    text: str
+
+
+@dataclass
 class FunctionStats:
     """Per-line counts and times of one profiled function, over all runs so far."""
 
@@ -31,6 +39,9 @@ class FunctionStats:
     compile_seconds: dict[str, float] = field(default_factory=dict)  # twin kind -> seconds
     objmode_lines: set[int] = field(default_factory=set)  # times folded into the with line
     timed: bool = True  # False in hits-only mode: ticks are not measured
+    probe_ticks: float = 0.0  # what one probe adds to the line it charges, per hit
+    notes: list[Note] = field(default_factory=list)  # diagnostics to show under the table
+    below_resolution: set[int] = field(default_factory=set)  # lines too quick for a probe to time
 
     @property
     def key(self) -> tuple[str, int, str]:
@@ -43,14 +54,22 @@ class FunctionStats:
             return None
         return self.instrumented_ticks / self.plain_ticks
 
-    @property
-    def total_ticks(self) -> int:
-        return sum(self.ticks.values())
+    def line_ticks(self, line: int, corrected: bool = True) -> float:
+        """Ticks charged to ``line``; ``corrected`` takes the probes' own cost out."""
+        raw = self.ticks.get(line, 0)
+        if not corrected:
+            return raw
+        return max(0.0, raw - self.hits.get(line, 0) * self.probe_ticks)
 
-    def timings(self) -> list[tuple[int, int, int]]:
+    def total_ticks(self, corrected: bool = True) -> float:
+        return sum(self.line_ticks(line, corrected) for line in self.hits)
+
+    def timings(self, corrected: bool = True) -> list[tuple[int, int, int]]:
         """line_profiler's rows: (lineno, hits, time) for every line that ran."""
         return [
-            (line, self.hits[line], self.ticks.get(line, 0)) for line in sorted(self.hits) if self.hits[line]
+            (line, self.hits[line], round(self.line_ticks(line, corrected)))
+            for line in sorted(self.hits)
+            if self.hits[line]
         ]
 
     def line_text(self, lineno: int) -> str:
@@ -65,6 +84,7 @@ class ProfileStats:
     unit: float  # seconds per tick
     clock: str  # a sentence about the clock, for headers
     functions: list[FunctionStats] = field(default_factory=list)
+    corrected: bool = True  # times have the probes' own cost taken out
 
     def to_line_stats(self) -> LineStats:
-        return LineStats({f.key: f.timings() for f in self.functions}, self.unit)
+        return LineStats({f.key: f.timings(self.corrected) for f in self.functions}, self.unit)

@@ -1,0 +1,58 @@
+"""Judge how far a function's profile can be trusted, in sentences for the user.
+
+Runs after the stats are collected; renderers only show what is decided here.
+"""
+
+from __future__ import annotations
+
+from .stats import FunctionStats, Note
+
+DEFAULT_THRESHOLD = 1.2  # instrumented/plain ratio above which the table is only a guide
+RESOLUTION_FACTOR = 2.0  # raw time per hit under this many probe costs: not measurable
+
+
+def diagnose(stats: FunctionStats, unit: float, threshold: float = DEFAULT_THRESHOLD) -> None:
+    """Fill ``stats.notes`` and ``stats.below_resolution`` from its numbers."""
+    notes: list[Note] = []
+    ratio = stats.overhead
+    if not stats.calls and not stats.hits:
+        notes.append(Note("info", "not called during the run"))
+    elif ratio is None:
+        why = "no plain baseline run" if not stats.plain_calls else "the two runs made different calls"
+        notes.append(Note("info", f"overhead not measured ({why})"))
+    elif ratio > threshold:
+        notes.append(
+            Note(
+                "warning",
+                f"instrumented run {ratio:.2f}x the plain run (above {threshold:g}x): the probes "
+                "hinder the optimizer (vectorization, hoisting, keeping values in registers), so "
+                "times of lines in tight loops are inflated. Read this table as a guide, not a "
+                "measurement.",
+            )
+        )
+    else:
+        notes.append(Note("info", f"instrumented run {ratio:.2f}x the plain run"))
+    if not stats.timed:
+        notes.append(Note("info", "hits only: counters without clock reads, so no times are shown"))
+    stats.below_resolution = set()
+    if stats.timed and stats.probe_ticks > 0:
+        limit = RESOLUTION_FACTOR * stats.probe_ticks
+        stats.below_resolution = {
+            line for line, hits in stats.hits.items() if hits and stats.ticks.get(line, 0) / hits < limit
+        }
+        if stats.below_resolution:
+            cost_ns = stats.probe_ticks * unit * 1e9
+            notes.append(
+                Note(
+                    "info",
+                    f"~ marks {len(stats.below_resolution)} line(s) whose time per hit is within the "
+                    f"probe's own cost ({cost_ns:.0f} ns): below the timer's resolution",
+                )
+            )
+    if stats.objmode_lines:
+        notes.append(
+            Note(
+                "info", "lines inside objmode blocks count hits only; their time is charged to the with line"
+            )
+        )
+    stats.notes = notes

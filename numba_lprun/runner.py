@@ -13,10 +13,12 @@ then *adopts* the fresh dispatcher the statement just defined, under the same ke
 from __future__ import annotations
 
 import contextlib
+import time
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 
 import numpy as np
+from numba.core import event
 from numba.core.registry import CPUDispatcher
 
 from . import probes as P
@@ -60,6 +62,37 @@ def _twin_for(target: Target, phase: str, clock: str, timing: bool) -> Twin:
     return make_twin(target.original, target.source, rewritten.tree, extra, phase)
 
 
+class CompileWatcher(event.Listener):
+    """Numba compile events during a phase: progress messages and self time per dispatcher.
+
+    A compile can trigger others (a caller compiles its callees), so each
+    dispatcher is charged its own time only.
+    """
+
+    def __init__(self, phase: str, progress: Progress | None):
+        self.phase = phase
+        self.progress = progress
+        self.seconds: dict[int, float] = {}
+        self._stack: list[list] = []  # [dispatcher id, start, time spent in nested compiles]
+
+    def on_start(self, ev: event.Event) -> None:
+        data = ev.data or {}
+        disp = data.get("dispatcher")
+        if self.progress is not None and disp is not None:
+            args = ", ".join(str(a) for a in data.get("args") or ())
+            self.progress(f"compiling the {self.phase} twin of {disp.py_func.__qualname__}({args})")
+        self._stack.append([id(disp), time.perf_counter(), 0.0])
+
+    def on_end(self, ev: event.Event) -> None:
+        if not self._stack:
+            return
+        key, start, nested = self._stack.pop()
+        spent = time.perf_counter() - start
+        self.seconds[key] = self.seconds.get(key, 0.0) + spent - nested
+        if self._stack:
+            self._stack[-1][2] += spent
+
+
 @dataclass
 class PhaseRun:
     """The twins swapped in for one phase; ``adopt`` adds a function defined meanwhile."""
@@ -85,7 +118,7 @@ class PhaseRun:
         self.swap.apply(self.namespaces, new)
         for twin, src in built:
             if not twin.compiled:
-                compile_like_original(twin, src, self.progress)
+                compile_like_original(twin, src)
 
 
 @dataclass
@@ -142,11 +175,19 @@ class Runner:
         """Swap in the (compiled) twins of ``phase``; restore every namespace afterwards."""
         spaces = [ns for ns in namespaces if ns is not None] + module_namespaces()
         run = PhaseRun(self, phase, spaces, Swap(), progress)
+        watcher = CompileWatcher(phase, progress)
         try:
-            run.start(self.build(phase, list(self.targets.values()), spaces))
-            yield run
+            with event.install_listener("numba:compile", watcher):
+                run.start(self.build(phase, list(self.targets.values()), spaces))
+                yield run
         finally:
             run.swap.restore()
+            for twin in self.twins(phase):
+                twin.compile_seconds += watcher.seconds.get(id(twin.dispatcher), 0.0)
+
+    def twins(self, phase: str) -> list[Twin]:
+        made = [t.twins[phase] for t in self.targets.values() if phase in t.twins]
+        return made + list(self.relinked[phase].values())
 
     def take_counts(self, phase: str) -> dict[Key, np.ndarray]:
         """Counters of ``phase`` for every target (copied), then zeroed."""

@@ -11,9 +11,8 @@ from __future__ import annotations
 
 import ast
 import re
-import time
 import types as pytypes
-from collections.abc import Callable, Iterable
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 
 import numba
@@ -167,22 +166,16 @@ def _twin_error(twin: Twin, exc: Exception, src: FunctionSource | None) -> TwinC
     return TwinCompileError(twin.original.py_func.__qualname__, reason, lineno, line, twin.kind)
 
 
-def compile_like_original(
-    twin: Twin, src: FunctionSource | None = None, progress: Callable[[str], None] | None = None
-) -> None:
+def compile_like_original(twin: Twin, src: FunctionSource | None = None) -> None:
     """Compile ``twin`` for every signature its original has, then match its
     ``disable_compile`` state (explicit eager signatures compile nothing new)."""
     original = twin.original
     for cres in list(original.overloads.values()):
         sig = cres.signature
-        if progress is not None:
-            progress(f"{original.py_func.__qualname__}{tuple(sig.args)}")
-        start = time.perf_counter()
         try:
             twin.dispatcher.compile(sig)
         except Exception as exc:  # Numba raises many types; all mean the twin failed
             raise _twin_error(twin, exc, src) from None
-        twin.compile_seconds += time.perf_counter() - start
         twin.compiled.append(str(sig))
     if not original._can_compile:
         twin.dispatcher.disable_compile()

@@ -1,0 +1,36 @@
+"""line_profiler's exact text layout, followed by the diagnostics as plain sentences."""
+
+from __future__ import annotations
+
+import io
+
+from line_profiler.line_profiler import show_func
+
+from ..stats import ProfileStats
+from .view import DEFAULT_OUTPUT_UNIT
+
+
+def profile_text(profile: ProfileStats, output_unit: float | None = None, stripzeros: bool = False) -> str:
+    """The whole profile as line_profiler prints it (``Timer unit`` first), plus notes."""
+    out = io.StringIO()
+    unit = DEFAULT_OUTPUT_UNIT if output_unit is None else output_unit
+    out.write(f"Timer unit: {unit:g} s\n\n")
+    for stats in profile.functions:
+        rows = stats.timings(profile.corrected)
+        if stripzeros and not rows:
+            continue
+        show_func(
+            stats.filename,
+            stats.first_lineno,
+            stats.qualname,
+            rows,
+            profile.unit,
+            output_unit=unit,
+            stream=out,
+            stripzeros=stripzeros,
+        )
+        for note in stats.notes:
+            prefix = "WARNING: " if note.level == "warning" else ""
+            out.write(f"{prefix}{note.text}\n")
+        out.write("\n")
+    return out.getvalue()

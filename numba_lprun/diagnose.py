@@ -11,8 +11,18 @@ DEFAULT_THRESHOLD = 1.2  # instrumented/plain ratio above which the table is onl
 RESOLUTION_FACTOR = 2.0  # raw time per hit under this many probe costs: not measurable
 
 
-def diagnose(stats: FunctionStats, unit: float, threshold: float = DEFAULT_THRESHOLD) -> None:
-    """Fill ``stats.notes`` and ``stats.below_resolution`` from its numbers."""
+PROBE_DOMINATED = 0.25  # corrected/raw total below this: the probes' cost is most of what was timed
+
+
+def diagnose(
+    stats: FunctionStats, unit: float, threshold: float = DEFAULT_THRESHOLD, correct: bool = True
+) -> None:
+    """Fill ``stats.notes``, ``stats.below_resolution`` and ``stats.corrected`` from its numbers.
+
+    Taking the probe cost out of every hit brings coarse lines close to their
+    true times; where the probes' cost is most of what was timed, what is left is
+    noise, so the raw times are shown instead and the notes say so.
+    """
     notes: list[Note] = []
     ratio = stats.overhead
     if not stats.calls and not stats.hits:
@@ -49,6 +59,20 @@ def diagnose(stats: FunctionStats, unit: float, threshold: float = DEFAULT_THRES
                     f"probe's own cost ({cost_ns:.0f} ns): below the timer's resolution",
                 )
             )
+    stats.corrected = correct and stats.timed
+    raw_total = stats.total_ticks(raw=True)
+    if stats.corrected and raw_total > 0 and stats.total_ticks() < PROBE_DOMINATED * raw_total:
+        share = 100.0 * (1.0 - stats.total_ticks() / raw_total)
+        stats.corrected = False
+        notes.append(
+            Note(
+                "info",
+                f"the probes' own cost is {share:.0f}% of the measured time, so times are shown raw "
+                "(probe cost included) rather than corrected",
+            )
+        )
+    elif stats.timed and not stats.corrected:
+        notes.append(Note("info", "times are raw: they include the probes' own cost"))
     if stats.objmode_lines:
         notes.append(
             Note(

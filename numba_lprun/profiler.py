@@ -191,10 +191,8 @@ class LineProfiler:
     def profile(self) -> ProfileStats:
         """The plain-data profile (what renderers take), with diagnostics filled in."""
         for stats in self._stats.values():
-            diagnose(stats, self._clock.seconds_per_tick, self.threshold)
-        return ProfileStats(
-            self._clock.seconds_per_tick, self._clock.note, list(self._stats.values()), self.corrected
-        )
+            diagnose(stats, self._clock.seconds_per_tick, self.threshold, self.corrected)
+        return ProfileStats(self._clock.seconds_per_tick, self._clock.note, list(self._stats.values()))
 
     def get_stats(self) -> LineStats:
         """A ``line_profiler.LineStats``: timings keyed (filename, first line, qualified name)."""

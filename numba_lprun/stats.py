@@ -40,6 +40,7 @@ class FunctionStats:
     objmode_lines: set[int] = field(default_factory=set)  # times folded into the with line
     timed: bool = True  # False in hits-only mode: ticks are not measured
     probe_ticks: float = 0.0  # what one probe adds to the line it charges, per hit
+    corrected: bool = True  # line times have probe_ticks per hit taken out
     notes: list[Note] = field(default_factory=list)  # diagnostics to show under the table
     below_resolution: set[int] = field(default_factory=set)  # lines too quick for a probe to time
 
@@ -54,20 +55,21 @@ class FunctionStats:
             return None
         return self.instrumented_ticks / self.plain_ticks
 
-    def line_ticks(self, line: int, corrected: bool = True) -> float:
-        """Ticks charged to ``line``; ``corrected`` takes the probes' own cost out."""
-        raw = self.ticks.get(line, 0)
-        if not corrected:
-            return raw
-        return max(0.0, raw - self.hits.get(line, 0) * self.probe_ticks)
+    def line_ticks(self, line: int, raw: bool = False) -> float:
+        """Ticks charged to ``line``: with the probes' own cost taken out when
+        ``self.corrected`` (and not ``raw``), never below zero."""
+        ticks = self.ticks.get(line, 0)
+        if raw or not self.corrected:
+            return ticks
+        return max(0.0, ticks - self.hits.get(line, 0) * self.probe_ticks)
 
-    def total_ticks(self, corrected: bool = True) -> float:
-        return sum(self.line_ticks(line, corrected) for line in self.hits)
+    def total_ticks(self, raw: bool = False) -> float:
+        return sum(self.line_ticks(line, raw) for line in self.hits)
 
-    def timings(self, corrected: bool = True) -> list[tuple[int, int, int]]:
+    def timings(self) -> list[tuple[int, int, int]]:
         """line_profiler's rows: (lineno, hits, time) for every line that ran."""
         return [
-            (line, self.hits[line], round(self.line_ticks(line, corrected)))
+            (line, self.hits[line], round(self.line_ticks(line)))
             for line in sorted(self.hits)
             if self.hits[line]
         ]
@@ -84,7 +86,6 @@ class ProfileStats:
     unit: float  # seconds per tick
     clock: str  # a sentence about the clock, for headers
     functions: list[FunctionStats] = field(default_factory=list)
-    corrected: bool = True  # times have the probes' own cost taken out
 
     def to_line_stats(self) -> LineStats:
-        return LineStats({f.key: f.timings(self.corrected) for f in self.functions}, self.unit)
+        return LineStats({f.key: f.timings() for f in self.functions}, self.unit)

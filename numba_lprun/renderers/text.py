@@ -16,7 +16,7 @@ def profile_text(profile: ProfileStats, output_unit: float | None = None, stripz
     unit = DEFAULT_OUTPUT_UNIT if output_unit is None else output_unit
     out.write(f"Timer unit: {unit:g} s\n\n")
     for stats in profile.functions:
-        rows = stats.timings(profile.corrected)
+        rows = stats.timings()
         if stripzeros and not rows:
             continue
         show_func(

@@ -46,9 +46,9 @@ class FunctionView:
         return rows
 
 
-def function_view(stats: FunctionStats, unit: float, output_unit: float, corrected: bool) -> FunctionView:
+def function_view(stats: FunctionStats, unit: float, output_unit: float) -> FunctionView:
     """Per-line figures of one function in ``output_unit`` seconds."""
-    total = stats.total_ticks(corrected) if stats.timed else 0.0
+    total = stats.total_ticks() if stats.timed else 0.0
     scale = unit / output_unit
     lines = []
     last = stats.first_lineno + len(stats.source_lines) - 1
@@ -58,7 +58,7 @@ def function_view(stats: FunctionStats, unit: float, output_unit: float, correct
         if not hits:
             lines.append(LineView(lineno, text, None, None, None, None, False, False))
             continue
-        ticks = stats.line_ticks(lineno, corrected)
+        ticks = stats.line_ticks(lineno)
         percent = 100.0 * ticks / total if stats.timed and total > 0 else None
         time = ticks * scale if stats.timed else None
         lines.append(
@@ -78,7 +78,7 @@ def function_view(stats: FunctionStats, unit: float, output_unit: float, correct
 
 def profile_views(profile: ProfileStats, output_unit: float | None, stripzeros: bool) -> list[FunctionView]:
     unit = output_unit if output_unit is not None else DEFAULT_OUTPUT_UNIT
-    views = [function_view(f, profile.unit, unit, profile.corrected) for f in profile.functions]
+    views = [function_view(f, profile.unit, unit) for f in profile.functions]
     if stripzeros:
         views = [v for v in views if any(line.hits for line in v.lines)]
     return views

@@ -1,0 +1,279 @@
+"""Stage 7: the ``%nlprun`` line magic and ``%%nlprun`` cell magic.
+
+Modelled on IPython's execution magics: the statement is compiled first so a
+syntax error reads as one line, misuse raises ``UsageError``, whatever the
+profiler swapped in is restored, and the profiler is returned only with ``-r``.
+"""
+
+from __future__ import annotations
+
+import importlib
+import re
+import shlex
+import sys
+from collections.abc import Callable
+
+from IPython.core.error import UsageError
+from IPython.core.magic import Magics, line_cell_magic, magics_class
+from IPython.core.magic_arguments import argument, magic_arguments, parse_argstring
+from IPython.display import display
+from numba.core.registry import CPUDispatcher
+
+from .errors import NotProfilableError, TwinCompileError
+from .profiler import LineProfiler
+from .renderers import print_profile, profile_html, profile_text
+
+_VALUE_OPTIONS = {"-f", "-m", "-u", "-D", "-T", "--threshold", "--html"}
+_OPTION_START = re.compile(r"-[A-Za-z]|--[A-Za-z]")
+
+
+def _read_token(line: str, pos: int) -> tuple[str, int]:
+    """One whitespace-delimited token at ``pos`` (quotes group and are removed)."""
+    while pos < len(line) and line[pos].isspace():
+        pos += 1
+    if pos < len(line) and line[pos] in "'\"":
+        end = line.find(line[pos], pos + 1)
+        if end < 0:
+            raise UsageError(f"nlprun: unterminated quote in options: {line[pos:]!r}")
+        return line[pos + 1 : end], end + 1
+    end = pos
+    while end < len(line) and not line[end].isspace():
+        end += 1
+    return line[pos:end], end
+
+
+def split_options(line: str) -> tuple[list[str], str]:
+    """Options before the statement, and the statement text exactly as typed.
+
+    Options end at the first token that is not an option (or after ``--``), so
+    quotes and minus signs inside the statement are left alone.
+    """
+    tokens: list[str] = []
+    pos = 0
+    while True:
+        while pos < len(line) and line[pos].isspace():
+            pos += 1
+        if line.startswith("-- ", pos) or line[pos:] == "--":
+            return tokens, line[pos + 2 :].strip()
+        if not _OPTION_START.match(line, pos):
+            return tokens, line[pos:].strip()
+        token, pos = _read_token(line, pos)
+        tokens.append(token)
+        glued = len(token) > 2 and not token.startswith("--")  # -fconv
+        if token in _VALUE_OPTIONS and not glued:
+            value, pos = _read_token(line, pos)
+            if not value:
+                raise UsageError(f"nlprun: option {token} needs a value")
+            tokens.append(value)
+
+
+class _Progress:
+    """Shows what is being compiled, and removes the message when done."""
+
+    def __init__(self, in_kernel: bool):
+        self.in_kernel = in_kernel
+        self.handle = None
+        self.shown = False
+
+    def __call__(self, message: str) -> None:
+        text = f"numba_lprun: {message} ..."
+        if self.in_kernel:
+            from IPython.display import DisplayHandle
+
+            if self.handle is None:
+                self.handle = DisplayHandle()
+                self.handle.display({"text/plain": text}, raw=True)
+            else:
+                self.handle.update({"text/plain": text}, raw=True)
+        elif sys.stderr.isatty():
+            sys.stderr.write("\r\x1b[2K" + text[:200])
+            sys.stderr.flush()
+        self.shown = True
+
+    def clear(self) -> None:
+        if self.handle is not None:
+            self.handle.update({"text/plain": ""}, raw=True)
+        elif self.shown and sys.stderr.isatty():
+            sys.stderr.write("\r\x1b[2K")
+            sys.stderr.flush()
+
+
+class ProfileReport:
+    """What a notebook displays: HTML plus a line_profiler-style text fallback."""
+
+    def __init__(self, html: str, text: str):
+        self.html, self.text = html, text
+
+    def _repr_html_(self) -> str:
+        return self.html
+
+    def __repr__(self) -> str:
+        return self.text
+
+
+@magics_class
+class NlprunMagics(Magics):
+    """``%nlprun`` / ``%%nlprun``: line-profile Numba jitted functions."""
+
+    @magic_arguments()
+    @argument(
+        "-f",
+        dest="functions",
+        action="append",
+        default=[],
+        metavar="FUNC",
+        help="Profile FUNC, an expression evaluated in the user namespace that gives a Numba "
+        "jitted function. Repeatable.",
+    )
+    @argument(
+        "-m",
+        dest="modules",
+        action="append",
+        default=[],
+        metavar="MODULE",
+        help="Profile every jitted function defined in MODULE (imported if needed). Repeatable.",
+    )
+    @argument(
+        "-u",
+        dest="unit",
+        type=float,
+        default=None,
+        metavar="UNIT",
+        help="Output unit of times, in seconds (default 1e-9).",
+    )
+    @argument("-z", dest="stripzeros", action="store_true", help="Hide functions with zero hits.")
+    @argument(
+        "-r",
+        dest="return_profiler",
+        action="store_true",
+        help="Return the LineProfiler (its get_stats() gives a line_profiler LineStats).",
+    )
+    @argument("-D", dest="dump", metavar="FILE", help="Write the stats to FILE (.lprof).")
+    @argument(
+        "-T", dest="text", metavar="FILE", help="Write the text table (line_profiler's layout) to FILE."
+    )
+    @argument(
+        "--once",
+        action="store_true",
+        help="Skip the plain baseline run (for statements with side effects); the overhead is "
+        "then not measured.",
+    )
+    @argument(
+        "--threshold",
+        type=float,
+        default=1.2,
+        metavar="RATIO",
+        help="Overhead ratio above which the table is flagged as distorted (default 1.2).",
+    )
+    @line_cell_magic
+    def nlprun(self, line: str, cell: str | None = None):
+        """Line-profile Numba jitted functions while running a statement.
+
+        Line magic: ``%nlprun -f func [options] statement``. Cell magic:
+        ``%%nlprun [options]`` with the cell body as the statement; without -f or
+        -m it profiles every jitted function the cell itself defines.
+
+        Each profiled function is compiled twice, as a plain twin and as an
+        instrumented twin with a clock probe on every line. The statement runs on
+        the plain twins first (unless --once), then on the instrumented ones, so its
+        side effects happen twice. The table says how much slower the instrumented
+        run was, and warns when that distortion makes per-line times a guide only.
+        """
+        tokens, statement = split_options(line)
+        args = parse_argstring(self.nlprun, " ".join(shlex.quote(t) for t in tokens))
+        if cell is not None:
+            if statement:
+                raise UsageError(f"nlprun: unexpected text after the options of %%nlprun: {statement!r}")
+            statement = self.shell.transform_cell(cell)
+        elif not statement:
+            raise UsageError("nlprun: no statement to profile (usage: %nlprun -f func statement)")
+        filename = self.shell.compile.cache(statement, self.shell.execution_count)
+        try:
+            compile(statement, filename, "exec")
+        except SyntaxError as exc:
+            raise UsageError(f"nlprun: syntax error in the statement, line {exc.lineno}: {exc.msg}") from None
+        functions = self._functions(args)
+        if cell is None and not functions:
+            raise UsageError("nlprun: nothing to profile: give -f FUNC or -m MODULE")
+        try:
+            prof = LineProfiler(*functions, baseline=not args.once, threshold=args.threshold)
+        except NotProfilableError as exc:
+            raise UsageError(f"nlprun: {exc}") from None
+        interrupted, error = self._run(prof, statement, filename, profile_defined=not functions)
+        if error is not None:
+            interrupted = f"the statement raised {type(error).__name__}"
+        self._show(prof, args, interrupted)
+        if error is not None:
+            raise error
+        return prof if args.return_profiler else None
+
+    # -- pieces ----------------------------------------------------------------------
+    def _functions(self, args) -> list[Callable]:
+        ns = self.shell.user_ns
+        found: list[Callable] = []
+        for expr in args.functions:
+            try:
+                found.append(eval(expr, ns))
+            except Exception as exc:
+                raise UsageError(f"nlprun: -f {expr}: {type(exc).__name__}: {exc}") from None
+        for name in args.modules:
+            try:
+                module = sys.modules.get(name) or importlib.import_module(name)
+            except Exception as exc:
+                raise UsageError(f"nlprun: -m {name}: cannot import: {exc}") from None
+            mine = [
+                v
+                for v in vars(module).values()
+                if isinstance(v, CPUDispatcher) and v.py_func.__module__ == module.__name__
+            ]
+            if not mine:
+                raise UsageError(f"nlprun: -m {name}: the module defines no Numba jitted function")
+            found.extend(mine)
+        return found
+
+    def _run(
+        self, prof: LineProfiler, statement: str, filename: str, profile_defined: bool
+    ) -> tuple[str | None, Exception | None]:
+        """Run the statement: why it was cut short, if it was, and its own exception if any."""
+        progress = _Progress(in_kernel=getattr(self.shell, "kernel", None) is not None)
+        try:
+            prof.runsource(statement, filename, self.shell.user_ns, profile_defined, progress)
+        except TwinCompileError as exc:
+            raise UsageError(f"nlprun: {exc}") from None
+        except NotProfilableError as exc:
+            raise UsageError(f"nlprun: {exc}") from None
+        except KeyboardInterrupt:
+            return "interrupted by KeyboardInterrupt", None
+        except SystemExit as exc:
+            return f"the statement called sys.exit({exc.code!r})", None
+        except Exception as exc:
+            return None, exc
+        finally:
+            progress.clear()
+        return None, None
+
+    def _show(self, prof: LineProfiler, args, interrupted: str | None) -> None:
+        profile = prof.profile
+        text = profile_text(profile, args.unit, args.stripzeros)
+        if interrupted:
+            text = f"numba_lprun: {interrupted}; showing the profile gathered so far\n\n{text}"
+        if args.text:
+            with open(args.text, "w", encoding="utf-8") as handle:
+                handle.write(text)
+            print(f"*** Profile printout saved to text file {args.text!r}.")
+        if args.dump:
+            prof.dump_stats(args.dump)
+            print(f"*** Profile stats pickled to file {args.dump!r}.")
+        if getattr(self.shell, "kernel", None) is not None:
+            html = profile_html(profile, args.unit, args.stripzeros)
+            if interrupted:
+                html = f"<p><b>numba_lprun: {interrupted}</b>; showing the profile gathered so far</p>{html}"
+            display(ProfileReport(html, text))
+            return
+        if interrupted:
+            print(f"numba_lprun: {interrupted}; showing the profile gathered so far")
+        print_profile(profile, args.unit, args.stripzeros)
+
+
+def register(ipython) -> None:
+    ipython.register_magics(NlprunMagics)

@@ -193,12 +193,22 @@ class NlprunMagics(Magics):
         except SyntaxError as exc:
             raise UsageError(f"nlprun: syntax error in the statement, line {exc.lineno}: {exc.msg}") from None
         functions = self._functions(args)
-        if cell is None and not functions:
+        in_modules = self._module_functions(args)
+        if cell is None and not functions and not in_modules:
             raise UsageError("nlprun: nothing to profile: give -f FUNC or -m MODULE")
         try:
             prof = LineProfiler(*functions, baseline=not args.once, threshold=args.threshold)
         except NotProfilableError as exc:
             raise UsageError(f"nlprun: {exc}") from None
+        skipped = []
+        for func in in_modules:
+            try:
+                prof.add_function(func)
+            except NotProfilableError as exc:
+                skipped.append(str(exc))
+        if skipped:
+            print("numba_lprun: skipped " + "; ".join(skipped))
+        functions += in_modules
         interrupted, error = self._run(prof, statement, filename, profile_defined=not functions)
         if error is not None:
             interrupted = f"the statement raised {type(error).__name__}"
@@ -216,6 +226,10 @@ class NlprunMagics(Magics):
                 found.append(eval(expr, ns))
             except Exception as exc:
                 raise UsageError(f"nlprun: -f {expr}: {type(exc).__name__}: {exc}") from None
+        return found
+
+    def _module_functions(self, args) -> list[Callable]:
+        found: list[Callable] = []
         for name in args.modules:
             try:
                 module = sys.modules.get(name) or importlib.import_module(name)

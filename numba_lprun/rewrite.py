@@ -13,9 +13,9 @@ executing line changes, and on every backward jump. In AST terms:
   ``try:`` fires once, ``except ...:`` when it matches, ``with`` on entry and exit.
 
 Each probe charges the time since the previous probe to the previous line, so a
-line's time includes the calls it makes, as in line_profiler. Returns pass the
-return value through ``_nlp_ret`` so the last line is charged after the value is
-computed. The plain twin gets the same entry and exit probes and no line probes.
+line's time includes the calls it makes, as in line_profiler. A return stores
+its value in a variable of its own before the exit probe, so the last line is
+charged after the value is computed. The plain twin gets the same entry and exit probes and no line probes.
 """
 
 from __future__ import annotations
@@ -107,6 +107,7 @@ class _Rewriter:
         self.objmode_names = objmode_names
         self.line_args: list[ast.Constant] = []  # each holds a line number until numbered
         self.objmode_lines: set[int] = set()
+        self.n_returns = 0
 
     # -- probe statements -------------------------------------------------------
     def line_arg(self, lineno: int) -> ast.Constant:
@@ -220,15 +221,22 @@ class _Rewriter:
         return name in self.objmode_names
 
     def return_stmt(self, s: ast.Return) -> list[ast.stmt]:
+        """``return v`` becomes ``_nlp_retK = v; leave(); return _nlp_retK``.
+
+        The last line is charged after the value is computed, and the returned
+        variable keeps the value's exact type, so the twin's return type is the
+        original's (a tuple holding a literal int stays ``Literal[int]``, which the
+        twin must match when compiled with the original's full signature).
+        """
+        leave = self.call(P.LEAVE, s)
         if s.value is None:
-            leave = self.call(P.LEAVE, s)
             return [leave, s]
-        call = ast.Call(func=ast.Name(id=P.RET, ctx=ast.Load()), args=[s.value], keywords=[])
-        ast.copy_location(call, s.value)
-        ast.copy_location(call.func, s.value)
-        call.func.end_lineno, call.func.end_col_offset = s.value.lineno, s.value.col_offset
-        s.value = call
-        return [s]
+        self.n_returns += 1
+        name = f"_nlp_ret{self.n_returns}"
+        target = ast.copy_location(ast.Name(id=name, ctx=ast.Store()), s)
+        assign = ast.copy_location(ast.Assign(targets=[target], value=s.value), s)
+        s.value = ast.copy_location(ast.Name(id=name, ctx=ast.Load()), s)
+        return [assign, leave, s]
 
 
 def _strip_signature(fdef: ast.FunctionDef) -> None:

@@ -2,12 +2,27 @@
 
 from __future__ import annotations
 
+import contextlib
 import io
+import linecache
+from collections.abc import Iterator
 
 from line_profiler.line_profiler import show_func
 
 from ..stats import ProfileStats
 from .view import DEFAULT_OUTPUT_UNIT
+
+
+@contextlib.contextmanager
+def _linecache_kept() -> Iterator[None]:
+    """line_profiler's show_func clears linecache, which drops sources that live
+    only there (notebook cells, ``%%nlprun`` cells): put them back afterwards."""
+    in_memory = {k: v for k, v in linecache.cache.items() if len(v) == 4 and v[1] is None}
+    try:
+        yield
+    finally:
+        for name, entry in in_memory.items():
+            linecache.cache.setdefault(name, entry)
 
 
 def profile_text(profile: ProfileStats, output_unit: float | None = None, stripzeros: bool = False) -> str:
@@ -19,16 +34,17 @@ def profile_text(profile: ProfileStats, output_unit: float | None = None, stripz
         rows = stats.timings()
         if stripzeros and not rows:
             continue
-        show_func(
-            stats.filename,
-            stats.first_lineno,
-            stats.qualname,
-            rows,
-            profile.unit,
-            output_unit=unit,
-            stream=out,
-            stripzeros=stripzeros,
-        )
+        with _linecache_kept():
+            show_func(
+                stats.filename,
+                stats.first_lineno,
+                stats.qualname,
+                rows,
+                profile.unit,
+                output_unit=unit,
+                stream=out,
+                stripzeros=stripzeros,
+            )
         for note in stats.notes:
             prefix = "WARNING: " if note.level == "warning" else ""
             out.write(f"{prefix}{note.text}\n")

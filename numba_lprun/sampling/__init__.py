@@ -1,0 +1,60 @@
+"""Probe-free line sampling of Numba-compiled code.
+
+Instrumenting lines changes what LLVM may do with a loop; sampling does not. The
+function runs as built with line tables only (``debug=True`` plus the two options
+that ``debug=True`` would otherwise switch on), a native SIGPROF handler records where
+each thread is at a fixed rate, and afterwards the DWARF line tables of the code
+Numba generated turn addresses into source lines.
+
+API::
+
+    with Sampler(rate_hz=1000.0, depth=16, max_samples=1_000_000, numba_threads=False) as s:
+        result = dispatcher(*args)
+    s.unavailable            # None, or why nothing was sampled (never raises on start)
+    raw = s.samples          # RawSamples: addresses (n, depth) uint64, threads, tids,
+                             # dropped, overruns, elapsed, achieved_hz, per_thread
+    lmap = line_map(dispatcher, filename, first_line, last_line)   # LineMap
+    lines = attribute(raw, {key: lmap, ...})                       # SampledLines
+    lines.lines[key]         # {line: samples}; lines.threads[key] {tid: samples}
+    lines.outside, lines.total
+
+How to compile what is sampled: give the twin the original's target options plus
+``debug=True, boundscheck=<original's, False if unset>, _dbg_extend_lifetimes=False``
+(``debug=True`` alone turns bounds checking and lifetime extension on, which slows
+the code). Compile every signature *before* entering the sampler, and pass
+``numba_threads=True`` for ``parallel=True`` functions, so that Numba's worker threads
+exist (and get a timer) when sampling starts.
+
+Semantics: timers run on CLOCK_MONOTONIC (wall time) for every thread in
+``/proc/self/task`` at start, so idle threads are sampled too and their samples
+count as ``outside``. A sample counts, for each profiled function, at the innermost
+frame inside that function, so a line's count includes its callees (libm, Numba's
+runtime, helpers that are not profiled, other profiled functions).
+
+Set ``NUMBA_LPRUN_NO_SAMPLER=1`` to make every sampler unavailable (for tests and as
+an escape hatch). Only Linux x86-64 with glibc is supported; ``_native`` documents
+what other platforms would need.
+
+Safety: the handler calls no Python and allocates nothing, but glibc's ``backtrace``
+takes libgcc's unwinder lock. The handler skips unwinding when the interrupted
+instruction is inside libgcc itself; a thread interrupted while it registers new
+JIT code (a Numba compile) or throws a C++ exception elsewhere could still deadlock
+on that lock, hence: no compiling inside the sampled block.
+"""
+
+from __future__ import annotations
+
+from .attribution import SampledLines, attribute
+from .dwarf import FunctionCode, LineMap, line_map
+from .sampler import DISABLE_ENV, RawSamples, Sampler
+
+__all__ = [
+    "DISABLE_ENV",
+    "FunctionCode",
+    "LineMap",
+    "RawSamples",
+    "SampledLines",
+    "Sampler",
+    "attribute",
+    "line_map",
+]

@@ -1,0 +1,242 @@
+"""The C structures and libc calls the sampler needs, for Linux x86-64 glibc only.
+
+Everything that depends on the ABI lives here, so that a port touches one file.
+The sampler refuses to start (``Sampler.unavailable``) wherever :func:`check_platform`
+returns a reason.
+
+What a port would need
+----------------------
+* **Linux aarch64 (glibc)**: the same calls and the same ``struct sigaction``,
+  ``struct sigevent``, ``struct itimerspec`` and ``siginfo_t`` timer fields (the
+  generic kernel layouts). Only the interrupted program counter moves: ``ucontext_t``
+  has ``uc_mcontext`` at offset 176 and ``mcontext_t`` is ``fault_address`` (8 bytes),
+  ``regs[31]``, ``sp``, ``pc``, so the pc is at 176 + 8 + 248 + 8 = 440
+  (:data:`UCONTEXT_PC_OFFSET`). libgcc's unwinder handles the kernel's signal frame
+  (``__kernel_rt_sigreturn`` in the vDSO) there as well.
+* **Linux with musl**: ``struct sigaction`` differs (``sa_mask`` is 128 bytes but
+  ``sa_flags`` precedes it) and ``backtrace`` does not exist (libunwind would replace it).
+* **macOS**: there is no ``timer_create`` and no way to aim a signal at one thread
+  by timer; a sampler would run a helper thread that suspends each thread
+  (``thread_suspend``), reads its state (``thread_get_state``, ``__rip`` / ``__pc``)
+  and walks frame pointers, which Numba's code does not keep by default.
+* **Windows**: no signals; ``SuspendThread`` + ``GetThreadContext`` from a helper
+  thread, and ``RtlVirtualUnwind`` over the unwind tables LLVM registers.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import ctypes.util
+import os
+import platform
+import signal
+import sys
+
+# --- x86-64 Linux constants (asm-generic / glibc) ----------------------------------
+SIGPROF = int(signal.SIGPROF) if hasattr(signal, "SIGPROF") else 27
+SA_SIGINFO = 0x4
+SA_RESTART = 0x10000000
+CLOCK_MONOTONIC = 1
+SIGEV_THREAD_ID = 4
+SI_TIMER = -2
+SYS_rt_sigaction = 13
+KERNEL_SIGSET_SIZE = 8
+#: ``offsetof(ucontext_t, uc_mcontext.gregs[REG_RIP])``: 40 (uc_flags, uc_link,
+#: uc_stack) + 16 * 8 (REG_RIP is register 16 of ``gregset_t``).
+UCONTEXT_PC_OFFSET = 168
+#: ``siginfo_t`` for a POSIX timer: si_code at 8; the ``_timer`` member of the union
+#: at 16 holds si_timerid (int), si_overrun (int) at 20 and si_value (8 bytes) at 24.
+SIGINFO_CODE_OFFSET = 8
+SIGINFO_OVERRUN_OFFSET = 20
+SIGINFO_VALUE_OFFSET = 24
+
+
+class sigaction_t(ctypes.Structure):
+    """glibc's ``struct sigaction`` on x86-64 (152 bytes), not the kernel's."""
+
+    _fields_ = [
+        ("sa_handler", ctypes.c_void_p),  # union with sa_sigaction
+        ("sa_mask", ctypes.c_uint64 * 16),  # __sigset_t: 1024 bits
+        ("sa_flags", ctypes.c_int),
+        ("sa_restorer", ctypes.c_void_p),
+    ]
+
+
+class kernel_sigaction_t(ctypes.Structure):
+    """The kernel's ``struct sigaction`` on x86-64 (``rt_sigaction``): what is really
+    installed. glibc's ``sigaction`` always adds SA_RESTORER and copies only part of the
+    mask back, so saving and restoring *exactly* goes through the raw system call."""
+
+    _fields_ = [
+        ("handler", ctypes.c_void_p),
+        ("flags", ctypes.c_ulong),
+        ("restorer", ctypes.c_void_p),
+        ("mask", ctypes.c_uint64),
+    ]
+
+
+class sigevent_t(ctypes.Structure):
+    """``struct sigevent`` (64 bytes); ``tid`` is ``_sigev_un._tid`` (SIGEV_THREAD_ID)."""
+
+    _fields_ = [
+        ("sigev_value", ctypes.c_uint64),  # union sigval: we pass an integer
+        ("sigev_signo", ctypes.c_int),
+        ("sigev_notify", ctypes.c_int),
+        ("tid", ctypes.c_int),
+        ("_pad", ctypes.c_int * 11),
+    ]
+
+
+class timespec_t(ctypes.Structure):
+    _fields_ = [("tv_sec", ctypes.c_long), ("tv_nsec", ctypes.c_long)]
+
+
+class itimerspec_t(ctypes.Structure):
+    _fields_ = [("it_interval", timespec_t), ("it_value", timespec_t)]
+
+
+assert ctypes.sizeof(sigaction_t) == 152 or sys.maxsize <= 2**32
+assert ctypes.sizeof(sigevent_t) == 64 or sys.maxsize <= 2**32
+
+
+def check_platform() -> str | None:
+    """Why sampling cannot work here, or None."""
+    if not sys.platform.startswith("linux"):
+        return f"sampling needs Linux (POSIX per-thread timers); this is {sys.platform}"
+    machine = platform.machine()
+    if machine not in ("x86_64", "AMD64"):
+        return f"sampling knows the signal frame layout of x86-64 only; this is {machine}"
+    libc_name, _ = platform.libc_ver()
+    if libc_name != "glibc":
+        return f"sampling needs glibc (struct sigaction layout, backtrace); found {libc_name or 'unknown'}"
+    return None
+
+
+class Libc:
+    """The libc functions the sampler calls, bound through ctypes.
+
+    Construction raises ``OSError``/``AttributeError`` when one is missing; the
+    sampler turns that into ``unavailable``.
+    """
+
+    def __init__(self) -> None:
+        libc = ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6", use_errno=True)
+        try:
+            timer_lib = libc
+            timer_lib.timer_create  # noqa: B018  (glibc >= 2.34 has it in libc)
+        except AttributeError:
+            timer_lib = ctypes.CDLL(ctypes.util.find_library("rt") or "librt.so.1", use_errno=True)
+        self.sigaction = libc.sigaction
+        self.sigaction.argtypes = [ctypes.c_int, ctypes.POINTER(sigaction_t), ctypes.POINTER(sigaction_t)]
+        self.sigaction.restype = ctypes.c_int
+        self.timer_create = timer_lib.timer_create
+        self.timer_create.argtypes = [
+            ctypes.c_int,
+            ctypes.POINTER(sigevent_t),
+            ctypes.POINTER(ctypes.c_void_p),
+        ]
+        self.timer_create.restype = ctypes.c_int
+        self.timer_settime = timer_lib.timer_settime
+        self.timer_settime.argtypes = [
+            ctypes.c_void_p,
+            ctypes.c_int,
+            ctypes.POINTER(itimerspec_t),
+            ctypes.POINTER(itimerspec_t),
+        ]
+        self.timer_settime.restype = ctypes.c_int
+        self.timer_delete = timer_lib.timer_delete
+        self.timer_delete.argtypes = [ctypes.c_void_p]
+        self.timer_delete.restype = ctypes.c_int
+        self.syscall = libc.syscall
+        self.syscall.restype = ctypes.c_long
+        self.backtrace = libc.backtrace
+        self.backtrace.argtypes = [ctypes.c_void_p, ctypes.c_int]
+        self.backtrace.restype = ctypes.c_int
+        self.clock_gettime = libc.clock_gettime
+        self.clock_gettime.argtypes = [ctypes.c_int, ctypes.POINTER(timespec_t)]
+        self.clock_gettime.restype = ctypes.c_int
+        self.errno_location = getattr(libc, "__errno_location")  # noqa: B009 (a class body would mangle it)
+        self.errno_location.restype = ctypes.c_void_p
+        self.errno_location.argtypes = []
+
+    def address_of(self, func: ctypes._CFuncPtr) -> int:
+        """The C address of a bound libc function (baked into the handler)."""
+        return ctypes.cast(func, ctypes.c_void_p).value or 0
+
+    def get_action(self, signum: int = SIGPROF) -> kernel_sigaction_t:
+        """What the kernel has installed for ``signum``, byte for byte."""
+        return self._rt_sigaction(signum, None)
+
+    def restore_action(self, action: kernel_sigaction_t, signum: int = SIGPROF) -> None:
+        """Reinstall an action saved by :meth:`get_action` exactly."""
+        self._rt_sigaction(signum, action)
+
+    def _rt_sigaction(self, signum: int, action: kernel_sigaction_t | None) -> kernel_sigaction_t:
+        old = kernel_sigaction_t()
+        new = ctypes.byref(action) if action is not None else None
+        rc = self.syscall(
+            ctypes.c_long(SYS_rt_sigaction),
+            ctypes.c_long(signum),
+            new,
+            ctypes.byref(old),
+            ctypes.c_size_t(KERNEL_SIGSET_SIZE),
+        )
+        if rc != 0:
+            raise OSError(ctypes.get_errno(), "rt_sigaction failed")
+        return old
+
+    def set_action(self, action: sigaction_t, signum: int = SIGPROF) -> None:
+        """Install ``action`` through glibc (which supplies the signal trampoline)."""
+        if self.sigaction(signum, ctypes.byref(action), None) != 0:
+            raise OSError(ctypes.get_errno(), "sigaction failed")
+
+
+def action_bytes(action: kernel_sigaction_t) -> bytes:
+    """The raw bytes of an installed action (to compare before/after a run)."""
+    return ctypes.string_at(ctypes.addressof(action), ctypes.sizeof(action))
+
+
+def list_threads() -> list[int]:
+    """Thread ids of this process (``/proc/self/task``), main thread first."""
+    try:
+        tids = sorted(int(name) for name in os.listdir("/proc/self/task"))
+    except OSError:
+        return [threading_native_id()]
+    main = os.getpid()
+    return sorted(tids, key=lambda t: (t != main, t))
+
+
+def threading_native_id() -> int:
+    import threading
+
+    return threading.get_native_id()
+
+
+def thread_cpu_ns(tid: int) -> int:
+    """CPU time a thread has used, in ns (``/proc/self/task/<tid>/schedstat``, the same
+    count as ``CLOCK_THREAD_CPUTIME_ID``); -1 when it cannot be read."""
+    try:
+        with open(f"/proc/self/task/{tid}/schedstat") as f:
+            return int(f.read().split()[0])
+    except (OSError, ValueError, IndexError):
+        return -1
+
+
+def mapped_range(name_part: str) -> tuple[int, int]:
+    """The executable address range of the first mapping whose path contains ``name_part``.
+
+    Used to keep the handler from unwinding while it interrupted libgcc's
+    unwinder itself (it may hold the unwinder's lock). (0, 0) when not mapped.
+    """
+    lo = hi = 0
+    try:
+        with open("/proc/self/maps") as maps:
+            for line in maps:
+                parts = line.split()
+                if len(parts) >= 6 and name_part in parts[5] and "x" in parts[1]:
+                    start, end = (int(x, 16) for x in parts[0].split("-"))
+                    lo = start if lo == 0 else min(lo, start)
+                    hi = max(hi, end)
+    except OSError:
+        pass
+    return lo, hi

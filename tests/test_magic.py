@@ -1,0 +1,212 @@
+"""The magics in a real IPython shell: options, output, errors, and the namespace afterwards."""
+
+import linecache
+import subprocess
+import sys
+
+import pytest
+from IPython.core.error import UsageError
+from IPython.testing.globalipapp import start_ipython
+
+import numba_lprun
+
+SETUP = """
+import sys
+
+import numpy as np
+from numba import njit
+
+@njit
+def conv(x, k):
+    n = x.size - k.size + 1
+    out = np.empty(n)
+    for i in range(n):
+        window = x[i : i + k.size]
+        out[i] = np.sum(np.multiply(window, k))
+    return out
+
+@njit
+def reduce_sq(a):
+    s = 0.0
+    for i in range(a.size):
+        s += a[i] * a[i]
+    return s
+
+@njit
+def unused(a):
+    return a
+
+@njit
+def counting(n):
+    for i in range(n):
+        yield i
+
+x = np.arange(200.0)
+k = np.ones(5)
+"""
+
+
+@pytest.fixture(scope="module")
+def ip():
+    shell = start_ipython()
+    shell.run_line_magic("load_ext", "numba_lprun")
+    result = shell.run_cell(SETUP)
+    assert result.success
+    shell.run_cell("conv(x, k); reduce_sq(x)")
+    return shell
+
+
+def user_snapshot(ip):
+    return {k: id(v) for k, v in ip.user_ns.items() if not k.startswith("_")}
+
+
+def test_line_magic_table_and_overhead(ip, capsys):
+    ip.run_line_magic("nlprun", "-f conv y = conv(x, k)")
+    out = capsys.readouterr().out
+    assert "Line #" in out and "% Time" in out and "Line Contents" in out
+    assert "out[i] = np.sum(np.multiply(window, k))" in out
+    assert "instrumented run" in out and "the plain run" in out
+    assert "Signatures:" in out and "Compile:" in out
+    assert ip.user_ns["y"].shape == (196,)
+    assert ip.user_ns["conv"].py_func.__name__ == "conv"
+
+
+def test_distortion_warning_on_tight_reduction(ip, capsys):
+    ip.run_line_magic("nlprun", "-f reduce_sq reduce_sq(np.ones(200_000))")
+    out = capsys.readouterr().out
+    assert "distortion warning" in out
+    assert "guide, not a" in out
+
+
+def test_threshold_option_silences_warning(ip, capsys):
+    ip.run_line_magic("nlprun", "--threshold 1e9 -f reduce_sq reduce_sq(x)")
+    assert "distortion warning" not in capsys.readouterr().out
+
+
+def test_cell_magic_profiles_functions_it_defines(ip, capsys):
+    cell = "@njit\ndef twice(a):\n    t = 0.0\n    for v in a:\n        t += 2 * v\n    return t\n"
+    ip.run_cell_magic("nlprun", "", cell + "result = twice(x)\n")
+    out = capsys.readouterr().out
+    assert "Function:   twice at line 1" in out
+    assert "t += 2 * v" in out
+    assert ip.user_ns["result"] == pytest.approx(2 * ip.user_ns["x"].sum())
+    assert ip.user_ns["twice"](ip.user_ns["x"]) == ip.user_ns["result"]
+
+
+def test_unit_zero_return_and_files(ip, tmp_path, capsys):
+    text_file, dump_file = tmp_path / "t.txt", tmp_path / "p.lprof"
+    prof = ip.run_line_magic(
+        "nlprun", f"-u 1e-6 -z -r -T {text_file} -D {dump_file} -f conv -f unused conv(x, k)"
+    )
+    out = capsys.readouterr().out
+    assert isinstance(prof, numba_lprun.LineProfiler)
+    assert prof.get_stats().timings
+    assert "Timer unit: 1e-06 s" in out
+    assert "unused at line" not in out  # -z hid it
+    text = text_file.read_text()
+    assert "Line #      Hits         Time  Per Hit   % Time  Line Contents" in text
+    shown = subprocess.run(
+        [sys.executable, "-m", "line_profiler", str(dump_file)], capture_output=True, text=True
+    )
+    assert shown.returncode == 0 and "conv" in shown.stdout
+
+
+def test_once_skips_baseline(ip, capsys):
+    ip.user_ns["calls"] = []
+    ip.run_line_magic("nlprun", "--once -f conv calls.append(conv(x, k))")
+    assert len(ip.user_ns["calls"]) == 1
+    assert "overhead not measured (no plain baseline run)" in capsys.readouterr().out
+    ip.run_line_magic("nlprun", "-f conv calls.append(conv(x, k))")
+    assert len(ip.user_ns["calls"]) == 3  # plain run, then instrumented run
+
+
+def test_module_option(ip, capsys):
+    ip.run_cell("import tests.kernels as kernels_mod")
+    ip.run_line_magic("nlprun", "-z -m tests.kernels kernels_mod.poly(2.0)")
+    out = capsys.readouterr().out
+    assert "Function:   poly at line" in out
+    assert "Function:   busy" not in out
+    assert "skipped" in out and "generator" in out
+
+
+def test_help_lists_every_option(ip):
+    doc = ip.find_line_magic("nlprun").__doc__
+    for option in (
+        "-f FUNC",
+        "-m MODULE",
+        "-u UNIT",
+        "-z",
+        "-r",
+        "-D FILE",
+        "-T FILE",
+        "--once",
+        "--threshold",
+    ):
+        assert option in doc
+
+
+@pytest.mark.parametrize(
+    "line, message",
+    [
+        ("-f nope conv(x, k)", "-f nope: NameError"),
+        ("-f np.sum conv(x, k)", "not a Numba jitted function"),
+        ("-f conv.py_func conv(x, k)", "plain Python function.*%lprun"),
+        ("-f counting list(counting(3))", "generator"),
+        ("-f conv conv(x,", "syntax error in the statement"),
+        ("-f conv", "no statement to profile"),
+        ("conv(x, k)", "nothing to profile"),
+        ("--bogus -f conv conv(x, k)", "unrecognized arguments: --bogus"),
+        ("-m no_such_module_xyz conv(x, k)", "cannot import"),
+        ("-f 1/0 conv(x, k)", "ZeroDivisionError"),
+    ],
+)
+def test_errors_are_one_line_and_leave_namespace(ip, line, message):
+    before = user_snapshot(ip)
+    with pytest.raises(UsageError, match=message) as info:
+        ip.run_line_magic("nlprun", line)
+    assert "\n" not in str(info.value)
+    assert user_snapshot(ip) == before
+
+
+def test_no_readable_source(ip):
+    ip.run_cell("ns = {}\nexec('def hidden(v):\\n    return v + 1\\n', ns)\nhidden = njit(ns['hidden'])")
+    with pytest.raises(UsageError, match="no readable source for hidden"):
+        ip.run_line_magic("nlprun", "-f hidden hidden(1)")
+
+
+def test_twin_compile_failure_names_the_line(ip):
+    filename = "<edited-after-definition>"
+    good = "def edited(v):\n    w = v + 1\n    return w\n"
+    linecache.cache[filename] = (len(good), None, good.splitlines(True), filename)
+    code = f"compile({good!r}, {filename!r}, 'exec')"
+    ip.run_cell(f"ns = {{}}\nexec({code}, ns)\nedited = njit(ns['edited'])\nedited(1)")
+    bad = "def edited(v):\n    w = v + 'text'\n    return w\n"
+    linecache.cache[filename] = (len(bad), None, bad.splitlines(True), filename)
+    before = user_snapshot(ip)
+    with pytest.raises(
+        UsageError, match=r"cannot compile the plain twin of edited \(line 2: w = v \+ 'text'\)"
+    ):
+        ip.run_line_magic("nlprun", "-f edited edited(1)")
+    assert user_snapshot(ip) == before
+    assert ip.user_ns["edited"](1) == 2
+
+
+@pytest.mark.parametrize(
+    "stop, said",
+    [("raise KeyboardInterrupt", "KeyboardInterrupt"), ("sys.exit(3)", "sys.exit(3)")],
+)
+def test_interrupt_shows_profile_so_far(ip, capsys, stop, said):
+    before = user_snapshot(ip)
+    ip.run_line_magic("nlprun", f"--once -f conv conv(x, k); {stop}")
+    out = capsys.readouterr().out
+    assert said in out and "showing the profile gathered so far" in out
+    assert "out[i] = np.sum" in out
+    assert user_snapshot(ip) == before
+
+
+def test_statement_exception_propagates_after_profile(ip, capsys):
+    before = user_snapshot(ip)
+    with pytest.raises(ZeroDivisionError):
+        ip.run_line_magic("nlprun", "-f conv conv(x, k); 1/0")
+    assert "the statement raised ZeroDivisionError" in capsys.readouterr().out
+    assert user_snapshot(ip) == before

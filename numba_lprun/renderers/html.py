@@ -36,7 +36,9 @@ def profile_html(
     width: int = 120,
 ) -> str:
     """The profile as an HTML fragment (for notebooks) or, with ``page``, a whole document."""
-    console = Console(record=True, file=io.StringIO(), width=width, force_terminal=True, highlight=False)
+    console = Console(
+        record=True, file=io.StringIO(), width=width, force_terminal=True, force_jupyter=False, highlight=False
+    )
     for renderable in profile_renderables(profile, output_unit, stripzeros):
         console.print(renderable)
     fragment = console.export_html(theme=MONOKAI, inline_styles=True, code_format=_FRAGMENT)

@@ -88,6 +88,6 @@ def print_profile(
     """Print the profile to ``file`` (stdout), using the terminal's width (at least 100)."""
     file = sys.stdout if file is None else file
     width = max(100, shutil.get_terminal_size((120, 24)).columns)
-    console = Console(file=file, width=width, highlight=False)
+    console = Console(file=file, width=width, highlight=False, force_jupyter=False)
     for renderable in profile_renderables(profile, output_unit, stripzeros):
         console.print(renderable)

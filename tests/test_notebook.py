@@ -1,0 +1,63 @@
+"""The tour notebook runs top to bottom in a real Jupyter kernel and shows what it promises."""
+
+from pathlib import Path
+
+import nbformat
+import pytest
+from nbclient import NotebookClient
+
+TOUR = Path(__file__).resolve().parent.parent / "notebooks" / "tour.ipynb"
+
+
+@pytest.fixture(scope="module")
+def executed():
+    nb = nbformat.read(TOUR, as_version=4)
+    NotebookClient(
+        nb, timeout=300, kernel_name="python3", resources={"metadata": {"path": str(TOUR.parent)}}
+    ).execute()
+    return [c for c in nb.cells if c.cell_type == "code"]
+
+
+def outputs_of(cells, start):
+    (cell,) = [c for c in cells if c.source.startswith(start)]
+    return cell.outputs
+
+
+def bundles(outputs):
+    return [o["data"] for o in outputs if o.output_type == "display_data" and "text/html" in o["data"]]
+
+
+def test_runs_clean_and_leaves_no_progress_clutter(executed):
+    for cell in executed:
+        for out in cell.outputs:
+            assert out.output_type != "error", out
+            text = out.get("text", "") + str(out.get("data", {}).get("text/plain", ""))
+            assert "compiling" not in text
+
+
+def test_conv_table_in_html_and_text(executed):
+    (report,) = bundles(outputs_of(executed, "%nlprun -f conv"))
+    assert "Line #      Hits         Time  Per Hit   % Time  Line Contents" in report["text/plain"]
+    assert "np.sum(np.multiply(window, k))" in report["text/plain"]
+    assert "<pre" in report["text/html"] and "Line Contents" in report["text/html"]
+    assert "instrumented run" in report["text/plain"]
+
+
+def test_reduction_warns(executed):
+    (report,) = bundles(outputs_of(executed, "%nlprun -f sum_sq"))
+    assert "WARNING: instrumented run" in report["text/plain"]
+    assert "distortion warning" in report["text/html"]
+
+
+def test_caller_and_callee_tables(executed):
+    (report,) = bundles(outputs_of(executed, "%nlprun -f smooth -f conv"))
+    text = report["text/plain"]
+    assert "Function: smooth at line" in text and "Function: conv at line" in text
+    assert "total += conv(x, k).sum()" in text
+
+
+def test_cell_magic(executed):
+    (report,) = bundles(outputs_of(executed, "%%nlprun"))
+    assert "Function: clip_count at line 1" in report["text/plain"]
+    (result,) = outputs_of(executed, "counted")
+    assert int(result["data"]["text/plain"]) > 0

@@ -42,6 +42,14 @@ def diagnose(
         )
     else:
         notes.append(Note("info", f"instrumented run {ratio:.2f}x the plain run"))
+    for line in sorted(stats.lost_vectorization):
+        notes.append(
+            Note(
+                "warning",
+                f"the loop at line {line} was vectorized (SIMD) in the plain build but not in the "
+                "instrumented one: times inside it are inflated (--hits counts without this loss)",
+            )
+        )
     if not stats.timed:
         notes.append(Note("info", "hits only: counters without clock reads, so no times are shown"))
     stats.below_resolution = set()

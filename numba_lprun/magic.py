@@ -159,6 +159,17 @@ class NlprunMagics(Magics):
         "then not measured.",
     )
     @argument(
+        "--hits",
+        action="store_true",
+        help="Count hits only: no clock reads, so the optimizer is barely disturbed; the table "
+        "then shows no times.",
+    )
+    @argument(
+        "--raw",
+        action="store_true",
+        help="Show raw times, without taking the probes' own cost out of each hit.",
+    )
+    @argument(
         "--threshold",
         type=float,
         default=1.2,
@@ -197,7 +208,13 @@ class NlprunMagics(Magics):
         if cell is None and not functions and not in_modules:
             raise UsageError("nlprun: nothing to profile: give -f FUNC or -m MODULE")
         try:
-            prof = LineProfiler(*functions, baseline=not args.once, threshold=args.threshold)
+            prof = LineProfiler(
+                *functions,
+                baseline=not args.once,
+                timing=not args.hits,
+                corrected=not args.raw,
+                threshold=args.threshold,
+            )
         except NotProfilableError as exc:
             raise UsageError(f"nlprun: {exc}") from None
         skipped = []

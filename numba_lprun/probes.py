@@ -27,7 +27,7 @@ from .clock import emit_read
 
 _I64 = ir.IntType(64)
 _I32 = ir.IntType(32)
-PREV_ROW, PREV_T, ENTRY_T = 0, 1, 2
+PREV_ROW, PREV_T, ENTRY_T, LOCAL_HITS = 0, 1, 2, 3  # fields of the state slot
 
 
 def new_counters(n_lines: int) -> np.ndarray:
@@ -88,12 +88,15 @@ class _Emitter:
             slots = fn._nlp_state_slots = {}
         key = self.cfg.address
         if key not in slots:
+            local_rows = 0 if self.cfg.timing else self.cfg.n_lines
             with builder.goto_entry_block():
-                slot = builder.alloca(ir.ArrayType(_I64, 3), name="nlp.state")
+                slot = builder.alloca(ir.ArrayType(_I64, LOCAL_HITS + local_rows), name="nlp.state")
                 self.set(builder, slot, PREV_ROW, ir.Constant(_I64, self.cfg.trash_row))
                 now = emit_read(builder, self.cfg.clock)
                 self.set(builder, slot, PREV_T, now)
                 self.set(builder, slot, ENTRY_T, now)
+                for row in range(local_rows):
+                    self.set(builder, slot, LOCAL_HITS + row, ir.Constant(_I64, 0))
             slots[key] = slot
         return slots[key]
 
@@ -117,16 +120,29 @@ class _Emitter:
         self.set(builder, slot, ENTRY_T, now)
 
     def line(self, builder: ir.IRBuilder, row: int) -> None:
-        self.add(builder, row, 0, ir.Constant(_I64, 1))
-        if not self.cfg.timing:
-            return
         slot = self.state(builder)
+        if not self.cfg.timing:  # count in the stack slot: LLVM keeps it in a register
+            field = LOCAL_HITS + row
+            self.set(builder, slot, field, builder.add(self.get(builder, slot, field), ir.Constant(_I64, 1)))
+            return
+        self.add(builder, row, 0, ir.Constant(_I64, 1))
         now = emit_read(builder, self.cfg.clock)
         self.charge_previous(builder, slot, now)
         self.set(builder, slot, PREV_ROW, ir.Constant(_I64, row))
         self.set(builder, slot, PREV_T, now)
 
+    def flush(self, builder: ir.IRBuilder) -> None:
+        """Move the hits counted in the stack slot (hits-only mode) to the counters."""
+        if self.cfg.timing:
+            return
+        slot = self.state(builder)
+        for row in range(self.cfg.n_lines):
+            field = LOCAL_HITS + row
+            self.add(builder, row, 0, self.get(builder, slot, field))
+            self.set(builder, slot, field, ir.Constant(_I64, 0))
+
     def leave(self, builder: ir.IRBuilder) -> None:
+        self.flush(builder)
         slot = self.state(builder)
         now = emit_read(builder, self.cfg.clock)
         if self.cfg.timing:
@@ -142,7 +158,11 @@ def make_probes(cfg: ProbeConfig) -> dict[str, object]:
 
     ``enter()`` starts a call, ``line(k)`` is the line event of row ``k`` (a
     literal), ``leave()`` ends a call, and ``ret(value)`` ends a call after its
-    return value is computed and passes the value through.
+    return value is computed and passes the value through. In hits-only mode hits
+    are counted in the per-call stack slot, which keeps them in registers and lets
+    LLVM vectorize the loop; ``leave``/``ret`` and ``flush()`` (at the end of each
+    ``prange`` iteration, whose worker never returns through ``leave``) move them
+    to the counters.
     """
     emit = _Emitter(cfg)
 
@@ -174,6 +194,14 @@ def make_probes(cfg: ProbeConfig) -> dict[str, object]:
         return types.none(), codegen
 
     @intrinsic
+    def nlp_flush(typingctx):
+        def codegen(context, builder, sig, args):
+            emit.flush(builder)
+            return context.get_dummy_value()
+
+        return types.none(), codegen
+
+    @intrinsic
     def nlp_ret(typingctx, value):
         result = types.unliteral(value)
 
@@ -189,10 +217,11 @@ def make_probes(cfg: ProbeConfig) -> dict[str, object]:
         LINE: nlp_line,
         LEAVE: nlp_leave,
         RET: nlp_ret,
+        FLUSH: nlp_flush,
     }
 
 
-ENTER, LINE, LEAVE, RET = "_nlp_enter", "_nlp_line", "_nlp_leave", "_nlp_ret"
+ENTER, LINE, LEAVE, RET, FLUSH = "_nlp_enter", "_nlp_line", "_nlp_leave", "_nlp_ret", "_nlp_flush"
 PYHIT = "_nlp_pyhit"  # a plain Python hit counter, for lines inside objmode blocks
 
 

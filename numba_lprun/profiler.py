@@ -21,6 +21,7 @@ from .clock import current_clock
 from .diagnose import DEFAULT_THRESHOLD, diagnose
 from .runner import INSTRUMENTED, PLAIN, Key, PhaseRun, Progress, Runner, Target
 from .stats import FunctionStats, ProfileStats
+from .vectorized import vectorized_lines
 
 
 class LineProfiler:
@@ -180,6 +181,11 @@ class LineProfiler:
                 if hits or line_ticks:
                     stats.hits[line] = stats.hits.get(line, 0) + hits
                     stats.ticks[line] = stats.ticks.get(line, 0) + line_ticks
+            plain = target.twins.get(PLAIN)
+            if twin is not None and plain is not None:
+                stats.lost_vectorization = vectorized_lines(plain.dispatcher) - vectorized_lines(
+                    twin.dispatcher
+                )
             if twin is not None:
                 for sig in twin.dispatcher.signatures:
                     text = ", ".join(str(t) for t in sig)

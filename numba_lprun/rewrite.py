@@ -21,6 +21,7 @@ charged after the value is computed. The plain twin gets the same entry and exit
 from __future__ import annotations
 
 import ast
+import copy
 import dis
 from dataclasses import dataclass, field
 
@@ -99,6 +100,177 @@ def _header_sequence(node: ast.stmt, expr: ast.expr | None) -> list[int]:
     return seq
 
 
+BODY, EXIT = "body", "exit"  # where a test's last jump goes: into the body, or past it
+
+
+@dataclass
+class _TestPlan:
+    """The line events of an ``if``/``while`` test, leaf by leaf.
+
+    In a test, ``and``/``or``/``not`` compile to jumps, one per *leaf* (an operand
+    that is not itself ``and``/``or``/``not``), so which lines fire depends on the
+    data when the test spans lines. ``top[j]`` is the line sequence of leaf ``j``'s
+    code ending with its jump's line; ``bottom`` the same for the copy of a while
+    loop's test that CPython 3.11 evaluates after the body; ``targets[j]`` is where
+    leaf ``j`` goes when true and when false (another leaf's index, BODY or EXIT).
+    """
+
+    test: ast.expr
+    leaves: list[ast.expr]
+    targets: list[tuple[object, object]]
+    top: list[list[int]]
+    bottom: list[list[int]] | None = None
+
+    def same_line(self) -> int | None:
+        """The one line every event of the test is on, if there is one."""
+        lines = {line for segs in (self.top, self.bottom or []) for seg in segs for line in seg}
+        return lines.pop() if len(lines) == 1 else None
+
+    def static(self) -> list[int] | None:
+        """The test's events when they do not depend on the data (one leaf, or one line)."""
+        if len(self.leaves) == 1 and (self.bottom is None or self.bottom == self.top):
+            return self.top[0]
+        line = self.same_line()
+        return [line] if line is not None else None
+
+
+def _leaves(test: ast.expr) -> list[ast.expr]:
+    if isinstance(test, ast.BoolOp):
+        return [leaf for value in test.values for leaf in _leaves(value)]
+    if isinstance(test, ast.UnaryOp) and isinstance(test.op, ast.Not):
+        return _leaves(test.operand)
+    return [test]
+
+
+def _targets(test: ast.expr, index: dict[int, int]) -> list[tuple[object, object]]:
+    """Per leaf (in order): where evaluation goes when it is true, and when false."""
+    out: dict[int, tuple[object, object]] = {}
+
+    def first(e: ast.expr) -> int:
+        return index[id(_leaves(e)[0])]
+
+    def walk(e: ast.expr, if_true: object, if_false: object) -> None:
+        if isinstance(e, ast.UnaryOp) and isinstance(e.op, ast.Not):
+            walk(e.operand, if_false, if_true)
+        elif isinstance(e, ast.BoolOp):
+            values = e.values
+            for i, value in enumerate(values[:-1]):
+                nxt = first(values[i + 1])
+                walk(value, nxt, if_false) if isinstance(e.op, ast.And) else walk(value, if_true, nxt)
+            walk(values[-1], if_true, if_false)
+        else:
+            out[index[id(e)]] = (if_true, if_false)
+
+    walk(test, BODY, EXIT)
+    return [out[i] for i in range(len(out))]
+
+
+def _inside(pos, node: ast.expr) -> bool:
+    if pos.col_offset is None or pos.end_lineno is None or pos.end_col_offset is None:
+        return False
+    start = (node.lineno, node.col_offset)
+    end = (node.end_lineno, node.end_col_offset)
+    return start <= (pos.lineno, pos.col_offset) and (pos.end_lineno, pos.end_col_offset) <= end
+
+
+def _straight(part: list) -> bool:
+    """Whether every path through a leaf's code ``part`` (ending with its own jump) fires
+    the same line events: each jump before the last goes forward, within ``part``,
+    and skips only instructions on the jump's own line."""
+    where = {ins.offset: i for i, ins in enumerate(part)}
+    for i, ins in enumerate(part[:-1]):
+        if ins.opcode not in _JUMPS:
+            continue
+        target = where.get(ins.argval)
+        if target is None or target <= i:
+            return False
+        if len({other.positions.lineno for other in part[i:target]}) > 1:
+            return False
+    return True
+
+
+def _segments(instrs: list, leaves: list[ast.expr]) -> list[list[int]] | None:
+    """Split a test's instructions into per-leaf line sequences, or None if they
+    cannot be told apart or a leaf's own lines depend on the data."""
+    starts, at = [], 0
+    for leaf in leaves:
+        while at < len(instrs) and (instrs[at].opcode in _JUMPS or not _inside(instrs[at].positions, leaf)):
+            at += 1
+        if at == len(instrs):
+            return None
+        starts.append(at)
+        at += 1
+    starts[0] = 0
+    segs = []
+    for j, start in enumerate(starts):
+        part = instrs[start : starts[j + 1] if j + 1 < len(starts) else len(instrs)]
+        if not part[-1].opname.startswith("POP_JUMP"):
+            return None
+        if not _straight(part):
+            return None  # the leaf branches over several lines: its own events depend on the data
+        seq: list[int] = []
+        for ins in part:
+            if not seq or seq[-1] != ins.positions.lineno:
+                seq.append(ins.positions.lineno)
+        segs.append(seq)
+    return segs
+
+
+def _plan_test(node: ast.If | ast.While) -> _TestPlan | None:
+    """Compile the test in a stand-in statement and read its line events, leaf by leaf."""
+    body_line = node.end_lineno + 1
+    stand_in = type(node)(test=node.test, body=[_marker(body_line)], orelse=[])
+    ast.copy_location(stand_in, node)
+    probe_fn = ast.FunctionDef(
+        name="_nlp_seq",
+        args=ast.arguments(posonlyargs=[], args=[], kwonlyargs=[], kw_defaults=[], defaults=[]),
+        body=[stand_in, _marker(body_line + 1)],
+        decorator_list=[],
+        returns=None,
+        type_comment=None,
+    )
+    ast.copy_location(probe_fn, node)
+    try:
+        code = compile(ast.Module(body=[probe_fn], type_ignores=[]), "<nlp>", "exec")
+    except (SyntaxError, ValueError, TypeError):
+        return None
+    inner = next(c for c in code.co_consts if hasattr(c, "co_code"))
+    instrs = [
+        ins
+        for ins in dis.get_instructions(inner)
+        if ins.opname != "RESUME" and ins.positions and ins.positions.lineno is not None
+    ]
+    lines = [ins.positions.lineno for ins in instrs]
+    if body_line not in lines:
+        return None
+    first_body = lines.index(body_line)
+    last_body = len(lines) - 1 - lines[::-1].index(body_line)
+    leaves = _leaves(node.test)
+    top = _segments(instrs[:first_body], leaves)
+    if top is None:
+        return None
+    bottom = None
+    if isinstance(node, ast.While):
+        after = lines.index(body_line + 1) if body_line + 1 in lines else len(lines)
+        bottom = _segments(instrs[last_body + 1 : after], leaves)
+        if bottom is None:
+            return None
+    index = {id(leaf): i for i, leaf in enumerate(leaves)}
+    return _TestPlan(node.test, leaves, _targets(node.test, index), top, bottom)
+
+
+def _load(name: str, at: ast.AST) -> ast.expr:
+    return ast.copy_location(ast.Name(id=name, ctx=ast.Load()), at)
+
+
+@dataclass
+class _Loop:
+    """What a ``continue`` in this loop fires, and the flag it clears (see while_stmt)."""
+
+    back: list[int]
+    flag: str | None = None
+
+
 class _Rewriter:
     """Walks one def's body, emitting probe calls before and after statements."""
 
@@ -108,6 +280,8 @@ class _Rewriter:
         self.line_args: list[ast.Constant] = []  # each holds a line number until numbered
         self.objmode_lines: set[int] = set()
         self.n_returns = 0
+        self.n_flags = 0
+        self.plans: dict[int, _TestPlan | None] = {}
 
     # -- probe statements -------------------------------------------------------
     def line_arg(self, lineno: int) -> ast.Constant:
@@ -144,49 +318,197 @@ class _Rewriter:
         name = P.PYHIT if in_py else P.LINE
         return [self.call(name, at, self.line_arg(line)) for line in seq]
 
+    def probe_expr(self, line: int, at: ast.AST, in_py: bool, value: bool = True) -> ast.expr:
+        """``_nlp_line(row) is None``: fires the line event and is True (False with ``value=False``)."""
+        call = ast.Call(func=ast.Name(id=P.PYHIT if in_py else P.LINE, ctx=ast.Load()), args=[], keywords=[])
+        call.args.append(self.line_arg(line))
+        op = ast.Is() if value else ast.IsNot()
+        test = ast.Compare(left=call, ops=[op], comparators=[ast.Constant(value=None)])
+        for node in ast.walk(test):
+            ast.copy_location(node, at)
+        return test
+
+    def probes_expr(self, lines: list[int], at: ast.AST, in_py: bool, value: bool) -> ast.expr:
+        """Fire ``lines`` in order, then be ``value``."""
+        parts = [
+            self.probe_expr(line, at, in_py, value or i < len(lines) - 1) for i, line in enumerate(lines)
+        ]
+        return parts[0] if len(parts) == 1 else ast.copy_location(ast.BoolOp(op=ast.And(), values=parts), at)
+
+    def flag_stmt(self, flag: str, value: bool, at: ast.AST) -> ast.stmt:
+        target = ast.copy_location(ast.Name(id=flag, ctx=ast.Store()), at)
+        return ast.copy_location(
+            ast.Assign(targets=[target], value=ast.copy_location(ast.Constant(value), at)), at
+        )
+
     # -- statements -------------------------------------------------------------
     def block(
-        self, stmts: list[ast.stmt], prev: int | None, loop: list[int] | None, in_py: bool
+        self, stmts: list[ast.stmt], prev: int | None, loop: _Loop | None, in_py: bool
     ) -> list[ast.stmt]:
         out: list[ast.stmt] = []
         for stmt in stmts:
             out.extend(self.stmt(stmt, prev, loop, in_py))
-            is_simple = not hasattr(stmt, "body")
-            prev = stmt.lineno if is_simple and stmt.end_lineno == stmt.lineno else None
             if isinstance(stmt, _NO_CODE):
                 continue
+            is_simple = not hasattr(stmt, "body")
+            prev = stmt.lineno if is_simple and stmt.end_lineno == stmt.lineno else None
         return out
 
-    def back_edge(self, loop: list[int] | None, at: ast.AST, in_py: bool) -> list[ast.stmt]:
-        return self.events(loop or [], None, at, in_py) if loop else []
+    def back_edge(self, loop: _Loop | None, at: ast.AST, in_py: bool) -> list[ast.stmt]:
+        """A ``continue``: the jump back to the loop header fires its first events."""
+        if loop is None:
+            return []
+        out = self.events(loop.back, None, at, in_py)
+        if loop.flag is not None:
+            out.append(self.flag_stmt(loop.flag, False, at))
+        return out
 
     def loop_body(
-        self, body: list[ast.stmt], prev: int, back: list[int], at: ast.AST, in_py: bool
+        self,
+        body: list[ast.stmt],
+        prev: int | None,
+        loop: _Loop,
+        at: ast.AST,
+        in_py: bool,
+        fall_off: list[ast.stmt] | None = None,
     ) -> list[ast.stmt]:
-        new = self.block(body, prev, back, in_py)
+        new = self.block(body, prev, loop, in_py)
         if not isinstance(body[-1], _TERMINATORS):
-            new.extend(self.back_edge(back, body[-1], in_py))
+            new.extend(self.back_edge(loop, body[-1], in_py) if fall_off is None else fall_off)
         return new or [ast.copy_location(ast.Pass(), at)]
 
-    def stmt(self, s: ast.stmt, prev: int | None, loop: list[int] | None, in_py: bool) -> list[ast.stmt]:
+    def plan(self, s: ast.If | ast.While) -> _TestPlan | None:
+        """The per-leaf events of ``s``'s test (None for a constant test, or when unknown)."""
+        if not self.timing_lines or isinstance(s.test, ast.Constant):
+            return None
+        if id(s) not in self.plans:
+            self.plans[id(s)] = _plan_test(s)
+        return self.plans[id(s)]
+
+    def first_event(self, stmts: list[ast.stmt]) -> int | None:
+        """The line of the first event ``stmts`` fire when entered from another line."""
+        for s in stmts:
+            if isinstance(s, _NO_CODE):
+                continue
+            if isinstance(s, (ast.For, ast.AsyncFor)):
+                return _header_sequence(s, s.iter)[0]
+            if isinstance(s, (ast.If, ast.While)):
+                plan = self.plan(s)
+                return plan.top[0][0] if plan is not None else _header_sequence(s, s.test)[0]
+            if isinstance(s, (ast.With, ast.AsyncWith, ast.Try)):
+                return s.lineno
+            return line_sequence(s)[0]
+        return None
+
+    def probed_test(
+        self, plan: _TestPlan, segs: list[list[int]], body_first: int | None, backward: bool, in_py: bool
+    ) -> ast.expr:
+        """A copy of the test that fires its line events as CPython does, data-dependently.
+
+        Each leaf fires the rest of its own line sequence before it is evaluated, and
+        on each outcome the first event of where it goes: the next leaf's first line
+        or the body's first line, when that differs from the line of the leaf's
+        jump (always, for a backward jump into a while body). Truth values and the
+        order of evaluation are unchanged.
+        """
+
+        def entering(target: object, jump_line: int) -> list[int]:
+            if target == EXIT:
+                return []
+            if target == BODY:
+                if body_first is None or (body_first == jump_line and not backward):
+                    return []
+                return [body_first]
+            first = segs[target][0]
+            return [first] if first != jump_line else []
+
+        wrapped: dict[int, ast.expr] = {}
+        for j, (leaf, seg, (if_true, if_false)) in enumerate(
+            zip(plan.leaves, segs, plan.targets, strict=True)
+        ):
+            expr = copy.deepcopy(leaf)
+            if len(seg) > 1:
+                expr = ast.BoolOp(op=ast.And(), values=[self.probes_expr(seg[1:], leaf, in_py, True), expr])
+            on_true, on_false = entering(if_true, seg[-1]), entering(if_false, seg[-1])
+            if on_true:
+                expr = ast.BoolOp(op=ast.And(), values=[expr, self.probes_expr(on_true, leaf, in_py, True)])
+            if on_false:
+                expr = ast.BoolOp(op=ast.Or(), values=[expr, self.probes_expr(on_false, leaf, in_py, False)])
+            wrapped[j] = ast.copy_location(expr, leaf)
+        index = {id(leaf): j for j, leaf in enumerate(plan.leaves)}
+
+        def rebuild(e: ast.expr) -> ast.expr:
+            if isinstance(e, ast.BoolOp):
+                return ast.copy_location(ast.BoolOp(op=e.op, values=[rebuild(v) for v in e.values]), e)
+            if isinstance(e, ast.UnaryOp) and isinstance(e.op, ast.Not):
+                return ast.copy_location(ast.UnaryOp(op=ast.Not(), operand=rebuild(e.operand)), e)
+            return wrapped[index[id(e)]]
+
+        return rebuild(plan.test)
+
+    def if_stmt(self, s: ast.If, prev: int | None, loop: _Loop | None, in_py: bool) -> list[ast.stmt]:
+        plan = self.plan(s)
+        head = plan.static() if plan is not None else _header_sequence(s, s.test)
+        if head is not None:
+            s.body = self.block(s.body, head[-1], loop, in_py) or [ast.copy_location(ast.Pass(), s)]
+            s.orelse = self.block(s.orelse, head[-1], loop, in_py)
+            return self.events(head, prev, s, in_py) + [s]
+        first = self.first_event(s.body)
+        s.test = self.probed_test(plan, plan.top, first, False, in_py)
+        s.body = self.block(s.body, first, loop, in_py) or [ast.copy_location(ast.Pass(), s)]
+        s.orelse = self.block(s.orelse, None, loop, in_py)
+        return self.events([plan.top[0][0]], prev, s, in_py) + [s]
+
+    def while_stmt(self, s: ast.While, prev: int | None, loop: _Loop | None, in_py: bool) -> list[ast.stmt]:
+        """A while loop. CPython 3.11 evaluates the test at the top on entry and after
+        ``continue``, and a copy of it after the body, which jumps back into the body
+        (a backward jump: the body's first line always fires). When the test's events
+        depend on the data, or the body starts on the test's last line (``while k < 3:
+        k += 1``), the top and bottom evaluations fire differently: a flag set at the
+        end of the body selects the bottom one."""
+        plan = self.plan(s)
+        first = self.first_event(s.body)
+        head = plan.static() if plan is not None else _header_sequence(s, s.test)
+        if head is not None and (plan is None or first != head[-1]):
+            s.body = self.loop_body(s.body, head[-1], _Loop(head), s, in_py)
+            s.orelse = self.block(s.orelse, head[-1], loop, in_py)
+            return self.events(head, prev, s, in_py) + [s]
+        top = self.probed_test(plan, plan.top, first, False, in_py)
+        bottom = self.probed_test(plan, plan.bottom, first, True, in_py)
+        flag = None
+        if ast.dump(top) != ast.dump(bottom):
+            self.n_flags += 1
+            flag = f"_nlp_w{self.n_flags}"
+            is_top = ast.copy_location(ast.UnaryOp(op=ast.Not(), operand=_load(flag, s)), s)
+            top = ast.copy_location(ast.BoolOp(op=ast.And(), values=[is_top, top]), s)
+            bottom = ast.copy_location(ast.BoolOp(op=ast.And(), values=[_load(flag, s), bottom]), s)
+            s.test = ast.copy_location(ast.BoolOp(op=ast.Or(), values=[top, bottom]), s)
+        else:
+            s.test = top
+        last = s.body[-1]
+        ends_on = line_sequence(last)[-1] if not hasattr(last, "body") else None
+        fall_off = self.events([plan.bottom[0][0]], ends_on, last, in_py)
+        if flag is not None:
+            fall_off.append(self.flag_stmt(flag, True, last))
+        s.body = self.loop_body(s.body, first, _Loop([plan.top[0][0]], flag), s, in_py, fall_off)
+        s.orelse = self.block(s.orelse, None, loop, in_py)
+        pre = self.events([plan.top[0][0]], prev, s, in_py)
+        if flag is not None:
+            pre.append(self.flag_stmt(flag, False, s))
+        return pre + [s]
+
+    def stmt(self, s: ast.stmt, prev: int | None, loop: _Loop | None, in_py: bool) -> list[ast.stmt]:
         if isinstance(s, _NO_CODE):
             return [s]
         if isinstance(s, (ast.For, ast.AsyncFor)):
             head = _header_sequence(s, s.iter)
-            back = [s.lineno]
-            s.body = self.loop_body(s.body, s.lineno, back, s, in_py)
+            s.body = self.loop_body(s.body, s.lineno, _Loop([s.lineno]), s, in_py)
             s.orelse = self.block(s.orelse, s.lineno, loop, in_py)
             return self.events(head, prev, s, in_py) + [s]
         if isinstance(s, ast.While):
-            head = _header_sequence(s, s.test)
-            s.body = self.loop_body(s.body, head[-1], head, s, in_py)
-            s.orelse = self.block(s.orelse, head[-1], loop, in_py)
-            return self.events(head, prev, s, in_py) + [s]
+            return self.while_stmt(s, prev, loop, in_py)
         if isinstance(s, ast.If):
-            head = _header_sequence(s, s.test)
-            s.body = self.block(s.body, head[-1], loop, in_py) or [ast.copy_location(ast.Pass(), s)]
-            s.orelse = self.block(s.orelse, head[-1], loop, in_py)
-            return self.events(head, prev, s, in_py) + [s]
+            return self.if_stmt(s, prev, loop, in_py)
         if isinstance(s, (ast.With, ast.AsyncWith)):
             return self.with_stmt(s, prev, loop, in_py)
         if isinstance(s, ast.Try):
@@ -205,7 +527,7 @@ class _Rewriter:
             return pre + self.return_stmt(s)
         return pre + [s]
 
-    def with_stmt(self, s: ast.With, prev: int | None, loop: list[int] | None, in_py: bool) -> list[ast.stmt]:
+    def with_stmt(self, s: ast.With, prev: int | None, loop: _Loop | None, in_py: bool) -> list[ast.stmt]:
         head = self.events([s.lineno], prev, s, in_py)
         lifted = in_py or any(self.is_objmode(item.context_expr) for item in s.items)
         before = self.lines_seen()
@@ -264,8 +586,6 @@ def instrument(
     probes cannot run, so they get Python-level hit counters and their time is
     charged to the ``with`` line.
     """
-    import copy
-
     tree = copy.deepcopy(fdef)
     _strip_signature(tree)
     rewriter = _Rewriter(lines, objmode_names)

@@ -14,16 +14,19 @@ from __future__ import annotations
 
 import contextlib
 import time
+import warnings
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 
 import numpy as np
 from numba.core import event
+from numba.core.errors import NumbaDebugInfoWarning
 from numba.core.registry import CPUDispatcher
 
 from . import probes as P
 from .reach import Swap, find_callers, module_namespaces
 from .rewrite import Rewritten, instrument
+from .rewrite_parallel import add_prange_flushes
 from .source import FunctionSource, read_source
 from .twins import Twin, compile_like_original, link, make_relinked, make_twin, objmode_names
 
@@ -59,7 +62,7 @@ def _twin_for(target: Target, phase: str, clock: str, timing: bool) -> Twin:
     )
     extra = P.make_probes(cfg)
     extra[P.PYHIT] = P.make_python_hit(counters)
-    return make_twin(target.original, target.source, rewritten.tree, extra, phase)
+    return make_twin(target.original, target.source, rewritten.tree, extra, phase, line_tables=True)
 
 
 class CompileWatcher(event.Listener):
@@ -144,6 +147,7 @@ class Runner:
             INSTRUMENTED: instrument(source.tree, lines=True, objmode_names=names),
             PLAIN: instrument(source.tree, lines=False, objmode_names=names),
         }
+        add_prange_flushes(rewrites[INSTRUMENTED].tree)
         counters = {phase: P.new_counters(len(r.rows)) for phase, r in rewrites.items()}
         target = Target(dispatcher, source, rewrites, counters)
         self.targets[source.key] = target
@@ -177,7 +181,9 @@ class Runner:
         run = PhaseRun(self, phase, spaces, Swap(), progress)
         watcher = CompileWatcher(phase, progress)
         try:
-            with event.install_listener("numba:compile", watcher):
+            with event.install_listener("numba:compile", watcher), warnings.catch_warnings():
+                # line tables of exec'd twins (and their parfor workers): "could not find source"
+                warnings.simplefilter("ignore", NumbaDebugInfoWarning)
                 run.start(self.build(phase, list(self.targets.values()), spaces))
                 yield run
         finally:

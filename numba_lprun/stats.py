@@ -43,6 +43,7 @@ class FunctionStats:
     corrected: bool = True  # line times have probe_ticks per hit taken out
     notes: list[Note] = field(default_factory=list)  # diagnostics to show under the table
     below_resolution: set[int] = field(default_factory=set)  # lines too quick for a probe to time
+    lost_vectorization: set[int] = field(default_factory=set)  # loops SIMD in plain, not instrumented
 
     @property
     def key(self) -> tuple[str, int, str]:

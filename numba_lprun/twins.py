@@ -76,23 +76,47 @@ class Twin:
     compiled: list[str] = field(default_factory=list)  # signatures compiled, as text
 
 
-def _new_dispatcher(original: CPUDispatcher, py_func: pytypes.FunctionType) -> CPUDispatcher:
+def line_table_options(original: CPUDispatcher) -> dict:
+    """Target options that add line tables (debug info) and change nothing else.
+
+    ``debug=True`` alone would also turn on bounds checking and extend variable
+    lifetimes (numba/core/cpu.py), so both are pinned to what the original does.
+    """
+    boundscheck = original.targetoptions.get("boundscheck")
+    if boundscheck is None:
+        boundscheck = bool(numba.config.BOUNDSCHECK)
+    return {"debug": True, "boundscheck": boundscheck, "_dbg_extend_lifetimes": False}
+
+
+def _new_dispatcher(
+    original: CPUDispatcher, py_func: pytypes.FunctionType, line_tables: bool = False
+) -> CPUDispatcher:
     """A dispatcher like ``original`` for ``py_func``, never cached.
 
     Twins have ``__module__ = None``: Numba then treats them as dynamically
     generated, so object-mode blocks look globals up in the twin's own globals
     (where the probes are) and nothing can be cached or pickled by module name.
+    With ``line_tables`` the code carries DWARF line tables (for the vectorization
+    check and the sampler), compiled otherwise exactly as the original.
     """
+    options = dict(original.targetoptions)
+    if line_tables and not options.get("debug"):
+        options.update(line_table_options(original))
     return type(original)(
         py_func,
         locals=dict(original.locals),
-        targetoptions=dict(original.targetoptions),
+        targetoptions=options,
         pipeline_class=original._compiler.pipeline_class,
     )
 
 
 def make_twin(
-    original: CPUDispatcher, src: FunctionSource, tree: ast.FunctionDef, extra_globals: dict, kind: str
+    original: CPUDispatcher,
+    src: FunctionSource,
+    tree: ast.FunctionDef,
+    extra_globals: dict,
+    kind: str,
+    line_tables: bool = False,
 ) -> Twin:
     """A twin built from a rewritten def; its globals are a copy of the original's."""
     globals_ = dict(src.py_func.__globals__)
@@ -103,7 +127,7 @@ def make_twin(
     py_func.__name__ = src.py_func.__name__
     py_func.__qualname__ = src.py_func.__qualname__
     py_func.__module__ = None  # see _new_dispatcher
-    return Twin(original, _new_dispatcher(original, py_func), kind)
+    return Twin(original, _new_dispatcher(original, py_func, line_tables), kind)
 
 
 def make_relinked(original: CPUDispatcher) -> Twin:

@@ -210,3 +210,14 @@ def test_statement_exception_propagates_after_profile(ip, capsys):
         ip.run_line_magic("nlprun", "-f conv conv(x, k); 1/0")
     assert "the statement raised ZeroDivisionError" in capsys.readouterr().out
     assert user_snapshot(ip) == before
+
+
+def test_hits_only_and_raw_options(ip, capsys):
+    ip.run_line_magic("nlprun", "--hits -f reduce_sq reduce_sq(x)")
+    out = capsys.readouterr().out
+    assert "hits only" in out and "% Time" not in out
+    assert "   201 " in out  # the loop header: 200 iterations + 1
+    prof = ip.run_line_magic("nlprun", "--raw -r -f conv conv(x, k)")
+    (stats,) = prof.profile.functions
+    assert not stats.corrected
+    assert "times are raw" in capsys.readouterr().out

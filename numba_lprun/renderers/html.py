@@ -37,7 +37,12 @@ def profile_html(
 ) -> str:
     """The profile as an HTML fragment (for notebooks) or, with ``page``, a whole document."""
     console = Console(
-        record=True, file=io.StringIO(), width=width, force_terminal=True, force_jupyter=False, highlight=False
+        record=True,
+        file=io.StringIO(),
+        width=width,
+        force_terminal=True,
+        force_jupyter=False,
+        highlight=False,
     )
     for renderable in profile_renderables(profile, output_unit, stripzeros):
         console.print(renderable)

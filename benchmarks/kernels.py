@@ -1,0 +1,160 @@
+"""Benchmark kernels: eight common numeric shapes and the ground-truth functions.
+
+Each ``make_*`` returns (jitted function, arguments) sized for a run of roughly
+50-300 ms on one core, so ratios are measured over enough work to be stable.
+"""
+
+import math
+
+import numpy as np
+from numba import njit, prange
+
+
+@njit
+def conv(x, k):
+    n = x.size - k.size + 1
+    out = np.empty(n)
+    for i in range(n):
+        window = x[i : i + k.size]
+        out[i] = np.sum(np.multiply(window, k))
+    return out
+
+
+@njit(fastmath=True)
+def sum_squares(a):
+    s = 0.0
+    for i in range(a.size):
+        s += a[i] * a[i]
+    return s
+
+
+@njit
+def matmul(a, b):
+    n, m, p = a.shape[0], a.shape[1], b.shape[1]
+    c = np.zeros((n, p))
+    for i in range(n):
+        for j in range(p):
+            acc = 0.0
+            for k in range(m):
+                acc += a[i, k] * b[k, j]
+            c[i, j] = acc
+    return c
+
+
+@njit
+def mandelbrot(width, height, max_iter):
+    out = np.zeros((height, width), dtype=np.int32)
+    for y in range(height):
+        ci = -1.5 + 3.0 * y / height
+        for x in range(width):
+            cr = -2.0 + 3.0 * x / width
+            zr = zi = 0.0
+            n = 0
+            while zr * zr + zi * zi < 4.0 and n < max_iter:
+                zr, zi = zr * zr - zi * zi + cr, 2.0 * zr * zi + ci
+                n += 1
+            out[y, x] = n
+    return out
+
+
+@njit
+def pairwise(points):
+    n = points.shape[0]
+    d = np.empty((n, n))
+    for i in range(n):
+        for j in range(n):
+            dx = points[i, 0] - points[j, 0]
+            dy = points[i, 1] - points[j, 1]
+            d[i, j] = math.sqrt(dx * dx + dy * dy)
+    return d
+
+
+@njit
+def monte_carlo_pi(samples):
+    np.random.seed(1)
+    inside = 0
+    for _ in range(samples):
+        x = np.random.random()
+        y = np.random.random()
+        if x * x + y * y <= 1.0:
+            inside += 1
+    return 4.0 * inside / samples
+
+
+@njit
+def histogram(values, bins, lo, hi):
+    counts = np.zeros(bins, dtype=np.int64)
+    scale = bins / (hi - lo)
+    for v in values:
+        b = int((v - lo) * scale)
+        if 0 <= b < bins:
+            counts[b] += 1
+    return counts
+
+
+@njit(parallel=True)
+def prange_norms(a):
+    out = np.empty(a.shape[0])
+    for i in prange(a.shape[0]):
+        s = 0.0
+        for j in range(a.shape[1]):
+            s += a[i, j] * a[i, j]
+        out[i] = math.sqrt(s)
+    return out
+
+
+def make_kernels():
+    rng = np.random.default_rng(0)
+    return {
+        "conv": (conv, (rng.random(400_000), rng.random(32))),
+        "vectorizable reduction": (sum_squares, (rng.random(20_000_000),)),
+        "triple-loop matmul": (matmul, (rng.random((250, 250)), rng.random((250, 250)))),
+        "mandelbrot": (mandelbrot, (600, 400, 200)),
+        "pairwise distances": (pairwise, (rng.random((2000, 2)),)),
+        "monte carlo pi": (monte_carlo_pi, (3_000_000,)),
+        "histogram": (histogram, (rng.random(10_000_000), 64, 0.0, 1.0)),
+        "prange kernel": (prange_norms, (rng.random((4000, 1000)),)),
+    }
+
+
+# -- ground truth: lines whose costs are known by construction ----------------------
+UNIT = 2000  # dependent multiply-adds per unit of work: about a microsecond
+
+
+@njit
+def spin(units, seed):
+    x = 1.0 + seed * 1e-9  # depends on the caller's loop, so no call can be hoisted
+    for _ in range(units * UNIT):
+        x = x * 0.9999999 + 1e-7
+    return x
+
+
+@njit
+def coarse_lines(n):
+    acc = 0.0
+    for i in range(n):
+        acc += spin(1, i)
+        acc += spin(3, i)
+        acc += spin(6, i)
+    return acc
+
+
+# the true shares of coarse_lines' three spin lines: 1 : 3 : 6
+COARSE_TRUTH = {4: 10.0, 5: 30.0, 6: 60.0}
+
+
+@njit
+def tight_body(a, reps):
+    s1 = 0.0
+    s2 = 0.0
+    for i in range(a.size):
+        x = a[i]
+        for _ in range(reps):
+            s1 = s1 * 0.999 + x
+        for _ in range(4 * reps):
+            s2 = s2 * 0.999 + x
+    return s1 + s2
+
+
+# in tight_body, the two inner loops (header + body lines) do 1 : 4 units per iteration
+TIGHT_TRUTH = ((6, 7), 20.0), ((8, 9), 80.0)

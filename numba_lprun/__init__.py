@@ -6,10 +6,11 @@
 
 from __future__ import annotations
 
+from .decorator import profile
 from .errors import NotProfilableError, TwinCompileError
 from .profiler import LineProfiler
 
-__all__ = ["LineProfiler", "NotProfilableError", "TwinCompileError", "load_ipython_extension"]
+__all__ = ["LineProfiler", "NotProfilableError", "TwinCompileError", "load_ipython_extension", "profile"]
 __version__ = "0.1.0"
 
 

@@ -20,7 +20,7 @@ from IPython.display import display
 from numba.core.registry import CPUDispatcher
 
 from .errors import NotProfilableError, TwinCompileError
-from .profiler import LineProfiler
+from .profiler import LineProfiler, defined_in
 from .renderers import print_profile, profile_html, profile_text
 
 _VALUE_OPTIONS = {"-f", "-m", "-u", "-D", "-T", "--threshold", "--html"}
@@ -152,6 +152,7 @@ class NlprunMagics(Magics):
     @argument(
         "-T", dest="text", metavar="FILE", help="Write the text table (line_profiler's layout) to FILE."
     )
+    @argument("--html", metavar="FILE", help="Write a self-contained HTML report to FILE.")
     @argument(
         "--once",
         action="store_true",
@@ -268,7 +269,8 @@ class NlprunMagics(Magics):
         """Run the statement: why it was cut short, if it was, and its own exception if any."""
         progress = _Progress(in_kernel=getattr(self.shell, "kernel", None) is not None)
         try:
-            prof.runsource(statement, filename, self.shell.user_ns, profile_defined, progress)
+            pick = defined_in(filename) if profile_defined else None
+            prof.runsource(statement, filename, self.shell.user_ns, pick, progress=progress)
         except TwinCompileError as exc:
             raise UsageError(f"nlprun: {exc}") from None
         except NotProfilableError as exc:
@@ -292,6 +294,10 @@ class NlprunMagics(Magics):
             with open(args.text, "w", encoding="utf-8") as handle:
                 handle.write(text)
             print(f"*** Profile printout saved to text file {args.text!r}.")
+        if args.html:
+            with open(args.html, "w", encoding="utf-8") as handle:
+                handle.write(profile_html(profile, args.unit, args.stripzeros, page=True))
+            print(f"*** HTML report written to {args.html!r}.")
         if args.dump:
             prof.dump_stats(args.dump)
             print(f"*** Profile stats pickled to file {args.dump!r}.")

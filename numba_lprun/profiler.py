@@ -7,10 +7,13 @@ the instrumented twins, and fold their counters into plain-data stats.
 from __future__ import annotations
 
 import ast
+import hashlib
 import io
 import linecache
+import os
+import re
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from typing import Any
 
 from line_profiler.line_profiler import LineStats, show_text
@@ -104,32 +107,40 @@ class LineProfiler:
         self,
         source: str,
         filename: str,
-        namespace: dict,
-        profile_defined: bool = True,
+        namespace: dict | Callable[[], dict],
+        pick: Callable[[object], bool] | None = None,
+        discover: Callable[[], Iterable[Callable]] | None = None,
         progress: Progress | None = None,
     ) -> LineProfiler:
-        """Execute module-like ``source`` statement by statement in ``namespace``.
+        """Execute module-like ``source`` statement by statement (twice with a baseline).
 
-        With ``profile_defined``, every jitted function that ``source`` itself
-        defines is profiled from the moment it is defined (a ``%%nlprun`` cell, a
-        script). The source is registered in linecache under ``filename`` so its
-        functions' source can be read back.
+        After each top-level statement, every new binding in the namespace that
+        ``pick`` accepts, and every function ``discover`` returns, is profiled from
+        then on: that is how a ``%%nlprun`` cell or a script profiles the jitted
+        functions it defines itself. ``namespace`` may be a factory, called once per
+        run, for a fresh module namespace each time. The source is registered in
+        linecache under ``filename`` so its functions' source can be read back.
         """
         lines = source.splitlines(keepends=True)
         linecache.cache[filename] = (len(source), None, lines, filename)
         tree = ast.parse(source, filename)
         codes = [compile(ast.Module(body=[stmt], type_ignores=[]), filename, "exec") for stmt in tree.body]
+        fixed = namespace if isinstance(namespace, dict) else None
 
         def execute(run: PhaseRun) -> None:
+            ns = fixed if fixed is not None else namespace()
+            run.add_namespace(ns)
             for code in codes:
-                before = {k: id(v) for k, v in namespace.items()}
-                exec(code, namespace)
-                if profile_defined:
-                    for name, value in list(namespace.items()):
-                        if before.get(name) != id(value) and _defined_in(value, filename):
-                            self._track(run.adopt(value))
+                before = {k: id(v) for k, v in ns.items()}
+                exec(code, ns)
+                found = [
+                    v for k, v in list(ns.items()) if before.get(k) != id(v) and pick is not None and pick(v)
+                ]
+                found += list(discover()) if discover is not None else []
+                for func in found:
+                    self._track(run.adopt(func))
 
-        self.run_phases(execute, [namespace], progress)
+        self.run_phases(execute, [fixed] if fixed is not None else [], progress)
         return self
 
     def run_phases(
@@ -137,18 +148,18 @@ class LineProfiler:
     ) -> Any:
         """Run ``execute`` on the plain twins (if baseline), then on the instrumented ones.
 
-        Statistics are kept whatever happens; an exception from the instrumented
-        run (or else from the plain one) is re-raised afterwards. KeyboardInterrupt
-        or SystemExit in the plain run stops before the instrumented one.
+        Statistics are kept whatever happens; an exception or SystemExit from the
+        instrumented run (or else from the plain one) is re-raised afterwards.
+        KeyboardInterrupt in the plain run stops before the instrumented one.
         """
-        baseline_error: BaseException | None = None
+        baseline_end: BaseException | None = None
         if self.baseline:
             try:
                 with self._runner.phase(PLAIN, namespaces, progress) as run:
                     try:
                         execute(run)
-                    except Exception as exc:
-                        baseline_error = exc
+                    except (Exception, SystemExit) as exc:  # the instrumented run still runs
+                        baseline_end = exc
             finally:
                 self._collect(PLAIN)
         try:
@@ -156,8 +167,8 @@ class LineProfiler:
                 result = execute(run)
         finally:
             self._collect(INSTRUMENTED)
-        if baseline_error is not None:
-            raise baseline_error
+        if baseline_end is not None:
+            raise baseline_end
         return result
 
     def _collect(self, phase: str) -> None:
@@ -227,9 +238,46 @@ class LineProfiler:
             stream.write(f"numba_lprun: {fstats.qualname}: instrumented run {said}\n")
 
     def dump_stats(self, filename: str) -> None:
-        """Write a ``.lprof`` file that ``python -m line_profiler FILE`` shows."""
-        self.get_stats().to_file(filename)
+        """Write a ``.lprof`` file that ``python -m line_profiler FILE`` shows.
+
+        line_profiler reads source lines from the files named in the stats. Code
+        whose source is not on disk (notebook and ``%%nlprun`` cells, exec'd code)
+        has its source written beside the stats, in ``FILE.sources/``, and the
+        stats name those files, so the lines still show when the file is read in
+        another process later.
+        """
+        stats = self.get_stats()
+        by_key = {s.key: s for s in self._stats.values()}
+        timings = {}
+        for key, rows in stats.timings.items():
+            path, first, name = key
+            if not os.path.exists(path) and key in by_key:
+                path = _save_source(filename, by_key[key])
+            timings[(path, first, name)] = rows
+        LineStats(timings, stats.unit).to_file(filename)
 
 
-def _defined_in(value: object, filename: str) -> bool:
-    return isinstance(value, CPUDispatcher) and value.py_func.__code__.co_filename == filename
+def _save_source(stats_file: str, stats: FunctionStats) -> str:
+    """Write the source of ``stats``' file next to ``stats_file``; return its path."""
+    lines = linecache.getlines(stats.filename)
+    if not lines:  # keep line numbers: pad up to the def, then the def's own lines
+        lines = ["\n"] * (stats.first_lineno - 1) + [
+            ln if ln.endswith("\n") else ln + "\n" for ln in stats.source_lines
+        ]
+    folder = stats_file + ".sources"
+    os.makedirs(folder, exist_ok=True)
+    stem = re.sub(r"[^A-Za-z0-9_.-]+", "_", stats.filename).strip("_.")[-60:] or "source"
+    digest = hashlib.sha1(stats.filename.encode()).hexdigest()[:8]
+    path = os.path.abspath(os.path.join(folder, f"{stem}-{digest}.py"))
+    with open(path, "w", encoding="utf-8") as handle:
+        handle.writelines(lines)
+    return path
+
+
+def defined_in(filename: str) -> Callable[[object], bool]:
+    """A ``pick`` for ``runsource``: jitted functions whose code comes from ``filename``."""
+
+    def pick(value: object) -> bool:
+        return isinstance(value, CPUDispatcher) and value.py_func.__code__.co_filename == filename
+
+    return pick

@@ -204,9 +204,10 @@ def _segments(instrs: list, leaves: list[ast.expr]) -> list[list[int]] | None:
     segs = []
     for j, start in enumerate(starts):
         part = instrs[start : starts[j + 1] if j + 1 < len(starts) else len(instrs)]
-        if not part[-1].opname.startswith("POP_JUMP"):
-            return None
-        if not _straight(part):
+        if len({ins.positions.lineno for ins in part}) == 1:
+            segs.append([part[0].positions.lineno])  # one line, whatever jumps it holds
+            continue
+        if not part[-1].opname.startswith("POP_JUMP") or not _straight(part):
             return None  # the leaf branches over several lines: its own events depend on the data
         seq: list[int] = []
         for ins in part:

@@ -107,6 +107,12 @@ class PhaseRun:
     progress: Progress | None
     replacements: dict[int, CPUDispatcher] = field(default_factory=dict)
 
+    def add_namespace(self, namespace: dict) -> None:
+        """Also swap (and later restore) bindings in ``namespace`` (made during the run)."""
+        if all(ns is not namespace for ns in self.namespaces):
+            self.namespaces.append(namespace)
+            self.swap.apply([namespace], self.replacements)
+
     def adopt(self, dispatcher: CPUDispatcher) -> Target:
         """Profile ``dispatcher`` from now on in this phase (it has not run yet)."""
         target = self.runner.add(dispatcher)
@@ -135,6 +141,9 @@ class Runner:
 
     def add(self, dispatcher: object) -> Target:
         """Make ``dispatcher`` a target (a new dispatcher for a known key replaces the old one)."""
+        for target in self.targets.values():
+            if target.original is dispatcher:
+                return target
         source = read_source(dispatcher)
         existing = self.targets.get(source.key)
         if existing is not None:

@@ -16,7 +16,8 @@ API::
     lmap = line_map(dispatcher, filename, first_line, last_line)   # LineMap
     lines = attribute(raw, {key: lmap, ...})                       # SampledLines
     lines.lines[key]         # {line: samples}; lines.threads[key] {tid: samples}
-    lines.outside, lines.total
+    lines.seconds[key]       # {line: CPU seconds}: samples weighed by their thread's CPU time
+    lines.outside, lines.total, lines.outside_seconds, lines.total_seconds
 
 How to compile what is sampled: give the twin the original's target options plus
 ``debug=True, boundscheck=<original's, False if unset>, _dbg_extend_lifetimes=False``
@@ -27,19 +28,30 @@ exist (and get a timer) when sampling starts.
 
 Semantics: timers run on CLOCK_MONOTONIC (wall time) for every thread in
 ``/proc/self/task`` at start, so idle threads are sampled too and their samples
-count as ``outside``. A sample counts, for each profiled function, at the innermost
-frame inside that function, so a line's count includes its callees (libm, Numba's
-runtime, helpers that are not profiled, other profiled functions).
+count as ``outside``; each sample also carries the CPU time its thread used since
+its previous sample, so ``seconds`` follows the work even on a loaded machine (prefer
+it for shares). A sample counts, for each profiled function, at the innermost frame
+inside that function, so a line's count includes its callees (libm, Numba's
+runtime, helpers that are not profiled, other profiled functions). Threads started
+after the sampler (including a Numba pool launched late) are not sampled.
+
+Known approximation: parfor gufuncs (``prange`` bodies) are compiled from generated
+source whose scaffolding (thread id, loop header, reduction set-up) has line numbers
+1 to about 10; when the profiled function itself starts that near the top of its file
+(a notebook cell), those rows cannot be told from the function's own lines, so the
+loop-control part of a ``prange`` loop may be charged to a neighbouring line.
 
 Set ``NUMBA_LPRUN_NO_SAMPLER=1`` to make every sampler unavailable (for tests and as
 an escape hatch). Only Linux x86-64 with glibc is supported; ``_native`` documents
 what other platforms would need.
 
-Safety: the handler calls no Python and allocates nothing, but glibc's ``backtrace``
-takes libgcc's unwinder lock. The handler skips unwinding when the interrupted
-instruction is inside libgcc itself; a thread interrupted while it registers new
-JIT code (a Numba compile) or throws a C++ exception elsewhere could still deadlock
-on that lock, hence: no compiling inside the sampled block.
+Safety: the handler calls no Python and allocates nothing itself. glibc's
+``backtrace`` is warmed up at start, which loads libgcc_s and sorts libgcc's tables of
+the JIT code registered so far; it still takes libgcc's unwinder lock. The handler
+skips unwinding when the interrupted instruction is inside libgcc itself, but a
+thread interrupted while it registers new JIT code (a Numba compile) or throws a C++
+exception could deadlock on that lock, and code registered after the warm-up makes
+the unwinder allocate: hence, compile nothing inside the sampled block.
 """
 
 from __future__ import annotations

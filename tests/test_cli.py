@@ -1,0 +1,82 @@
+"""The command line in subprocesses: what it profiles, what it prints, and exit codes."""
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+SCRIPTS = Path(__file__).resolve().parent / "scripts"
+
+
+def nlprun(*args, cwd=SCRIPTS, env_path=None):
+    env = dict(os.environ)
+    if env_path:
+        env["PYTHONPATH"] = os.pathsep.join([str(env_path), env.get("PYTHONPATH", "")])
+    return subprocess.run(
+        [sys.executable, "-m", "numba_lprun", *args],
+        capture_output=True,
+        text=True,
+        cwd=cwd,
+        env=env,
+        timeout=240,
+    )
+
+
+def test_script_with_argparse_keeps_its_argv_and_exit_status(tmp_path):
+    html, lprof, text = tmp_path / "r.html", tmp_path / "r.lprof", tmp_path / "r.txt"
+    done = nlprun(
+        "--html", str(html), "-D", str(lprof), "-T", str(text), "argv_script.py", "--n", "300", "--exit", "3"
+    )
+    assert done.returncode == 3, done.stderr
+    assert done.stdout.count("smoothed 296 values") == 2  # plain run, then instrumented run
+    assert "Function:   smooth at line 9" in done.stdout
+    assert "out[i] = a[i : i + width].mean()" in done.stdout
+    assert "never_called" in done.stdout and "not called during the run" in done.stdout
+    page = html.read_text()
+    assert page.startswith("<!DOCTYPE html>") and "out[i] = a[i : i + width].mean()" in page
+    assert "http://" not in page and "https://" not in page and "<script" not in page and "<link" not in page
+    assert "Line #      Hits" in text.read_text()
+    shown = subprocess.run(
+        [sys.executable, "-m", "line_profiler", str(lprof)], capture_output=True, text=True
+    )
+    assert "def smooth(a, width):" in shown.stdout
+
+
+def test_module_with_f_and_once():
+    done = nlprun("--once", "-f", "nlp_pkg.kernels:dot", "-m", "nlp_pkg.run", "40", env_path=SCRIPTS)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.count("dot 40.0") == 1
+    assert "Function:   dot at line" in done.stdout and "s += a[i] * b[i]" in done.stdout
+    assert "overhead not measured" in done.stdout
+
+
+def test_decorated_function_only():
+    done = nlprun("--hits", "decorated.py")
+    assert done.returncode == 0, done.stderr
+    assert "Function:   marked at line" in done.stdout
+    assert "unmarked" not in done.stdout
+    assert "hits only" in done.stdout
+
+
+def test_script_that_raises_exits_nonzero_with_traceback():
+    done = nlprun("raises.py")
+    assert done.returncode == 1
+    assert "ValueError: negative input" in done.stderr
+    assert "Function:   checked at line" in done.stdout
+
+
+def test_profiling_failure_exits_2_or_keeps_going():
+    done = nlprun("-f", "nlp_pkg.kernels:nope", "decorated.py", env_path=SCRIPTS)
+    assert done.returncode == 2
+    assert "nlprun: profiling failed: -f nlp_pkg.kernels:nope: AttributeError" in done.stderr
+    assert "Traceback" not in done.stderr
+    kept = nlprun("--keep-going", "-f", "nlp_pkg.kernels:nope", "decorated.py", env_path=SCRIPTS)
+    assert kept.returncode == 0
+    assert "running the script unprofiled" in kept.stderr
+    assert kept.stdout.count("4956") == 1
+
+
+def test_usage_errors():
+    assert nlprun().returncode == 2
+    missing = nlprun("no_such_script.py")
+    assert missing.returncode != 0 and "cannot read" in missing.stderr

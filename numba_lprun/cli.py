@@ -52,6 +52,12 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--hits", action="store_true", help="count hits only, no times")
     parser.add_argument("--raw", action="store_true", help="do not take the probes' cost out of times")
     parser.add_argument("--threshold", type=float, default=1.2, help="overhead ratio flagged as distortion")
+    parser.add_argument(
+        "--no-sample", dest="sample", action="store_false", help="do not sample the plain run"
+    )
+    parser.add_argument(
+        "--rate", type=float, default=1000.0, help="sampling rate per thread, Hz (default 1000)"
+    )
     parser.add_argument("-D", dest="dump", metavar="FILE", help="write the stats to FILE (.lprof)")
     parser.add_argument("-T", dest="text", metavar="FILE", help="write the text table to FILE")
     parser.add_argument("--html", metavar="FILE", help="write a self-contained HTML report to FILE")
@@ -154,6 +160,8 @@ def _profile_run(opts: argparse.Namespace, program: _Program) -> tuple[LineProfi
         timing=not opts.hits,
         corrected=not opts.raw,
         threshold=opts.threshold,
+        sample=opts.sample,
+        sample_rate=opts.rate,
     )
     in_script = defined_in(program.filename)
     marked_only = program.uses_decorator()

@@ -8,6 +8,8 @@ from __future__ import annotations
 from .stats import FunctionStats, Note
 
 DEFAULT_THRESHOLD = 1.2  # instrumented/plain ratio above which the table is only a guide
+DISAGREE_POINTS = 10.0  # instrumented and sampled shares further apart than this: probes distort
+MIN_SAMPLES = 100  # fewer samples in a function: shares too coarse to compare line by line
 RESOLUTION_FACTOR = 2.0  # raw time per hit under this many probe costs: not measurable
 
 
@@ -15,7 +17,11 @@ PROBE_DOMINATED = 0.25  # corrected/raw total below this: the probes' cost is mo
 
 
 def diagnose(
-    stats: FunctionStats, unit: float, threshold: float = DEFAULT_THRESHOLD, correct: bool = True
+    stats: FunctionStats,
+    unit: float,
+    threshold: float = DEFAULT_THRESHOLD,
+    correct: bool = True,
+    disagree_points: float = DISAGREE_POINTS,
 ) -> None:
     """Fill ``stats.notes``, ``stats.below_resolution`` and ``stats.corrected`` from its numbers.
 
@@ -81,6 +87,29 @@ def diagnose(
         )
     elif stats.timed and not stats.corrected:
         notes.append(Note("info", "times are raw: they include the probes' own cost"))
+    stats.disagree = set()
+    sampled = sum(stats.sample_counts.values())
+    if stats.timed and 0 < sampled < MIN_SAMPLES:
+        notes.append(
+            Note(
+                "info",
+                f"only {sampled} samples landed in this function: too few to compare shares line by line",
+            )
+        )
+    elif stats.timed and stats.sampled:
+        for line in set(stats.hits) | set(stats.sampled):
+            timed, sampled = stats.time_share(line), stats.sample_share(line)
+            if timed is not None and sampled is not None and abs(timed - sampled) > disagree_points:
+                stats.disagree.add(line)
+        if stats.disagree:
+            notes.append(
+                Note(
+                    "warning",
+                    f"! marks {len(stats.disagree)} line(s) where the instrumented and the sampled "
+                    f"shares differ by more than {disagree_points:g} points: there the probes distort, "
+                    "and the sampled share (probe-free, optimized code) is the better guide",
+                )
+            )
     if stats.objmode_lines:
         notes.append(
             Note(

@@ -23,7 +23,7 @@ from .errors import NotProfilableError, TwinCompileError
 from .profiler import LineProfiler, defined_in
 from .renderers import print_profile, profile_html, profile_text
 
-_VALUE_OPTIONS = {"-f", "-m", "-u", "-D", "-T", "--threshold", "--html"}
+_VALUE_OPTIONS = {"-f", "-m", "-u", "-D", "-T", "--threshold", "--html", "--rate"}
 _OPTION_START = re.compile(r"-[A-Za-z]|--[A-Za-z]")
 
 
@@ -154,6 +154,19 @@ class NlprunMagics(Magics):
     )
     @argument("--html", metavar="FILE", help="Write a self-contained HTML report to FILE.")
     @argument(
+        "--no-sample",
+        dest="sample",
+        action="store_false",
+        help="Do not sample the plain run (no %% Samples column).",
+    )
+    @argument(
+        "--rate",
+        type=float,
+        default=1000.0,
+        metavar="HZ",
+        help="Sampling rate of the plain run, per thread (default 1000).",
+    )
+    @argument(
         "--once",
         action="store_true",
         help="Skip the plain baseline run (for statements with side effects); the overhead is "
@@ -215,6 +228,8 @@ class NlprunMagics(Magics):
                 timing=not args.hits,
                 corrected=not args.raw,
                 threshold=args.threshold,
+                sample=args.sample,
+                sample_rate=args.rate,
             )
         except NotProfilableError as exc:
             raise UsageError(f"nlprun: {exc}") from None

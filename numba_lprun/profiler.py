@@ -7,6 +7,7 @@ the instrumented twins, and fold their counters into plain-data stats.
 from __future__ import annotations
 
 import ast
+import contextlib
 import hashlib
 import io
 import linecache
@@ -23,7 +24,8 @@ from .calibrate import probe_cost_ticks
 from .clock import current_clock
 from .diagnose import DEFAULT_THRESHOLD, diagnose
 from .runner import INSTRUMENTED, PLAIN, Key, PhaseRun, Progress, Runner, Target
-from .stats import FunctionStats, ProfileStats
+from .sampled_run import SegmentedSampling, charge
+from .stats import FunctionStats, ProfileStats, SamplingInfo
 from .vectorized import vectorized_lines
 
 
@@ -34,7 +36,9 @@ class LineProfiler:
     ``baseline=True`` every call or statement runs twice, first on the plain twins
     (for the overhead figure), then on the instrumented ones: side effects happen
     twice. ``timing=False`` counts hits only, leaving the optimizer almost alone.
-    Times have the probes' own cost taken out unless ``corrected=False``.
+    Times have the probes' own cost taken out unless ``corrected=False``. With
+    ``sample=True`` the plain run is also sampled at ``sample_rate`` Hz (Linux
+    x86-64), giving a probe-free view of the optimized code beside the probes'.
     """
 
     def __init__(
@@ -44,11 +48,16 @@ class LineProfiler:
         timing: bool = True,
         corrected: bool = True,
         threshold: float = DEFAULT_THRESHOLD,
+        sample: bool = True,
+        sample_rate: float = 1000.0,
     ):
         self.baseline = baseline
         self.timing = timing
         self.corrected = corrected
         self.threshold = threshold
+        self.sampling = SamplingInfo(sample_rate) if sample else None
+        if sample and not baseline:
+            self.sampling.unavailable = "sampling rides on the plain run, which --once skips"
         self._clock = current_clock()
         self._probe_ticks = probe_cost_ticks(self._clock.kind) if timing else 0.0
         self._runner = Runner(self._clock.kind, timing)
@@ -154,14 +163,18 @@ class LineProfiler:
         """
         baseline_end: BaseException | None = None
         if self.baseline:
+            sampling = self._new_sampling()
             try:
-                with self._runner.phase(PLAIN, namespaces, progress) as run:
+                with self._runner.phase(PLAIN, namespaces, progress, sampling) as run:
                     try:
-                        execute(run)
+                        with sampling.running() if sampling else contextlib.nullcontext():
+                            execute(run)
                     except (Exception, SystemExit) as exc:  # the instrumented run still runs
                         baseline_end = exc
             finally:
                 self._collect(PLAIN)
+                if sampling is not None:
+                    self._collect_samples(sampling)
         try:
             with self._runner.phase(INSTRUMENTED, namespaces, progress) as run:
                 result = execute(run)
@@ -170,6 +183,35 @@ class LineProfiler:
         if baseline_end is not None:
             raise baseline_end
         return result
+
+    def _new_sampling(self) -> SegmentedSampling | None:
+        if self.sampling is None or self.sampling.unavailable is not None:
+            return None
+        parallel = any(t.original.targetoptions.get("parallel") for t in self._runner.targets.values())
+        return SegmentedSampling(self.sampling.rate_hz, parallel)
+
+    def _collect_samples(self, sampling: SegmentedSampling) -> None:
+        where = {}
+        for key, target in self._runner.targets.items():
+            twin = target.twins.get(PLAIN)
+            if twin is not None:
+                last = target.source.first_lineno + len(target.source.lines) - 1
+                where[key] = (twin.dispatcher, target.source.filename, target.source.first_lineno, last)
+        charged = charge(sampling, where) if sampling.segments else None
+        info = self.sampling
+        if sampling.unavailable is not None:
+            info.unavailable = sampling.unavailable
+        if charged is None:
+            return
+        info.total += charged.total
+        info.outside += charged.outside
+        info.achieved_hz = sampling.achieved_hz or info.achieved_hz
+        for key, lines in charged.seconds.items():
+            stats = self._stats[key]
+            for line, secs in lines.items():
+                stats.sampled[line] = stats.sampled.get(line, 0.0) + secs
+            for line, count in charged.lines.get(key, {}).items():
+                stats.sample_counts[line] = stats.sample_counts.get(line, 0) + count
 
     def _collect(self, phase: str) -> None:
         counts = self._runner.take_counts(phase)
@@ -209,7 +251,8 @@ class LineProfiler:
         """The plain-data profile (what renderers take), with diagnostics filled in."""
         for stats in self._stats.values():
             diagnose(stats, self._clock.seconds_per_tick, self.threshold, self.corrected)
-        return ProfileStats(self._clock.seconds_per_tick, self._clock.note, list(self._stats.values()))
+        functions = list(self._stats.values())
+        return ProfileStats(self._clock.seconds_per_tick, self._clock.note, functions, self.sampling)
 
     def get_stats(self) -> LineStats:
         """A ``line_profiler.LineStats``: timings keyed (filename, first line, qualified name)."""

@@ -11,9 +11,12 @@ name the statement rebound in the meantime.
 
 from __future__ import annotations
 
+import contextlib
+import signal
 import sys
+import threading
 import types as pytypes
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 
 from numba.core.registry import CPUDispatcher
@@ -87,6 +90,10 @@ class Swap:
     undo: list[tuple[dict, str, object, object]] = field(default_factory=list)
 
     def apply(self, namespaces: Iterable[dict], replacements: Mapping[int, object]) -> None:
+        with ctrl_c_deferred():
+            self._apply(namespaces, replacements)
+
+    def _apply(self, namespaces: Iterable[dict], replacements: Mapping[int, object]) -> None:
         seen: set[int] = set()
         for ns in namespaces:
             if id(ns) in seen:
@@ -99,7 +106,35 @@ class Swap:
                     ns[name] = new
 
     def restore(self) -> None:
-        while self.undo:
-            ns, name, original, new = self.undo.pop()
-            if ns.get(name) is new:
-                ns[name] = original
+        with ctrl_c_deferred():
+            for ns, name, original, new in reversed(self.undo):
+                if ns.get(name) is new:
+                    ns[name] = original
+            self.undo.clear()
+
+
+@contextlib.contextmanager
+def ctrl_c_deferred() -> Iterator[None]:
+    """Hold a Ctrl-C (SIGINT) that arrives inside the block until the block is done.
+
+    Swapping and restoring bindings must not stop half way, or the user's
+    namespace would keep a twin. Only the main thread can handle signals; elsewhere
+    (or if the handler cannot be set) the block runs as it is.
+    """
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    held: list[int] = []
+    try:
+        previous = signal.signal(signal.SIGINT, lambda signum, frame: held.append(signum))
+    except (ValueError, OSError):
+        yield
+        return
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGINT, previous)
+        if held and callable(previous):
+            previous(signal.SIGINT, None)
+        elif held and previous == signal.SIG_DFL:
+            raise KeyboardInterrupt

@@ -50,47 +50,68 @@ def _marker(lineno: int) -> ast.stmt:
     return stmt
 
 
-def line_sequence(stmt: ast.stmt) -> list[int]:
-    """The line events CPython fires while executing ``stmt`` once (its own code only).
-
-    Statements on one line fire that line. A statement spread over several lines
-    is compiled on its own and its bytecode's line numbers are read in order;
-    where its expression branches (``and``, ``or``, ``x if c else y``) the order
-    depends on the data, so only the first line is used.
-    """
-    if getattr(stmt, "end_lineno", stmt.lineno) == stmt.lineno:
-        return [stmt.lineno]
+def _instructions(node: ast.stmt, after: list[ast.stmt]) -> list:
+    """The instructions (with line numbers) of ``node`` compiled alone in a function,
+    followed by the ``after`` statements; None if it does not compile alone."""
     probe_fn = ast.FunctionDef(
         name="_nlp_seq",
         args=ast.arguments(posonlyargs=[], args=[], kwonlyargs=[], kw_defaults=[], defaults=[]),
-        body=[stmt, _marker(stmt.end_lineno + 1)],
+        body=[node, *after],
         decorator_list=[],
         returns=None,
         type_comment=None,
     )
-    ast.copy_location(probe_fn, stmt)
+    ast.copy_location(probe_fn, node)
     module = ast.Module(body=[probe_fn], type_ignores=[])
     try:
         code = compile(ast.fix_missing_locations(module), "<nlp>", "exec")
-    except SyntaxError:
-        return [stmt.lineno]
+    except (SyntaxError, ValueError, TypeError):
+        return None
     inner = next(c for c in code.co_consts if hasattr(c, "co_code"))
+    return [
+        ins
+        for ins in dis.get_instructions(inner)
+        if ins.opname != "RESUME" and ins.positions and ins.positions.lineno is not None
+    ]
+
+
+def _collapse(instrs: list) -> list[int]:
     seq: list[int] = []
-    for ins in dis.get_instructions(inner):
-        line = ins.positions.lineno if ins.positions else None
-        if ins.opname == "RESUME" or line is None:
-            continue
-        if line > stmt.end_lineno:
+    for ins in instrs:
+        if not seq or seq[-1] != ins.positions.lineno:
+            seq.append(ins.positions.lineno)
+    return seq
+
+
+def line_sequence(stmt: ast.stmt) -> list[int]:
+    """The line events CPython fires while executing ``stmt`` once (its own code only).
+
+    Statements on one line fire that line. A statement spread over several lines
+    is compiled on its own and its bytecode's line numbers are read in order.
+    Where it branches over lines (``and``, ``or``, ``x if c else y`` as values,
+    chained comparisons) the order depends on the data, and only the first line
+    is used: a known limitation. Branches within one line change nothing.
+    """
+    if getattr(stmt, "end_lineno", stmt.lineno) == stmt.lineno:
+        return [stmt.lineno]
+    instrs = _instructions(stmt, [_marker(stmt.end_lineno + 1)])
+    if instrs is None:
+        return [stmt.lineno]
+    own = []
+    for ins in instrs:
+        if ins.positions.lineno > stmt.end_lineno:
             break
-        if ins.opcode in _JUMPS:
-            return [stmt.lineno]
-        if not seq or seq[-1] != line:
-            seq.append(line)
-    return seq or [stmt.lineno]
+        own.append(ins)
+    if not own:
+        return [stmt.lineno]
+    if any(ins.opcode in _JUMPS for ins in own) and not _straight(own + [None]):
+        return [stmt.lineno]
+    return _collapse(own)
 
 
 def _header_sequence(node: ast.stmt, expr: ast.expr | None) -> list[int]:
-    """Line events of a compound statement's header expression, ending on its line."""
+    """Line events of a compound statement's header expression, ending on its line
+    (the fallback for tests whose events are not known leaf by leaf)."""
     if expr is None or expr.end_lineno == expr.lineno == node.lineno:
         return [node.lineno]
     stand_in = ast.copy_location(ast.Expr(value=expr), expr)
@@ -98,6 +119,25 @@ def _header_sequence(node: ast.stmt, expr: ast.expr | None) -> list[int]:
     if seq[0] != node.lineno:
         seq.insert(0, node.lineno)
     return seq
+
+
+def _for_sequences(node: ast.For | ast.AsyncFor) -> tuple[list[int], list[int]]:
+    """A ``for`` loop's events on entry (the iterable, ``GET_ITER``, ``FOR_ITER`` and
+    the store to the target) and on each back edge (``FOR_ITER`` and the store)."""
+    fallback = (_header_sequence(node, node.iter), [node.lineno])
+    if isinstance(node, ast.AsyncFor) or node.end_lineno == node.lineno:
+        return fallback
+    body_line = node.end_lineno + 1
+    stand_in = ast.For(target=node.target, iter=node.iter, body=[_marker(body_line)], orelse=[])
+    instrs = _instructions(ast.copy_location(stand_in, node), [])
+    lines = [ins.positions.lineno for ins in instrs or []]
+    if body_line not in lines:
+        return fallback
+    head = instrs[: lines.index(body_line)]
+    loop = [i for i, ins in enumerate(head) if ins.opname == "FOR_ITER"]
+    if len(loop) != 1 or any(ins.opcode in _JUMPS for ins in head[loop[0] + 1 :]):
+        return fallback
+    return _collapse(head), _collapse(head[loop[0] :])
 
 
 BODY, EXIT = "body", "exit"  # where a test's last jump goes: into the body, or past it
@@ -174,10 +214,10 @@ def _inside(pos, node: ast.expr) -> bool:
 
 
 def _straight(part: list) -> bool:
-    """Whether every path through a leaf's code ``part`` (ending with its own jump) fires
-    the same line events: each jump before the last goes forward, within ``part``,
-    and skips only instructions on the jump's own line."""
-    where = {ins.offset: i for i, ins in enumerate(part)}
+    """Whether every path through ``part`` (a test leaf's code ending with its own jump,
+    or a statement's code and None) fires the same line events: each jump before the
+    last goes forward, within ``part``, and skips only instructions on its own line."""
+    where = {ins.offset: i for i, ins in enumerate(part) if ins is not None}
     for i, ins in enumerate(part[:-1]):
         if ins.opcode not in _JUMPS:
             continue
@@ -221,26 +261,9 @@ def _plan_test(node: ast.If | ast.While) -> _TestPlan | None:
     """Compile the test in a stand-in statement and read its line events, leaf by leaf."""
     body_line = node.end_lineno + 1
     stand_in = type(node)(test=node.test, body=[_marker(body_line)], orelse=[])
-    ast.copy_location(stand_in, node)
-    probe_fn = ast.FunctionDef(
-        name="_nlp_seq",
-        args=ast.arguments(posonlyargs=[], args=[], kwonlyargs=[], kw_defaults=[], defaults=[]),
-        body=[stand_in, _marker(body_line + 1)],
-        decorator_list=[],
-        returns=None,
-        type_comment=None,
-    )
-    ast.copy_location(probe_fn, node)
-    try:
-        code = compile(ast.Module(body=[probe_fn], type_ignores=[]), "<nlp>", "exec")
-    except (SyntaxError, ValueError, TypeError):
+    instrs = _instructions(ast.copy_location(stand_in, node), [_marker(body_line + 1)])
+    if instrs is None:
         return None
-    inner = next(c for c in code.co_consts if hasattr(c, "co_code"))
-    instrs = [
-        ins
-        for ins in dis.get_instructions(inner)
-        if ins.opname != "RESUME" and ins.positions and ins.positions.lineno is not None
-    ]
     lines = [ins.positions.lineno for ins in instrs]
     if body_line not in lines:
         return None
@@ -392,7 +415,7 @@ class _Rewriter:
             if isinstance(s, _NO_CODE):
                 continue
             if isinstance(s, (ast.For, ast.AsyncFor)):
-                return _header_sequence(s, s.iter)[0]
+                return _for_sequences(s)[0][0]
             if isinstance(s, (ast.If, ast.While)):
                 plan = self.plan(s)
                 return plan.top[0][0] if plan is not None else _header_sequence(s, s.test)[0]
@@ -502,9 +525,9 @@ class _Rewriter:
         if isinstance(s, _NO_CODE):
             return [s]
         if isinstance(s, (ast.For, ast.AsyncFor)):
-            head = _header_sequence(s, s.iter)
-            s.body = self.loop_body(s.body, s.lineno, _Loop([s.lineno]), s, in_py)
-            s.orelse = self.block(s.orelse, s.lineno, loop, in_py)
+            head, back = _for_sequences(s) if self.timing_lines else ([s.lineno], [s.lineno])
+            s.body = self.loop_body(s.body, back[-1], _Loop(back), s, in_py)
+            s.orelse = self.block(s.orelse, None, loop, in_py)
             return self.events(head, prev, s, in_py) + [s]
         if isinstance(s, ast.While):
             return self.while_stmt(s, prev, loop, in_py)

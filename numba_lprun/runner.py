@@ -17,6 +17,7 @@ import time
 import warnings
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
+from typing import Protocol
 
 import numpy as np
 from numba.core import event
@@ -32,6 +33,13 @@ from .twins import Twin, compile_like_original, link, make_relinked, make_twin, 
 
 PLAIN, INSTRUMENTED = "plain", "instrumented"
 Progress = Callable[[str], None]
+
+
+class CompileHooks(Protocol):
+    def pause(self) -> None: ...
+    def resume(self) -> None: ...
+
+
 Key = tuple[str, int, str]
 
 
@@ -72,9 +80,10 @@ class CompileWatcher(event.Listener):
     dispatcher is charged its own time only.
     """
 
-    def __init__(self, phase: str, progress: Progress | None):
+    def __init__(self, phase: str, progress: Progress | None, paused: CompileHooks | None = None):
         self.phase = phase
         self.progress = progress
+        self.paused = paused  # told when compiling starts and ends (the sampler pauses)
         self.seconds: dict[int, float] = {}
         self._stack: list[list] = []  # [dispatcher id, start, time spent in nested compiles]
 
@@ -84,6 +93,8 @@ class CompileWatcher(event.Listener):
         if self.progress is not None and disp is not None:
             args = ", ".join(str(a) for a in data.get("args") or ())
             self.progress(f"compiling the {self.phase} twin of {disp.py_func.__qualname__}({args})")
+        if not self._stack and self.paused is not None:
+            self.paused.pause()
         self._stack.append([id(disp), time.perf_counter(), 0.0])
 
     def on_end(self, ev: event.Event) -> None:
@@ -94,6 +105,8 @@ class CompileWatcher(event.Listener):
         self.seconds[key] = self.seconds.get(key, 0.0) + spent - nested
         if self._stack:
             self._stack[-1][2] += spent
+        elif self.paused is not None:
+            self.paused.resume()
 
 
 @dataclass
@@ -183,12 +196,16 @@ class Runner:
 
     @contextlib.contextmanager
     def phase(
-        self, phase: str, namespaces: Iterable[dict], progress: Progress | None = None
+        self,
+        phase: str,
+        namespaces: Iterable[dict],
+        progress: Progress | None = None,
+        paused: CompileHooks | None = None,
     ) -> Iterator[PhaseRun]:
         """Swap in the (compiled) twins of ``phase``; restore every namespace afterwards."""
         spaces = [ns for ns in namespaces if ns is not None] + module_namespaces()
         run = PhaseRun(self, phase, spaces, Swap(), progress)
-        watcher = CompileWatcher(phase, progress)
+        watcher = CompileWatcher(phase, progress, paused)
         try:
             with event.install_listener("numba:compile", watcher), warnings.catch_warnings():
                 # line tables of exec'd twins (and their parfor workers): "could not find source"

@@ -44,6 +44,9 @@ class FunctionStats:
     notes: list[Note] = field(default_factory=list)  # diagnostics to show under the table
     below_resolution: set[int] = field(default_factory=set)  # lines too quick for a probe to time
     lost_vectorization: set[int] = field(default_factory=set)  # loops SIMD in plain, not instrumented
+    sampled: dict[int, float] = field(default_factory=dict)  # line -> CPU seconds sampled (plain run)
+    sample_counts: dict[int, int] = field(default_factory=dict)  # line -> samples
+    disagree: set[int] = field(default_factory=set)  # lines whose two shares differ by > the threshold
 
     @property
     def key(self) -> tuple[str, int, str]:
@@ -75,9 +78,30 @@ class FunctionStats:
             if self.hits[line]
         ]
 
+    def time_share(self, line: int) -> float | None:
+        """% of the function's instrumented time on ``line``."""
+        total = self.total_ticks()
+        return 100.0 * self.line_ticks(line) / total if self.timed and total > 0 else None
+
+    def sample_share(self, line: int) -> float | None:
+        """% of the function's sampled CPU time on ``line`` (None without samples)."""
+        total = sum(self.sampled.values())
+        return 100.0 * self.sampled.get(line, 0.0) / total if total > 0 else None
+
     def line_text(self, lineno: int) -> str:
         index = lineno - self.first_lineno
         return self.source_lines[index].rstrip("\n") if 0 <= index < len(self.source_lines) else ""
+
+
+@dataclass
+class SamplingInfo:
+    """How the plain run was sampled (or why it was not)."""
+
+    rate_hz: float
+    achieved_hz: float = 0.0
+    total: int = 0  # samples taken, over all threads
+    outside: int = 0  # samples in no profiled function (other code, idle threads)
+    unavailable: str | None = None  # why there are no samples
 
 
 @dataclass
@@ -87,6 +111,7 @@ class ProfileStats:
     unit: float  # seconds per tick
     clock: str  # a sentence about the clock, for headers
     functions: list[FunctionStats] = field(default_factory=list)
+    sampling: SamplingInfo | None = None  # None: sampling was not asked for
 
     def to_line_stats(self) -> LineStats:
         return LineStats({f.key: f.timings() for f in self.functions}, self.unit)

@@ -45,6 +45,8 @@ def function_renderable(view: FunctionView) -> RenderableType:
         table.add_column("Time", justify="right")
         table.add_column("Per Hit", justify="right")
         table.add_column("% Time", justify="right")
+    if view.sampled:
+        table.add_column("% Samples", justify="right")
     table.add_column("Line Contents", no_wrap=True, overflow="ellipsis")
     for line, code in zip(view.lines, _code_lines(view), strict=True):
         cells: list[RenderableType] = [str(line.lineno), "" if line.hits is None else str(line.hits)]
@@ -54,6 +56,10 @@ def function_renderable(view: FunctionView) -> RenderableType:
                 per_hit = "~" + per_hit
             percent = Text(_number(line.percent), style="bold red" if line.heavy else "")
             cells += [_number(line.time), per_hit, percent]
+        if view.sampled:
+            share = _number(line.sampled)
+            mark = "! " if line.disagree else ""
+            cells.append(Text(mark + share, style="bold yellow" if line.disagree else ""))
         cells.append(code)
         table.add_row(*cells, style="bold" if line.heavy else None)
 

@@ -25,6 +25,20 @@ def _linecache_kept() -> Iterator[None]:
             linecache.cache.setdefault(name, entry)
 
 
+def _sample_lines(stats, profile: ProfileStats) -> str:
+    """The sampled view as extra lines (line_profiler's table has no column for it)."""
+    info = profile.sampling
+    if info.unavailable is not None:
+        return f"sampling unavailable: {info.unavailable}\n"
+    if not stats.sampled:
+        return "sampled view: no samples landed in this function\n"
+    rows = [f"sampled view (plain run, {sum(stats.sample_counts.values())} samples): line: % samples"]
+    for line in sorted(stats.sampled):
+        mark = "  ! differs from % Time" if line in stats.disagree else ""
+        rows.append(f"  {line}: {stats.sample_share(line):.1f}%{mark}")
+    return "\n".join(rows) + "\n"
+
+
 def profile_text(profile: ProfileStats, output_unit: float | None = None, stripzeros: bool = False) -> str:
     """The whole profile as line_profiler prints it (``Timer unit`` first), plus notes."""
     out = io.StringIO()
@@ -45,6 +59,8 @@ def profile_text(profile: ProfileStats, output_unit: float | None = None, stripz
                 stream=out,
                 stripzeros=stripzeros,
             )
+        if profile.sampling is not None and stats.timed:
+            out.write(_sample_lines(stats, profile))
         for note in stats.notes:
             prefix = "WARNING: " if note.level == "warning" else ""
             out.write(f"{prefix}{note.text}\n")

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from ..stats import FunctionStats, ProfileStats
+from ..stats import FunctionStats, ProfileStats, SamplingInfo
 
 HEAVY_SHARE = 10.0  # % Time at or above which a line is highlighted
 DEFAULT_OUTPUT_UNIT = 1e-9  # nanoseconds, as line_profiler 5 reports by default
@@ -20,6 +20,8 @@ class LineView:
     percent: float | None
     below_resolution: bool
     heavy: bool
+    sampled: float | None = None  # % of the function's samples
+    disagree: bool = False  # the two shares differ a lot
 
 
 @dataclass(frozen=True)
@@ -28,6 +30,12 @@ class FunctionView:
     output_unit: float
     total_seconds: float
     lines: list[LineView]
+    sampling: SamplingInfo | None
+
+    @property
+    def sampled(self) -> bool:
+        """Whether to show the % Samples column."""
+        return self.sampling is not None and self.sampling.unavailable is None and self.stats.timed
 
     @property
     def header(self) -> list[tuple[str, str]]:
@@ -43,10 +51,24 @@ class FunctionView:
         if s.compile_seconds:
             said = ", ".join(f"{kind} twin {sec:.2f} s" for kind, sec in sorted(s.compile_seconds.items()))
             rows.append(("Compile", said))
+        info = self.sampling
+        if info is not None and info.unavailable is not None:
+            rows.append(("Samples", f"sampling unavailable: {info.unavailable}"))
+        elif info is not None:
+            mine = sum(s.sample_counts.values())
+            rows.append(
+                (
+                    "Samples",
+                    f"{mine} in this function, {info.total} in all at {info.achieved_hz:.0f} Hz "
+                    f"({info.outside} outside profiled functions), plain run",
+                )
+            )
         return rows
 
 
-def function_view(stats: FunctionStats, unit: float, output_unit: float) -> FunctionView:
+def function_view(
+    stats: FunctionStats, unit: float, output_unit: float, sampling: SamplingInfo | None = None
+) -> FunctionView:
     """Per-line figures of one function in ``output_unit`` seconds."""
     total = stats.total_ticks() if stats.timed else 0.0
     scale = unit / output_unit
@@ -55,12 +77,12 @@ def function_view(stats: FunctionStats, unit: float, output_unit: float) -> Func
     for lineno in range(stats.first_lineno, last + 1):
         hits = stats.hits.get(lineno)
         text = stats.line_text(lineno)
+        sampled = stats.sample_share(lineno) if lineno in stats.sampled else None
         if not hits:
-            lines.append(LineView(lineno, text, None, None, None, None, False, False))
+            lines.append(LineView(lineno, text, None, None, None, None, False, False, sampled))
             continue
-        ticks = stats.line_ticks(lineno)
-        percent = 100.0 * ticks / total if stats.timed and total > 0 else None
-        time = ticks * scale if stats.timed else None
+        percent = stats.time_share(lineno)
+        time = stats.line_ticks(lineno) * scale if stats.timed else None
         lines.append(
             LineView(
                 lineno,
@@ -71,14 +93,16 @@ def function_view(stats: FunctionStats, unit: float, output_unit: float) -> Func
                 percent,
                 lineno in stats.below_resolution,
                 percent is not None and percent >= HEAVY_SHARE,
+                sampled if sampled is not None or not stats.sampled else 0.0,
+                lineno in stats.disagree,
             )
         )
-    return FunctionView(stats, output_unit, total * unit, lines)
+    return FunctionView(stats, output_unit, total * unit, lines, sampling)
 
 
 def profile_views(profile: ProfileStats, output_unit: float | None, stripzeros: bool) -> list[FunctionView]:
     unit = output_unit if output_unit is not None else DEFAULT_OUTPUT_UNIT
-    views = [function_view(f, profile.unit, unit) for f in profile.functions]
+    views = [function_view(f, profile.unit, unit, profile.sampling) for f in profile.functions]
     if stripzeros:
         views = [v for v in views if any(line.hits for line in v.lines)]
     return views

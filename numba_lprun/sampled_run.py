@@ -1,0 +1,82 @@
+"""Stage 4c: sample the plain run, then charge the samples to source lines.
+
+The plain twin carries line tables and no line probes, so sampling it shows the
+optimized code as it really runs. Numba must not compile while the native
+sampler is armed (its unwinder lock), so sampling pauses around every compile
+during the run and resumes after it; each stretch is one segment.
+"""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import Hashable, Iterator
+from dataclasses import dataclass, field
+
+from .sampling import RawSamples, SampledLines, Sampler, attribute, line_map
+
+
+@dataclass
+class SegmentedSampling:
+    """Samples of one run, in segments split by Numba compiles."""
+
+    rate_hz: float
+    parallel: bool
+    segments: list[RawSamples] = field(default_factory=list)
+    unavailable: str | None = None
+    _sampler: Sampler | None = None
+    _running: bool = False
+
+    @contextlib.contextmanager
+    def running(self) -> Iterator[None]:
+        self._running = True
+        self.resume()
+        try:
+            yield
+        finally:
+            self.pause()
+            self._running = False
+
+    def pause(self) -> None:
+        if self._sampler is not None:
+            sampler, self._sampler = self._sampler, None
+            sampler.__exit__(None, None, None)
+            self.segments.append(sampler.samples)
+
+    def resume(self) -> None:
+        if not self._running or self._sampler is not None or self.unavailable is not None:
+            return
+        sampler = Sampler(rate_hz=self.rate_hz, numba_threads=self.parallel)
+        sampler.__enter__()
+        if sampler.unavailable is not None:
+            self.unavailable = sampler.unavailable
+            return
+        self._sampler = sampler
+
+    @property
+    def achieved_hz(self) -> float:
+        rates = [s.achieved_hz for s in self.segments if s.count]
+        return sum(rates) / len(rates) if rates else 0.0
+
+
+Where = tuple[object, str, int, int]  # dispatcher, filename, first line, last line
+
+
+def charge(sampling: SegmentedSampling, functions: dict[Hashable, Where]) -> SampledLines:
+    """Samples per line of each function (key -> where its code is)."""
+    maps = {key: line_map(*where) for key, where in functions.items()}
+    missing = [lmap.unavailable for lmap in maps.values() if lmap.unavailable]
+    if missing and sampling.unavailable is None and len(missing) == len(maps):
+        sampling.unavailable = missing[0]
+    total = SampledLines()
+    for raw in sampling.segments:
+        part = attribute(raw, maps)
+        total.total += part.total
+        total.outside += part.outside
+        total.total_seconds += part.total_seconds
+        total.outside_seconds += part.outside_seconds
+        for key in maps:
+            for line, count in part.lines.get(key, {}).items():
+                total.lines.setdefault(key, {})[line] = total.lines.get(key, {}).get(line, 0) + count
+            for line, secs in part.seconds.get(key, {}).items():
+                total.seconds.setdefault(key, {})[line] = total.seconds.get(key, {}).get(line, 0.0) + secs
+    return total

@@ -1,0 +1,260 @@
+"""The probe-free sampling core: real Numba compiles, real signals, generous tolerances.
+
+Kernels are compiled once per session (module level) with line tables but
+otherwise like a plain build. Runs last a few tenths of a second at 1 kHz, so a
+test sees hundreds of samples; share tolerances are wide enough for a shared,
+noisy machine.
+"""
+
+import inspect
+import os
+import signal
+import subprocess
+import sys
+import textwrap
+import time
+
+import numpy as np
+import pytest
+from numba import njit, prange
+
+from numba_lprun.sampling import DISABLE_ENV, RawSamples, Sampler, attribute, line_map
+from numba_lprun.sampling import _native as N
+from numba_lprun.sampling.sampler import _trim
+
+pytestmark = [
+    pytest.mark.skipif(N.check_platform() is not None, reason=str(N.check_platform())),
+    # parfor gufuncs have generated source: Numba warns their debug lines "may be inaccurate"
+    pytest.mark.filterwarnings("ignore::numba.core.errors.NumbaDebugInfoWarning"),
+]
+
+DEBUG = dict(debug=True, boundscheck=False, _dbg_extend_lifetimes=False)
+A = np.random.default_rng(0).random(20_000)
+BIG = np.random.default_rng(1).random(1_000_000)  # long prange regions: work, not thread wake-ups
+
+
+@njit(**DEBUG)
+def libm_heavy(a, reps):
+    s = 0.0
+    for _ in range(reps):
+        for i in range(a.size):
+            s += np.sin(a[i]) * np.exp(-a[i])  # HOT
+    return s
+
+
+@njit(**DEBUG)
+def two_loops(a, reps):
+    s = 0.0
+    for _ in range(reps):  # ONE
+        for i in range(a.size):  # ONE
+            s += np.sin(a[i])  # ONE
+    t = 0.0
+    for _ in range(3 * reps):  # THREE
+        for i in range(a.size):  # THREE
+            t += np.sin(a[i])  # THREE
+    return s + t
+
+
+@njit(parallel=True, **DEBUG)
+def par_kernel(a, reps):
+    s = 0.0
+    for _ in range(reps):
+        for i in prange(a.size):
+            s += np.exp(a[i]) * np.cos(a[i])  # BODY
+    return s
+
+
+def lines_of(dispatcher, marker):
+    """Line numbers of ``dispatcher``'s source lines ending with ``# marker``."""
+    source, first = inspect.getsourcelines(dispatcher.py_func)
+    return {first + i for i, text in enumerate(source) if text.rstrip().endswith("# " + marker)}
+
+
+def map_of(dispatcher):
+    source, first = inspect.getsourcelines(dispatcher.py_func)
+    return line_map(dispatcher, dispatcher.py_func.__code__.co_filename, first, first + len(source) - 1)
+
+
+def reps_for(func, seconds, *args):
+    """Repetitions that make ``func(*args, reps)`` run about ``seconds``."""
+    func(*args, 1)
+    reps = 1
+    while True:
+        start = time.perf_counter()
+        func(*args, reps)
+        took = time.perf_counter() - start
+        if took > 0.02:
+            return max(1, int(reps * seconds / took))
+        reps *= 4
+
+
+def sampled(func, *args, **kwargs):
+    with Sampler(**kwargs) as sampler:
+        func(*args)
+    assert sampler.unavailable is None, sampler.unavailable
+    return sampler.samples
+
+
+def installed():
+    """What SIGPROF does now: Python's view and the kernel's bytes."""
+    return signal.getsignal(signal.SIGPROF), N.action_bytes(N.Libc().get_action())
+
+
+def test_libm_time_goes_to_the_calling_line():
+    reps = reps_for(libm_heavy, 0.3, A)
+    lmap = map_of(libm_heavy)
+    assert lmap.unavailable is None
+    raw = sampled(libm_heavy, A, reps)
+    result = attribute(raw, {"f": lmap})
+    inside = result.in_function("f")
+    assert inside >= 50, (inside, raw.count, raw.per_thread)
+    (hot,) = lines_of(libm_heavy, "HOT")
+    assert result.lines["f"].get(hot, 0) >= 0.7 * inside, result.lines
+    leaf_in_kernel = (lmap.lookup(raw.addresses[:, 0]) >= 0).sum()
+    assert leaf_in_kernel < inside, "no sample was charged through the stack walk"
+
+
+def test_two_loops_share_follows_work():
+    reps = reps_for(two_loops, 0.4, A)
+    lmap = map_of(two_loops)
+    raw = sampled(two_loops, A, reps)
+    result = attribute(raw, {"f": lmap})
+    lines, seconds = result.lines["f"], result.seconds["f"]
+    assert sum(lines.get(n, 0) for n in lines_of(two_loops, "ONE") | lines_of(two_loops, "THREE")) >= 100
+    one = sum(seconds.get(n, 0) for n in lines_of(two_loops, "ONE"))
+    three = sum(seconds.get(n, 0) for n in lines_of(two_loops, "THREE"))
+    assert 0.6 <= three / (one + three) <= 0.9, (lines, seconds)  # CPU-weighted: robust to load
+
+
+def mnemonics(dispatcher):
+    sig = dispatcher.signatures[0]
+    name = dispatcher.overloads[sig].fndesc.llvm_func_name
+    body = dispatcher.inspect_asm(sig).split(name + ":", 1)[1].split(".Lfunc_end", 1)[0]
+    lines = (line.strip() for line in body.splitlines())
+    return [
+        line.split()[0]
+        for line in lines
+        if line and not line.startswith((".", "#")) and not line.endswith(":")
+    ]
+
+
+def test_debug_build_is_the_plain_build_plus_line_tables():
+    """What is sampled is what runs unprofiled: same instructions, only debug sections added."""
+    plain = njit(two_loops.py_func)
+    plain(A, 1)
+    two_loops(A, 1)
+    assert mnemonics(plain) == mnemonics(two_loops)
+
+
+def test_signal_handler_restored_exactly():
+    before = installed()
+    raw = sampled(libm_heavy, A, 50)
+    assert raw.count > 0
+    assert installed() == before
+
+
+def test_python_handler_restored_and_still_works():
+    calls = []
+    previous = signal.signal(signal.SIGPROF, lambda signum, frame: calls.append(signum))
+    try:
+        before = installed()
+        sampled(libm_heavy, A, 50)
+        assert installed() == before
+        assert calls == []  # the sampler's own signals never reach the Python handler
+        signal.raise_signal(signal.SIGPROF)
+        assert calls == [signal.SIGPROF]
+    finally:
+        signal.signal(signal.SIGPROF, previous)
+
+
+def test_no_stray_signal_after_stop():
+    """With SIGPROF at its default (terminate), stopping must leave nothing pending."""
+    code = textwrap.dedent(
+        """
+        import time
+        from numba_lprun.sampling import Sampler
+        for _ in range(30):
+            with Sampler(rate_hz=20000) as s:
+                t = time.perf_counter()
+                while time.perf_counter() - t < 0.003:
+                    pass
+            assert s.unavailable is None, s.unavailable
+        time.sleep(0.05)
+        print("alive", s.samples.count)
+        """
+    )
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join(sys.path))
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120, env=env)
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.startswith("alive")
+
+
+@pytest.mark.skipif((os.cpu_count() or 1) < 2, reason="needs two cores")
+def test_parallel_samples_from_worker_threads():
+    reps = reps_for(par_kernel, 0.4, BIG)
+    lmap = map_of(par_kernel)
+    assert any("parfor_gufunc" in f.library for f in lmap.functions), lmap.functions
+    raw = sampled(par_kernel, BIG, reps, numba_threads=True)
+    result = attribute(raw, {"f": lmap})
+    threads = {tid: n for tid, n in result.threads["f"].items() if n >= 5}
+    assert len(threads) >= 2, (result.threads, raw.per_thread)
+    (body,) = lines_of(par_kernel, "BODY")
+    assert result.seconds["f"].get(body, 0) >= 0.5 * result.seconds_in_function("f"), result.seconds
+
+
+def test_unavailable_by_env_does_not_raise(monkeypatch):
+    monkeypatch.setenv(DISABLE_ENV, "1")
+    before = installed()
+    with Sampler() as sampler:
+        value = libm_heavy(A, 1)
+    assert value == libm_heavy(A, 1)
+    assert sampler.unavailable is not None and DISABLE_ENV in sampler.unavailable
+    assert sampler.samples.count == 0
+    assert installed() == before
+
+
+def test_second_sampler_is_unavailable_while_one_runs():
+    with Sampler() as outer:
+        with Sampler() as inner:
+            pass
+        assert inner.unavailable and "another" in inner.unavailable
+    assert outer.unavailable is None
+
+
+def test_line_map_without_debug_info_says_why():
+    plain = njit(lambda a: a.sum())
+    plain(A)
+    lmap = line_map(plain, plain.py_func.__code__.co_filename, 1, 10_000)
+    assert lmap.unavailable and "debug=True" in lmap.unavailable
+    assert (lmap.lookup(np.array([1, 2], np.uint64)) == -1).all()
+
+
+def test_trim_keeps_pc_then_callers():
+    # records: pc, thread, nframes, frames (handler, trampoline, pc, caller1, caller2)
+    rec = np.array(
+        [[50, 0, 5, 10, 20, 50, 60, 70], [51, 1, 2, 10, 20, 0, 0, 0], [52, 0, 0, 0, 0, 0, 0, 0]], np.uint64
+    )
+    rec = np.insert(rec, 2, 1000, axis=1)  # cpu ns column
+    out = _trim(rec, depth=3)
+    assert out.tolist() == [[50, 60, 70], [51, 0, 0], [52, 0, 0]]
+
+
+def test_attribute_walks_to_first_profiled_frame():
+    from numba_lprun.sampling.dwarf import LineMap
+
+    lmap = LineMap(
+        "x.py", 1, 9, np.array([100], np.uint64), np.array([200], np.uint64), np.array([7], np.int32)
+    )
+    raw = RawSamples(
+        addresses=np.array([[150, 0], [999, 151], [999, 998]], np.uint64),
+        threads=np.array([0, 1, 1], np.int32),
+        cpu_ns=np.array([1000, -1, 3000], np.int64),
+        tids=[11, 22],
+        rate_hz=1000.0,
+    )
+    result = attribute(raw, {"k": lmap})
+    assert result.lines["k"] == {7: 2}
+    assert result.seconds["k"] == {7: pytest.approx(1e-6 + 1e-3)}  # unknown cpu: one period
+    assert result.outside_seconds == pytest.approx(3e-6)
+    assert result.threads["k"] == {11: 1, 22: 1}
+    assert (result.outside, result.total) == (1, 3)

@@ -1,0 +1,66 @@
+"""The sampled view through the profiler: where samples land, and what --no-sample leaves."""
+
+import signal
+
+import numpy as np
+import pytest
+from numba import njit
+
+import numba_lprun
+from numba_lprun.sampling import Sampler
+
+
+def sampling_works() -> bool:
+    with Sampler(rate_hz=100) as probe:
+        pass
+    return probe.unavailable is None
+
+
+pytestmark = pytest.mark.skipif(not sampling_works(), reason="native sampling unavailable here")
+
+
+@njit
+def libm_heavy(a):
+    s = 0.0
+    for i in range(a.size):
+        s += a[i] * 0.5
+    t = 0.0
+    for i in range(a.size):
+        t += np.exp(np.sin(a[i])) * np.cos(a[i])
+    return s + t
+
+
+def test_libm_line_gets_most_samples_and_disagreement_is_marked():
+    a = np.random.default_rng(0).random(8_000_000)
+    libm_heavy(a)
+    prof = numba_lprun.LineProfiler(libm_heavy, sample_rate=2000)
+    prof.runcall(libm_heavy, a)
+    profile = prof.profile
+    assert profile.sampling.unavailable is None and profile.sampling.total > 0
+    (stats,) = profile.functions
+    libm_line = libm_heavy.py_func.__code__.co_firstlineno + 7
+    assert sum(stats.sample_counts.values()) >= 100
+    assert stats.sample_share(libm_line) > 50.0
+    assert max(stats.sampled, key=stats.sampled.get) == libm_line
+
+
+def test_no_sample_leaves_no_trace():
+    before = signal.getsignal(signal.SIGPROF)
+    a = np.random.default_rng(1).random(1000)
+    libm_heavy(a)
+    prof = numba_lprun.LineProfiler(libm_heavy, sample=False)
+    prof.runcall(libm_heavy, a)
+    profile = prof.profile
+    assert profile.sampling is None
+    (stats,) = profile.functions
+    assert not stats.sampled and not stats.disagree
+    from numba_lprun.renderers import profile_html, profile_text
+
+    assert "Samples" not in profile_text(profile) and "% Samples" not in profile_html(profile)
+    assert signal.getsignal(signal.SIGPROF) is before
+
+
+def test_once_says_sampling_needs_the_plain_run():
+    prof = numba_lprun.LineProfiler(libm_heavy, baseline=False)
+    prof.runcall(libm_heavy, np.ones(10))
+    assert "which --once skips" in prof.profile.sampling.unavailable

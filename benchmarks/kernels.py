@@ -158,3 +158,18 @@ def tight_body(a, reps):
 
 # in tight_body, the two inner loops (header + body lines) do 1 : 4 units per iteration
 TIGHT_TRUTH = ((6, 7), 20.0), ((8, 9), 80.0)
+
+
+@njit(fastmath=True)
+def tight_vectorized(a, b):
+    s = 0.0
+    for i in range(a.size):
+        s += a[i] * a[i]
+    t = 0.0
+    for i in range(b.size):
+        t += b[i] * b[i]
+    return s + t
+
+
+# the two vectorized loops stream 1 : 4 times as many elements (b is 4x a)
+TIGHT_VEC_TRUTH = ((3, 4), 20.0), ((6, 7), 80.0)

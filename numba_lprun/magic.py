@@ -22,6 +22,7 @@ from numba.core.registry import CPUDispatcher
 from .errors import NotProfilableError, TwinCompileError
 from .profiler import LineProfiler, defined_in
 from .renderers import print_profile, profile_html, profile_text
+from .source import python_function_of
 
 _VALUE_OPTIONS = {"-f", "-m", "-u", "-D", "-T", "--threshold", "--html", "--rate"}
 _OPTION_START = re.compile(r"-[A-Za-z]|--[A-Za-z]")
@@ -256,9 +257,14 @@ class NlprunMagics(Magics):
         found: list[Callable] = []
         for expr in args.functions:
             try:
-                found.append(eval(expr, ns))
+                func = eval(expr, ns)
             except Exception as exc:
                 raise UsageError(f"nlprun: -f {expr}: {type(exc).__name__}: {exc}") from None
+            try:
+                python_function_of(func)
+            except NotProfilableError as exc:
+                raise UsageError(f"nlprun: -f {expr}: {exc}") from None
+            found.append(func)
         return found
 
     def _module_functions(self, args) -> list[Callable]:

@@ -7,15 +7,22 @@ executing line changes, and on every backward jump. In AST terms:
 * a simple statement fires the line sequence of its bytecode, collapsed (a call
   spread over lines 8-9 fires 8, 9, 8); the first event is skipped when the
   previous event was on the same line (``a = 1; b = 2`` fires once);
-* a loop fires its header on entry and again on every back edge (end of body and
-  ``continue``), so a ``for`` header counts iterations + 1;
-* ``if``/``elif``/``while`` tests fire where they are evaluated, ``else:`` never;
-  ``try:`` fires once, ``except ...:`` when it matches, ``with`` on entry and exit.
+* a ``for`` fires its header on entry and again on every back edge (end of body
+  and ``continue``), so it counts iterations + 1;
+* an ``if``/``elif``/``while`` test fires where it is evaluated, ``else:`` never.
+  A test's lines are read from its bytecode leaf by leaf (the operands of
+  ``and``/``or``/``not``): over several lines which of them fire depends on the
+  data, so the rewritten test carries the probes inside it, each firing as its
+  operand is reached (``_TestPlan``). CPython 3.11 evaluates a copy of a while
+  loop's test after the body, whose jump back into the body always fires the
+  body's first line: ``while k < 3: k += 1`` counts its line once per iteration;
+* ``try:`` fires once, ``except ...:`` when it matches, ``with`` on entry and exit.
 
 Each probe charges the time since the previous probe to the previous line, so a
 line's time includes the calls it makes, as in line_profiler. A return stores
 its value in a variable of its own before the exit probe, so the last line is
-charged after the value is computed. The plain twin gets the same entry and exit probes and no line probes.
+charged after the value is computed. The plain twin gets the same entry and exit
+probes and no line probes.
 """
 
 from __future__ import annotations

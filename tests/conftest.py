@@ -56,3 +56,14 @@ def check_matches(func, *args, **kwargs):
 @pytest.fixture
 def check():
     return check_matches
+
+
+@pytest.fixture(scope="session")
+def ipshell():
+    """The one global IPython test shell, with the extension loaded."""
+    from IPython.terminal.interactiveshell import TerminalInteractiveShell
+    from IPython.testing.globalipapp import start_ipython
+
+    shell = start_ipython() or TerminalInteractiveShell.instance()
+    shell.run_line_magic("load_ext", "numba_lprun")
+    return shell

@@ -6,7 +6,6 @@ import sys
 
 import pytest
 from IPython.core.error import UsageError
-from IPython.testing.globalipapp import start_ipython
 
 import numba_lprun
 
@@ -47,9 +46,8 @@ k = np.ones(5)
 
 
 @pytest.fixture(scope="module")
-def ip():
-    shell = start_ipython()
-    shell.run_line_magic("load_ext", "numba_lprun")
+def ip(ipshell):
+    shell = ipshell
     result = shell.run_cell(SETUP)
     assert result.success
     shell.run_cell("conv(x, k); reduce_sq(x)")

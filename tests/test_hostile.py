@@ -1,0 +1,179 @@
+"""Hostile input for the magics: whatever is typed, the session is left exactly as it was.
+
+Each case ends in a one-line UsageError or the statement's own exception, and the
+user namespace, the Numba dispatchers, the signal handlers and the trace hooks are
+compared with a snapshot taken before.
+"""
+
+import os
+import signal
+import sys
+import tempfile
+import threading
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+from IPython.core.error import UsageError
+
+SETUP = """
+import numpy as np
+from numba import njit
+
+@njit
+def hostile_conv(x, k):
+    n = x.size - k.size + 1
+    out = np.empty(n)
+    for i in range(n):
+        out[i] = np.sum(x[i : i + k.size] * k)
+    return out
+
+class Plain:
+    def method(self):
+        return 1
+
+plain = Plain()
+hx = np.arange(50.0)
+hk = np.ones(3)
+"""
+
+OUT = tempfile.mkdtemp(prefix="nlprun-hostile-")
+STATEMENT_ERRORS = (ValueError, ZeroDivisionError, NameError, TypeError, AttributeError)
+
+
+@pytest.fixture(scope="module")
+def ip(ipshell):
+    shell = ipshell
+    assert shell.run_cell(SETUP).success
+    shell.run_cell("hostile_conv(hx, hk)")
+    return shell
+
+
+def snapshot(ip):
+    """Everything a profiler run could disturb."""
+    ns = {k: id(v) for k, v in ip.user_ns.items() if not k.startswith("_")}
+    jitted = {
+        k: (tuple(v.signatures), v._can_compile, id(v.py_func), id(v.py_func.__globals__.get(k)))
+        for k, v in ip.user_ns.items()
+        if hasattr(v, "signatures") and hasattr(v, "py_func")
+    }
+    handlers = {}
+    for sig in signal.valid_signals():
+        try:
+            handlers[sig] = signal.getsignal(sig)
+        except (ValueError, OSError):
+            pass
+    return ns, jitted, handlers, sys.gettrace(), sys.getprofile(), threading.gettrace()
+
+
+def run_hostile(ip, line):
+    """Run the magic; return what ended it ('ok', 'usage' or the statement's exception)."""
+    try:
+        ip.run_line_magic("nlprun", line)
+    except UsageError as exc:
+        assert "\n" not in str(exc).strip(), str(exc)
+        return "usage"
+    except STATEMENT_ERRORS as exc:
+        return type(exc).__name__
+    return "ok"
+
+
+OPTIONS = [
+    "-f",
+    "-m",
+    "-u",
+    "-z",
+    "-r",
+    "-D",
+    "-T",
+    "--once",
+    "--hits",
+    "--raw",
+    "--threshold",
+    "--html",
+    "--rate",
+    "--no-sample",
+    "--bogus",
+    "-q",
+    "--",
+    "-",
+    "-fhostile_conv",
+]
+VALUES = [
+    "hostile_conv",
+    "hx",
+    "plain.method",
+    "np.sum",
+    "1/0",
+    "nope",
+    "'unclosed",
+    '"',
+    "0",
+    "-1",
+    "1e-6",
+    "abc",
+    "os",
+    "no_such_module_q",
+    os.path.join(OUT, "out.txt"),
+    "hostile_conv.py_func",
+]
+STATEMENTS = [
+    "hostile_conv(hx, hk)",
+    "hostile_conv(hx,",
+    "raise ValueError('boom')",
+    "1/0",
+    "",
+    "hostile_conv(hx, hk); undefined_name",
+    "hostile_conv(hx, 'k')",
+]
+
+
+@settings(max_examples=40, deadline=None, derandomize=True, suppress_health_check=list(HealthCheck))
+@given(
+    tokens=st.lists(
+        st.one_of(st.sampled_from(OPTIONS), st.sampled_from(VALUES), st.text(max_size=6)), max_size=6
+    ),
+    statement=st.sampled_from(STATEMENTS),
+)
+def test_random_option_strings(ip, tokens, statement):
+    before = snapshot(ip)
+    outcome = run_hostile(ip, " ".join(tokens + [statement]))
+    assert outcome in {"ok", "usage"} | {e.__name__ for e in STATEMENT_ERRORS}
+    assert snapshot(ip) == before
+
+
+@pytest.mark.parametrize(
+    "line, message",
+    [
+        ("-f hx hostile_conv(hx, hk)", "-f hx: ndarray is not a Numba jitted function"),
+        ("-f plain.method plain.method()", "not a Numba jitted function"),
+        ("-f Plain Plain()", "not a Numba jitted function"),
+        ("-f 'hostile_conv' -u abc hostile_conv(hx, hk)", "argument -u: invalid float value"),
+        ("--threshold", "needs a value"),
+        ("-f", "needs a value"),
+        ("-f hostile_conv --rate", "needs a value"),
+    ],
+)
+def test_targeted_bad_input(ip, line, message):
+    before = snapshot(ip)
+    with pytest.raises(UsageError, match=message) as info:
+        ip.run_line_magic("nlprun", line)
+    assert "\n" not in str(info.value).strip()
+    assert snapshot(ip) == before
+
+
+def test_real_ctrl_c_mid_run(ip, capsys):
+    """A SIGINT from another thread lands wherever the run happens to be."""
+    before = snapshot(ip)
+    for delay in (0.05, 0.3, 0.8):
+        timer = threading.Timer(delay, os.kill, (os.getpid(), signal.SIGINT))
+        timer.start()
+        try:
+            ip.run_line_magic("nlprun", "-f hostile_conv for _ in range(200_000): hostile_conv(hx, hk)")
+        except KeyboardInterrupt:  # landed outside the statement: before or after the run
+            pass
+        finally:
+            timer.join()
+        assert snapshot(ip) == before
+    out = capsys.readouterr().out
+    assert "interrupted by KeyboardInterrupt" in out

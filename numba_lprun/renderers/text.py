@@ -59,7 +59,7 @@ def profile_text(profile: ProfileStats, output_unit: float | None = None, stripz
                 stream=out,
                 stripzeros=stripzeros,
             )
-        if profile.sampling is not None and stats.timed:
+        if profile.sampling is not None:
             out.write(_sample_lines(stats, profile))
         for note in stats.notes:
             prefix = "WARNING: " if note.level == "warning" else ""

@@ -35,7 +35,7 @@ class FunctionView:
     @property
     def sampled(self) -> bool:
         """Whether to show the % Samples column."""
-        return self.sampling is not None and self.sampling.unavailable is None and self.stats.timed
+        return self.sampling is not None and self.sampling.unavailable is None
 
     @property
     def header(self) -> list[tuple[str, str]]:

@@ -37,19 +37,31 @@ def per_call_seconds(prof: numba_lprun.LineProfiler) -> tuple[float, float]:
     return stats.plain_ticks * unit / stats.plain_calls, stats.instrumented_ticks * unit / stats.calls
 
 
-def overheads(func, args) -> tuple[float, float, float, float, float]:
-    """Plain and instrumented seconds per call, their ratio, the hits-only ratio, and
-    the sampler's cost: the sampled plain run against an unsampled one."""
+def overheads(func, args) -> tuple[float, float, float, float, float, float]:
+    """Plain and instrumented seconds per call, their ratio, the hits-only ratio, the
+    sampler's cost (the sampled plain run against an unsampled one), and the plain
+    twin (line tables, entry/exit probes) against the original itself."""
     func(*args)
     prof = numba_lprun.LineProfiler(func)  # samples its plain run at 1 kHz
     hits = numba_lprun.LineProfiler(func, timing=False, sample=False)
+    original = []
     for _ in range(RUNS):
         prof.runcall(func, *args)
         hits.runcall(func, *args)
+        start = time.perf_counter()
+        func(*args)
+        original.append(time.perf_counter() - start)
     plain, instrumented = per_call_seconds(prof)
     unsampled, _ = per_call_seconds(hits)
     name = func.__name__
-    return plain, instrumented, prof.overhead[name], hits.overhead[name], plain / unsampled
+    return (
+        plain,
+        instrumented,
+        prof.overhead[name],
+        hits.overhead[name],
+        plain / unsampled,
+        unsampled / (sum(original) / len(original)),
+    )
 
 
 def magic_wall(shell, func, args) -> tuple[float, float]:
@@ -106,16 +118,18 @@ def main() -> None:
     shell.run_line_magic("load_ext", "numba_lprun")
 
     header = (
-        f"{'kernel':24} {'plain ms':>9} {'instr ms':>9} {'overhead':>9} {'hits-only':>9} {'sampler':>8} "
+        f"{'kernel':24} {'plain ms':>9} {'plain/orig':>10} {'instr ms':>9} {'overhead':>9} {'hits-only':>9} "
+        f"{'sampler':>8} "
         f"{'magic s':>8} {'1st call s':>10} {'magic/1st':>9}"
     )
     print(header)
     print("-" * len(header))
     for name, (func, args) in kernels.make_kernels().items():
-        plain, instrumented, ratio, hits_ratio, sampler = overheads(func, args)
+        plain, instrumented, ratio, hits_ratio, sampler, twin_speed = overheads(func, args)
         wall, first_call = magic_wall(shell, func, args)
         print(
-            f"{name:24} {plain * 1e3:9.2f} {instrumented * 1e3:9.2f} {ratio:8.2f}x {hits_ratio:8.2f}x "
+            f"{name:24} {plain * 1e3:9.2f} {twin_speed:9.3f}x {instrumented * 1e3:9.2f} {ratio:8.2f}x "
+            f"{hits_ratio:8.2f}x "
             f"{sampler:7.3f}x {wall:8.2f} {first_call:10.2f} {wall / first_call:8.2f}x"
         )
 

@@ -219,3 +219,14 @@ def test_hits_only_and_raw_options(ip, capsys):
     (stats,) = prof.profile.functions
     assert not stats.corrected
     assert "times are raw" in capsys.readouterr().out
+
+
+def test_saved_profile_of_a_cell_shows_its_source_later(ip, tmp_path, capsys):
+    dump = tmp_path / "cell.lprof"
+    cell = "@njit\ndef in_cell(a):\n    acc = 0.0\n    for v in a:\n        acc += v * 3.0\n    return acc\n"
+    ip.run_cell_magic("nlprun", f"-D {dump}", cell + "in_cell(x)\n")
+    capsys.readouterr()
+    assert (tmp_path / "cell.lprof.sources").is_dir()
+    shown = subprocess.run([sys.executable, "-m", "line_profiler", str(dump)], capture_output=True, text=True)
+    assert shown.returncode == 0, shown.stderr
+    assert "acc += v * 3.0" in shown.stdout and "def in_cell(a):" in shown.stdout

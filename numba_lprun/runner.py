@@ -25,7 +25,7 @@ from numba.core.errors import NumbaDebugInfoWarning
 from numba.core.registry import CPUDispatcher
 
 from . import probes as P
-from .reach import Swap, find_callers, module_namespaces
+from .reach import Swap, ctrl_c_deferred, find_callers, module_namespaces
 from .rewrite import Rewritten, instrument
 from .rewrite_parallel import add_prange_flushes
 from .source import FunctionSource, read_source
@@ -210,7 +210,8 @@ class Runner:
             with event.install_listener("numba:compile", watcher), warnings.catch_warnings():
                 # line tables of exec'd twins (and their parfor workers): "could not find source"
                 warnings.simplefilter("ignore", NumbaDebugInfoWarning)
-                run.start(self.build(phase, list(self.targets.values()), spaces))
+                with ctrl_c_deferred():  # a Ctrl-C inside LLVM's callbacks would be lost
+                    run.start(self.build(phase, list(self.targets.values()), spaces))
                 yield run
         finally:
             run.swap.restore()

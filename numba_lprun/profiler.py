@@ -205,6 +205,8 @@ class LineProfiler:
             return
         info.total += charged.total
         info.outside += charged.outside
+        info.cpu_seconds += charged.total_seconds
+        info.outside_cpu_seconds += charged.outside_seconds
         info.achieved_hz = sampling.achieved_hz or info.achieved_hz
         for key, lines in charged.seconds.items():
             stats = self._stats[key]

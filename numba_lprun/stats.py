@@ -101,6 +101,8 @@ class SamplingInfo:
     achieved_hz: float = 0.0
     total: int = 0  # samples taken, over all threads
     outside: int = 0  # samples in no profiled function (other code, idle threads)
+    cpu_seconds: float = 0.0  # CPU time the samples stand for (idle threads weigh nothing)
+    outside_cpu_seconds: float = 0.0  # of which outside every profiled function
     unavailable: str | None = None  # why there are no samples
 
 

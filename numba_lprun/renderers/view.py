@@ -56,11 +56,12 @@ class FunctionView:
             rows.append(("Samples", f"sampling unavailable: {info.unavailable}"))
         elif info is not None:
             mine = sum(s.sample_counts.values())
+            outside = 100.0 * info.outside_cpu_seconds / info.cpu_seconds if info.cpu_seconds > 0 else 0.0
             rows.append(
                 (
                     "Samples",
-                    f"{mine} in this function, {info.total} in all at {info.achieved_hz:.0f} Hz "
-                    f"({info.outside} outside profiled functions), plain run",
+                    f"{mine} here, {info.total} in all ({info.achieved_hz:.0f} Hz per thread, plain run); "
+                    f"{outside:.0f}% of sampled CPU time elsewhere",
                 )
             )
         return rows

@@ -66,9 +66,14 @@ def find_callers(targets: Iterable[CPUDispatcher], namespaces: Iterable[dict]) -
     """Jitted functions in ``namespaces`` that call a target, directly or through each other."""
     reached: dict[int, object] = {id(t): t for t in targets}
     candidates: dict[int, CPUDispatcher] = {}
+    is_dispatcher: dict[type, bool] = {}  # tens of thousands of globals, a few hundred types
     for ns in namespaces:
         for value in list(ns.values()):
-            if isinstance(value, CPUDispatcher) and id(value) not in reached:
+            kind = type(value)
+            known = is_dispatcher.get(kind)
+            if known is None:
+                known = is_dispatcher[kind] = issubclass(kind, CPUDispatcher)
+            if known and id(value) not in reached:
                 candidates[id(value)] = value
     callers: list[CPUDispatcher] = []
     changed = True
@@ -99,9 +104,10 @@ class Swap:
             if id(ns) in seen:
                 continue
             seen.add(id(ns))
-            for name, value in list(ns.items()):
-                new = replacements.get(id(value))
-                if new is not None and new is not value:
+            found = [(name, value) for name, value in list(ns.items()) if id(value) in replacements]
+            for name, value in found:
+                new = replacements[id(value)]
+                if new is not value:
                     self.undo.append((ns, name, value, new))
                     ns[name] = new
 

@@ -143,16 +143,16 @@ def main() -> None:
             kernels.coarse_lines,
             (400,),
             {(o,): share for o, share in kernels.COARSE_TRUTH.items()},
-            2,
+            65,
         ),
         (
             "tight_body (loops 1:4)",
             kernels.tight_body,
             (rng.random(20_000), 20),
             dict(kernels.TIGHT_TRUTH),
-            15,
+            320,
         ),
-        ("tight_vectorized (1:4)", kernels.tight_vectorized, (a, b), dict(kernels.TIGHT_VEC_TRUTH), 60),
+        ("tight_vectorized (1:4)", kernels.tight_vectorized, (a, b), dict(kernels.TIGHT_VEC_TRUTH), 800),
     ]
     for label, func, args, truth, calls in cases:
         rows, ratio, samples = shares(func, args, truth, calls)

@@ -35,6 +35,15 @@ inside that function, so a line's count includes its callees (libm, Numba's
 runtime, helpers that are not profiled, other profiled functions). Threads started
 after the sampler (including a Numba pool launched late) are not sampled.
 
+Callees without unwind tables: LLVM gives none to a jitted function it proved
+``nounwind`` (a helper compiled without debug info that is a leaf loop or only calls
+libm), and the native stack walk stops inside it. For such samples the handler also
+copies a few words above the stack pointer, and the sampler takes the first one
+that points into code (above the last frame walked) for the missing return address
+(``RawSamples.recovered``): the calling line gets the sample. Only that one caller
+is recovered, so a profiled function above another profiled function that calls
+such a helper does not get those samples (the inner one does).
+
 Known approximation: parfor gufuncs (``prange`` bodies) are compiled from generated
 source whose scaffolding (thread id, loop header, reduction set-up) has line numbers
 1 to about 10; when the profiled function itself starts that near the top of its file
@@ -45,7 +54,8 @@ Set ``NUMBA_LPRUN_NO_SAMPLER=1`` to make every sampler unavailable (for tests an
 an escape hatch). Only Linux x86-64 with glibc is supported; ``_native`` documents
 what other platforms would need.
 
-Safety: the handler calls no Python and allocates nothing itself. glibc's
+Safety: the handler calls no Python and allocates nothing itself; the stack words it
+copies are its own thread's stack, mapped (``_handler`` says why). glibc's
 ``backtrace`` is warmed up at start, which loads libgcc_s and sorts libgcc's tables of
 the JIT code registered so far; it still takes libgcc's unwinder lock. The handler
 skips unwinding when the interrupted instruction is inside libgcc itself, but a

@@ -26,10 +26,22 @@ Why it is built this way:
   which lets attribution weigh samples by CPU time: shares then follow the work even
   on a loaded machine, and idle threads weigh nothing.
 
+* ``backtrace`` stops at the first frame whose code has no unwind table entry. LLVM
+  emits none for a function it proved ``nounwind`` unless the module has debug info:
+  a jitted helper compiled without ``debug=True`` that is a leaf loop, or only calls
+  libm, has none, and a sample inside it used to lose its calling line. So when the
+  walk comes back short, the handler also copies the ``STACK_WORDS`` words above the
+  interrupted stack pointer (at most ``MAX_STACK_WORDS``), among which the sampler
+  later finds the return address the walk could not reach. These are the thread's
+  own stack, and always mapped: above the interrupted frame lie its callers' frames,
+  and above a thread's first frame glibc's thread descriptor (pthreads) or argv,
+  envp and the ELF auxiliary vector (the main thread: more than 256 bytes).
+
 Record layout (uint64 words): ``[pc, thread index, cpu ns since the thread's previous
-sample (or -1 when unknown), n frames, frame 0 .. frame m-1]``;
-the frames start with the handler's own frame and the kernel's signal trampoline,
-followed by ``pc`` itself and its callers (the sampler trims the first ones).
+sample (or -1 when unknown), n frames, n stack words, frame 0 .. frame NFRAMES-1,
+stack word 0 .. stack word STACK_WORDS-1]``; the frames start with the handler's own
+frame and the kernel's signal trampoline, followed by ``pc`` itself and its callers
+(the sampler trims the first ones); stack word ``i`` is the word at ``sp + 8 * i``.
 """
 
 from __future__ import annotations
@@ -47,8 +59,11 @@ from . import _native as N
 # Control block slots.
 ACTIVE, NEXT, DROPPED, CAPACITY, STRIDE, BUFFER, NFRAMES, FOREIGN = range(8)
 MAGIC, SKIP_LO, SKIP_HI, SKIPPED, INFLIGHT, OVERRUNS, LAST_CPU, NTHREADS = range(8, 16)
-CONTROL_SIZE = 16
-HEADER = 4  # pc, thread index, cpu ns, number of frames
+STACK_WORDS = 16
+CONTROL_SIZE = 17
+HEADER = 5  # pc, thread index, cpu ns, number of frames, number of stack words
+#: Most stack words a record may hold (see the module docstring for why 256 bytes are safe).
+MAX_STACK_WORDS = 32
 CLOCK_THREAD_CPUTIME_ID = 3
 
 _lock = threading.Lock()
@@ -103,6 +118,7 @@ def _make_intrinsic(ctrl_addr: int, backtrace_addr: int, errno_addr: int, clock_
             count_p = builder.gep(record, [ir.Constant(i32, 3)])
             builder.store(c64(0), count_p)
             nframes = builder.load(slot(NFRAMES))
+            got_p = cgutils.alloca_once_value(builder, c64(0))
             in_skip = builder.and_(
                 builder.icmp_unsigned(">=", pc, builder.load(slot(SKIP_LO))),
                 builder.icmp_unsigned("<", pc, builder.load(slot(SKIP_HI))),
@@ -115,8 +131,34 @@ def _make_intrinsic(ctrl_addr: int, backtrace_addr: int, errno_addr: int, clock_
                     frames = builder.bitcast(builder.gep(record, [ir.Constant(i32, HEADER)]), i8p)
                     got = builder.call(bt_fn, [frames, builder.trunc(nframes, i32)])
                     builder.store(builder.sext(got, i64), count_p)
+                    builder.store(builder.sext(got, i64), got_p)
                 with skip:
                     builder.atomic_rmw("add", slot(SKIPPED), c64(1), "monotonic")
+            _copy_stack(builder, slot, field, uctx_p, record, nframes, builder.load(got_p))
+
+        def _copy_stack(builder, slot, field, uctx_p, record, nframes, got):
+            """Copy the words above the interrupted sp when the walk came back short."""
+            sp = field(uctx_p, N.UCONTEXT_SP_OFFSET, i64)
+            words = builder.load(slot(STACK_WORDS))
+            wanted = builder.and_(
+                builder.and_(
+                    builder.icmp_signed("<", got, nframes),
+                    builder.icmp_signed(">", words, c64(0)),
+                ),
+                builder.and_(
+                    builder.icmp_unsigned("!=", sp, c64(0)),
+                    builder.icmp_unsigned("==", builder.and_(sp, c64(7)), c64(0)),
+                ),
+            )
+            words = builder.select(
+                builder.icmp_signed(">", words, c64(MAX_STACK_WORDS)), c64(MAX_STACK_WORDS), words
+            )
+            copied = builder.select(wanted, words, c64(0))
+            out = builder.gep(record, [builder.add(c64(HEADER), nframes)])
+            with cgutils.for_range(builder, copied) as loop:
+                src = builder.inttoptr(builder.add(sp, builder.mul(loop.index, c64(8))), i64p)
+                builder.store(builder.load(src), builder.gep(out, [loop.index]))
+            builder.store(copied, builder.gep(record, [ir.Constant(i32, 4)]))
 
         def codegen(context, builder, signature, args):
             info_p, uctx_p = args

@@ -11,8 +11,9 @@ What a port would need
   generic kernel layouts). Only the interrupted program counter moves: ``ucontext_t``
   has ``uc_mcontext`` at offset 176 and ``mcontext_t`` is ``fault_address`` (8 bytes),
   ``regs[31]``, ``sp``, ``pc``, so the pc is at 176 + 8 + 248 + 8 = 440
-  (:data:`UCONTEXT_PC_OFFSET`). libgcc's unwinder handles the kernel's signal frame
-  (``__kernel_rt_sigreturn`` in the vDSO) there as well.
+  (:data:`UCONTEXT_PC_OFFSET`) and the stack pointer at 432 (:data:`UCONTEXT_SP_OFFSET`).
+  libgcc's unwinder handles the kernel's signal frame (``__kernel_rt_sigreturn`` in
+  the vDSO) there as well.
 * **Linux with musl**: ``struct sigaction`` differs (``sa_mask`` is 128 bytes but
   ``sa_flags`` precedes it) and ``backtrace`` does not exist (libunwind would replace it).
 * **macOS**: there is no ``timer_create`` and no way to aim a signal at one thread
@@ -32,6 +33,8 @@ import platform
 import signal
 import sys
 
+import numpy as np
+
 # --- x86-64 Linux constants (asm-generic / glibc) ----------------------------------
 SIGPROF = int(signal.SIGPROF) if hasattr(signal, "SIGPROF") else 27
 SA_SIGINFO = 0x4
@@ -44,6 +47,8 @@ KERNEL_SIGSET_SIZE = 8
 #: ``offsetof(ucontext_t, uc_mcontext.gregs[REG_RIP])``: 40 (uc_flags, uc_link,
 #: uc_stack) + 16 * 8 (REG_RIP is register 16 of ``gregset_t``).
 UCONTEXT_PC_OFFSET = 168
+#: ``offsetof(ucontext_t, uc_mcontext.gregs[REG_RSP])``: 40 + 15 * 8.
+UCONTEXT_SP_OFFSET = 160
 #: ``siginfo_t`` for a POSIX timer: si_code at 8; the ``_timer`` member of the union
 #: at 16 holds si_timerid (int), si_overrun (int) at 20 and si_value (8 bytes) at 24.
 SIGINFO_CODE_OFFSET = 8
@@ -240,3 +245,27 @@ def mapped_range(name_part: str) -> tuple[int, int]:
     except OSError:
         pass
     return lo, hi
+
+
+def code_mappings() -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Sorted starts, ends and "has a name" flags of this process's executable mappings.
+
+    Named ones are files (and ``[vdso]``), whose code has unwind tables the unwinder
+    finds; anonymous ones hold JIT code, which may have none (see ``sampler``).
+    """
+    rows = []
+    try:
+        with open("/proc/self/maps") as maps:
+            for line in maps:
+                parts = line.split()
+                if len(parts) >= 5 and "x" in parts[1]:
+                    start, end = (int(x, 16) for x in parts[0].split("-"))
+                    rows.append((start, end, len(parts) >= 6))
+    except OSError:
+        pass
+    rows.sort()
+    return (
+        np.array([r[0] for r in rows], np.uint64),
+        np.array([r[1] for r in rows], np.uint64),
+        np.array([r[2] for r in rows], bool),
+    )

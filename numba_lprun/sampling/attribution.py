@@ -7,6 +7,14 @@ function, to the innermost frame inside that function: a line's count includes t
 time of what it calls, as in line_profiler. Caller frames hold return addresses, so
 they are looked up one byte earlier (inside the call instruction).
 
+Why a recovered caller: the walk stops at code without unwind tables, which LLVM
+leaves out for functions it proves ``nounwind`` (a jitted helper that is a leaf
+loop, or only calls libm). For a sample whose walk was cut short there, the sampler
+recovers that code's return address from the stack (``RawSamples.recovered``); it
+counts when no frame of the walk is inside the function. Only the immediate caller
+is recovered: a profiled function further up (``f`` calling profiled ``g`` calling
+such a helper) does not get those samples.
+
 Why two measures: ``lines`` counts samples (wall-clock ticks of each thread);
 ``seconds`` weighs each sample by the CPU time its thread used since its previous
 sample. On a loaded machine, or with threads waiting, the second follows the work
@@ -66,14 +74,17 @@ def attribute(raw: RawSamples, maps: dict[Hashable, LineMap]) -> SampledLines:
     lookup = raw.addresses.astype(np.uint64, copy=True)
     callers = lookup[:, 1:]
     callers[callers != 0] -= np.uint64(1)
-    rows = np.arange(n)
     anywhere = np.zeros(n, bool)
     tids = np.asarray(raw.tids + [-1], np.int64)
+    recovered = raw.recovered if raw.recovered.shape == (n,) else np.zeros(n, np.uint64)
+    scan = np.flatnonzero(recovered)
+    returns = recovered[scan] - np.uint64(1)  # inside the call instruction
     for key, lmap in maps.items():
-        found = lmap.lookup(lookup)
-        hit = found >= 0
-        inside = hit.any(axis=1)
-        line = found[rows, hit.argmax(axis=1)][inside]
+        line = _innermost(lmap.lookup(lookup))
+        unplaced = line[scan] < 0
+        line[scan[unplaced]] = lmap.lookup(returns[unplaced])
+        inside = line >= 0
+        line = line[inside]
         anywhere |= inside
         values, where, counts = np.unique(line, return_inverse=True, return_counts=True)
         result.lines[key] = {int(v): int(c) for v, c in zip(values, counts, strict=True)}
@@ -86,3 +97,11 @@ def attribute(raw: RawSamples, maps: dict[Hashable, LineMap]) -> SampledLines:
     result.total_seconds = float(weights.sum())
     result.outside_seconds = float(weights[~anywhere].sum())
     return result
+
+
+def _innermost(found: np.ndarray) -> np.ndarray:
+    """Per row, the first line that is not -1 (innermost frame), or -1."""
+    if found.shape[1] == 0:
+        return np.full(found.shape[0], -1, np.int32)
+    hit = found >= 0
+    return np.where(hit.any(axis=1), found[np.arange(found.shape[0]), hit.argmax(axis=1)], -1)

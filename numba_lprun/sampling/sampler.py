@@ -35,6 +35,8 @@ DISABLE_ENV = "NUMBA_LPRUN_NO_SAMPLER"
 _HANDLER_FRAMES = 4
 #: How many leading backtrace frames may precede the interrupted pc.
 _SEARCH_FRAMES = 6
+#: Words copied from above the interrupted stack pointer when the walk stops short.
+_STACK_WORDS = H.MAX_STACK_WORDS
 
 _active = threading.Lock()  # one sampler at a time: the signal disposition is process-wide
 _leaked: list[np.ndarray] = []  # arrays a stuck handler might still write to: never freed
@@ -49,9 +51,15 @@ class RawSamples:
     that was unwound. ``threads[i]`` indexes ``tids``. ``cpu_ns[i]`` is the CPU time
     the thread used since its previous sample (-1 when unknown): the weight that
     turns wall-clock samples into CPU time.
+
+    ``recovered[i]`` is, for a sample whose walk was cut short by code without unwind
+    tables, the return address found on its stack above that code (0 otherwise, and
+    when nothing was found): the caller the walk could not reach (see
+    :func:`_recover_returns`).
     """
 
     addresses: np.ndarray = field(default_factory=lambda: np.zeros((0, 1), np.uint64))
+    recovered: np.ndarray = field(default_factory=lambda: np.zeros(0, np.uint64))
     threads: np.ndarray = field(default_factory=lambda: np.zeros(0, np.int32))
     cpu_ns: np.ndarray = field(default_factory=lambda: np.zeros(0, np.int64))
     tids: list[int] = field(default_factory=list)
@@ -86,16 +94,15 @@ class RawSamples:
         return (self.count + self.dropped) / self.elapsed / len(self.tids)
 
 
-def _trim(records: np.ndarray, depth: int) -> np.ndarray:
+def _trim(pc: np.ndarray, nframes: np.ndarray, frames: np.ndarray, depth: int) -> np.ndarray:
     """(n, depth) addresses: the pc, then the callers found after it in the backtrace.
 
-    The backtrace starts inside the handler; the pc reappears after the signal
-    trampoline. When it does not (unwinding failed or was skipped) only the pc is kept.
+    ``nframes[i]`` frames of ``frames[i]`` were filled. The backtrace starts inside the
+    handler; the pc reappears after the signal trampoline. When it does not
+    (unwinding failed or was skipped) only the pc is kept.
     """
-    n = records.shape[0]
-    pc = records[:, 0]
-    nframes = records[:, 3].astype(np.int64)
-    frames = records[:, H.HEADER :]
+    n = frames.shape[0]
+    nframes = nframes.astype(np.int64)
     width = frames.shape[1]
     out = np.zeros((n, depth), np.uint64)
     out[:, 0] = pc
@@ -111,6 +118,58 @@ def _trim(records: np.ndarray, depth: int) -> np.ndarray:
     rows = np.arange(n)[:, None]
     out[:, 1:] = np.where(ok, frames[rows, np.minimum(take, width - 1)], 0)
     return out
+
+
+def _recover_returns(
+    pc: np.ndarray,
+    nframes: np.ndarray,
+    frames: np.ndarray,
+    ncopied: np.ndarray,
+    words: np.ndarray,
+    code: tuple[np.ndarray, np.ndarray, np.ndarray],
+) -> np.ndarray:
+    """Per sample, the return address that a cut-short walk could not reach, or 0.
+
+    A walk is cut short when it found no caller of the pc at all, or when its last
+    frame is in anonymous memory (JIT code: a file's code has unwind tables, so a walk
+    ends there only at a thread's first frame). The frame the walk stopped at is then
+    a function without unwind table, and the first word above it that points into
+    executable code is taken for its return address: a leaf keeps no frame, and what
+    other such functions push (saved registers, spills) is data. The search starts at
+    the stack pointer when the walk stopped at the pc, else just above the slot that
+    holds the last frame's return address (the frames below it, already walked, may
+    hold stale words); when that slot was not copied, nothing is recovered. Walks
+    that ended normally recover nothing: an idle thread's stack holds stale return
+    addresses. ``code`` is :func:`_native.code_mappings`.
+    """
+    n, width = words.shape
+    out = np.zeros(n, np.uint64)
+    if n == 0 or width == 0:
+        return out
+    starts, ends, named = code
+    nframes = np.minimum(nframes.astype(np.int64), frames.shape[1])
+    has_frames = nframes > 0
+    last = np.where(has_frames, frames[np.arange(n), np.maximum(nframes - 1, 0)], pc)
+    ended_at_pc = ~has_frames | (last == pc)
+    cut = ended_at_pc | ~_inside(last, starts, ends, named)
+    cols = np.arange(width)[None, :]
+    copied = cols < ncopied.astype(np.int64)[:, None]
+    slot = (words == last[:, None]) & copied
+    first = np.where(ended_at_pc, 0, np.where(slot.any(axis=1), slot.argmax(axis=1) + 1, width))
+    candidate = cut[:, None] & copied & (cols >= first[:, None])
+    candidate &= _inside(words, starts, ends, np.ones(len(starts), bool))
+    found = candidate.any(axis=1)
+    out[found] = words[found, candidate[found].argmax(axis=1)]
+    return out
+
+
+def _inside(addresses: np.ndarray, starts: np.ndarray, ends: np.ndarray, which: np.ndarray) -> np.ndarray:
+    """Whether each address lies in one of the ranges [starts, ends) selected by ``which``."""
+    if len(starts) == 0:
+        return np.zeros(addresses.shape, bool)
+    index = np.searchsorted(starts, addresses, side="right") - 1
+    safe = np.maximum(index, 0)
+    return (index >= 0) & (addresses < ends[safe]) & which[safe]
 
 
 class Sampler:
@@ -195,7 +254,7 @@ class Sampler:
             parallel._launch_threads()
         self._ctrl, handler_address = H.get_handler(libc)
         nframes = self.depth + _HANDLER_FRAMES
-        self._buffer = np.empty((self.max_samples, H.HEADER + nframes), np.uint64)
+        self._buffer = np.empty((self.max_samples, H.HEADER + nframes + _STACK_WORDS), np.uint64)
         self._warm_up(nframes)
         self._configure(nframes)
         action = N.sigaction_t()
@@ -230,6 +289,7 @@ class Sampler:
         ctrl[H.STRIDE] = self._buffer.shape[1]
         ctrl[H.BUFFER] = self._buffer.ctypes.data
         ctrl[H.NFRAMES] = nframes
+        ctrl[H.STACK_WORDS] = _STACK_WORDS
         ctrl[H.LAST_CPU] = 0  # set with NTHREADS when the timers are armed
         ctrl[H.MAGIC] = random.randrange(1, 2**31)
         lo, hi = N.mapped_range("libgcc_s")
@@ -306,8 +366,13 @@ class Sampler:
         ctrl = self._ctrl
         n = min(int(ctrl[H.NEXT]), self.max_samples)
         records = self._buffer[:n]
+        width = int(ctrl[H.NFRAMES])
+        pc, nframes, ncopied = records[:, 0], records[:, 3], records[:, 4]
+        frames = records[:, H.HEADER : H.HEADER + width]
+        words = records[:, H.HEADER + width : H.HEADER + width + _STACK_WORDS]
         self._samples = RawSamples(
-            addresses=_trim(records, self.depth),
+            addresses=_trim(pc, nframes, frames, self.depth),
+            recovered=_recover_returns(pc, nframes, frames, ncopied, words, N.code_mappings()),
             threads=records[:, 1].astype(np.int32),
             cpu_ns=records[:, 2].view(np.int64).copy(),
             tids=list(self._tids),

@@ -106,14 +106,18 @@ def line_sequence(stmt: ast.stmt) -> list[int]:
         return [stmt.lineno]
     own = []
     for ins in instrs:
-        if ins.positions.lineno > stmt.end_lineno:
-            break
         own.append(ins)
-    if not own:
+        if ins.positions.lineno > stmt.end_lineno:
+            break  # the marker after the statement: where its jumps may go
+    if len(own) < 2:
         return [stmt.lineno]
-    if any(ins.opcode in _JUMPS for ins in own) and not _straight(own + [None]):
+    if isinstance(stmt, ast.Assert):  # counted as it passes: drop the code that raises
+        passes = [i for i, ins in enumerate(own) if ins.opcode in _JUMPS and ins.argval == own[-1].offset]
+        if passes:
+            own = own[: passes[-1] + 1] + own[-1:]
+    if any(ins.opcode in _JUMPS for ins in own) and not _straight(own):
         return [stmt.lineno]
-    return _collapse(own)
+    return _collapse(own[:-1])
 
 
 def _header_sequence(node: ast.stmt, expr: ast.expr | None) -> list[int]:
@@ -222,9 +226,10 @@ def _inside(pos, node: ast.expr) -> bool:
 
 def _straight(part: list) -> bool:
     """Whether every path through ``part`` (a test leaf's code ending with its own jump,
-    or a statement's code and None) fires the same line events: each jump before the
-    last goes forward, within ``part``, and skips only instructions on its own line."""
-    where = {ins.offset: i for i, ins in enumerate(part) if ins is not None}
+    or a statement's code and the next instruction) fires the same line events: each
+    jump before the last goes forward, within ``part``, and skips only instructions
+    on its own line (an ``assert`` that holds, a one-line ``x if c else y``)."""
+    where = {ins.offset: i for i, ins in enumerate(part)}
     for i, ins in enumerate(part[:-1]):
         if ins.opcode not in _JUMPS:
             continue
@@ -288,6 +293,12 @@ def _plan_test(node: ast.If | ast.While) -> _TestPlan | None:
             return None
     index = {id(leaf): i for i, leaf in enumerate(leaves)}
     return _TestPlan(node.test, leaves, _targets(node.test, index), top, bottom)
+
+
+def _body_fires(plan: _TestPlan, segs: list[list[int]], first: int | None) -> bool:
+    """Whether every jump into the body changes the line, so the body fires its own first line."""
+    into = [seg[-1] for seg, outcomes in zip(segs, plan.targets, strict=True) if BODY in outcomes]
+    return first is not None and all(line != first for line in into)
 
 
 def _load(name: str, at: ast.AST) -> ast.expr:
@@ -432,34 +443,50 @@ class _Rewriter:
         return None
 
     def probed_test(
-        self, plan: _TestPlan, segs: list[list[int]], body_first: int | None, backward: bool, in_py: bool
+        self,
+        plan: _TestPlan,
+        segs: list[list[int]],
+        body_first: int | None,
+        body_fires: bool,
+        backward: bool,
+        in_py: bool,
     ) -> ast.expr:
         """A copy of the test that fires its line events as CPython does, data-dependently.
 
-        Each leaf fires the rest of its own line sequence before it is evaluated, and
-        on each outcome the first event of where it goes: the next leaf's first line
-        or the body's first line, when that differs from the line of the leaf's
-        jump (always, for a backward jump into a while body). Truth values and the
-        order of evaluation are unchanged.
+        Each leaf fires its own line sequence as it is evaluated, except the first
+        event when the jump that led to it was on that line already. Where that
+        depends on which leaf jumped there (or, for the body's first line, when
+        ``body_fires`` is False), the event goes on the jumps instead: fired on the
+        outcome of the leaf that jumps, when it changes the line (always, for a
+        backward jump into a while body). Truth values and the order of evaluation
+        are unchanged, and a leaf whose jumps carry no events is left as it is, so
+        Numba still prunes a branch on a constant leaf as in the original.
         """
+        incoming: dict[int, list[bool]] = {}  # leaf -> whether each jump to it changes the line
+        for i, outcomes in enumerate(plan.targets):
+            for target in outcomes:
+                if isinstance(target, int):
+                    incoming.setdefault(target, []).append(segs[target][0] != segs[i][-1])
+        own_first = {j: all(changes) for j, changes in incoming.items()}
 
         def entering(target: object, jump_line: int) -> list[int]:
             if target == EXIT:
                 return []
             if target == BODY:
-                if body_first is None or (body_first == jump_line and not backward):
+                if body_fires or body_first is None or (body_first == jump_line and not backward):
                     return []
                 return [body_first]
             first = segs[target][0]
-            return [first] if first != jump_line else []
+            return [first] if first != jump_line and not own_first[target] else []
 
         wrapped: dict[int, ast.expr] = {}
         for j, (leaf, seg, (if_true, if_false)) in enumerate(
             zip(plan.leaves, segs, plan.targets, strict=True)
         ):
             expr = copy.deepcopy(leaf)
-            if len(seg) > 1:
-                expr = ast.BoolOp(op=ast.And(), values=[self.probes_expr(seg[1:], leaf, in_py, True), expr])
+            own = seg if own_first.get(j) else seg[1:]
+            if own:
+                expr = ast.BoolOp(op=ast.And(), values=[self.probes_expr(own, leaf, in_py, True), expr])
             on_true, on_false = entering(if_true, seg[-1]), entering(if_false, seg[-1])
             if on_true:
                 expr = ast.BoolOp(op=ast.And(), values=[expr, self.probes_expr(on_true, leaf, in_py, True)])
@@ -485,8 +512,11 @@ class _Rewriter:
             s.orelse = self.block(s.orelse, head[-1], loop, in_py)
             return self.events(head, prev, s, in_py) + [s]
         first = self.first_event(s.body)
-        s.test = self.probed_test(plan, plan.top, first, False, in_py)
-        s.body = self.block(s.body, first, loop, in_py) or [ast.copy_location(ast.Pass(), s)]
+        fires = _body_fires(plan, plan.top, first)
+        s.test = self.probed_test(plan, plan.top, first, fires, False, in_py)
+        s.body = self.block(s.body, None if fires else first, loop, in_py) or [
+            ast.copy_location(ast.Pass(), s)
+        ]
         s.orelse = self.block(s.orelse, None, loop, in_py)
         return self.events([plan.top[0][0]], prev, s, in_py) + [s]
 
@@ -504,8 +534,9 @@ class _Rewriter:
             s.body = self.loop_body(s.body, head[-1], _Loop(head), s, in_py)
             s.orelse = self.block(s.orelse, head[-1], loop, in_py)
             return self.events(head, prev, s, in_py) + [s]
-        top = self.probed_test(plan, plan.top, first, False, in_py)
-        bottom = self.probed_test(plan, plan.bottom, first, True, in_py)
+        fires = _body_fires(plan, plan.top, first)  # the jumps back from the bottom always fire
+        top = self.probed_test(plan, plan.top, first, fires, False, in_py)
+        bottom = self.probed_test(plan, plan.bottom, first, fires, True, in_py)
         flag = None
         if ast.dump(top) != ast.dump(bottom):
             self.n_flags += 1
@@ -521,7 +552,9 @@ class _Rewriter:
         fall_off = self.events([plan.bottom[0][0]], ends_on, last, in_py)
         if flag is not None:
             fall_off.append(self.flag_stmt(flag, True, last))
-        s.body = self.loop_body(s.body, first, _Loop([plan.top[0][0]], flag), s, in_py, fall_off)
+        s.body = self.loop_body(
+            s.body, None if fires else first, _Loop([plan.top[0][0]], flag), s, in_py, fall_off
+        )
         s.orelse = self.block(s.orelse, None, loop, in_py)
         pre = self.events([plan.top[0][0]], prev, s, in_py)
         if flag is not None:

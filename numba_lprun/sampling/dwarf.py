@@ -255,27 +255,60 @@ def _rows_and_inlines(dwarf) -> tuple[list[_Row], list[_Inline]]:
     """Line-table rows as address intervals, and the outermost inlined calls."""
     rows: list[_Row] = []
     inlines: list[_Inline] = []
-    for cu in dwarf.iter_CUs():
+    cus = list(dwarf.iter_CUs())
+    for cu in cus:
         program = dwarf.line_program_for_CU(cu)
         if program is None:
             continue
         top = cu.get_top_DIE()
         comp_dir = top.attributes["DW_AT_comp_dir"].value if "DW_AT_comp_dir" in top.attributes else b""
         paths = _file_paths(program, comp_dir.decode() if isinstance(comp_dir, bytes) else str(comp_dir))
-        previous = None
-        for entry in program.get_entries():
-            state = entry.state
-            if state is None:
-                continue
-            if previous is not None and state.address > previous.address:
-                path = paths.get(previous.file, "")
-                rows.append(_Row(previous.address, state.address, path, previous.line))
-            previous = None if state.end_sequence else state
+        rows += _program_rows(program, paths)
         cu_base = top.attributes["DW_AT_low_pc"].value if "DW_AT_low_pc" in top.attributes else 0
         for die in top.iter_children():
             _collect_inlines(dwarf, die, cu_base, paths, inlines)
+    if not cus:  # line directives only (no .debug_info): read .debug_line unit by unit
+        for program in _bare_line_programs(dwarf):
+            rows += _program_rows(program, _file_paths(program, ""))
     rows.sort(key=lambda r: r.start)
     return rows, inlines
+
+
+def _program_rows(program, paths: dict[int, str]) -> list[_Row]:
+    rows = []
+    previous = None
+    for entry in program.get_entries():
+        state = entry.state
+        if state is None:
+            continue
+        if previous is not None and state.address > previous.address:
+            rows.append(_Row(previous.address, state.address, paths.get(previous.file, ""), previous.line))
+        previous = None if state.end_sequence else state
+    return rows
+
+
+def _bare_line_programs(dwarf) -> Iterator:
+    """Line programs of a ``.debug_line`` with no compile units pointing at them.
+
+    Twins are compiled with line directives only (full debug info slows some
+    code down), which leaves no ``.debug_info``; the units of ``.debug_line`` are
+    then parsed one after another (64-bit x86 object files: DWARF32, 8-byte
+    addresses). The file names are relative: the directory was the compile unit's.
+    """
+    from elftools.dwarf.structs import DWARFStructs
+
+    section = getattr(dwarf, "debug_line_sec", None)
+    if section is None:
+        return
+    structs = DWARFStructs(little_endian=True, dwarf_format=32, address_size=8)
+    offset = 0
+    while offset + 4 <= section.size:
+        try:
+            program = dwarf._parse_line_program_at_offset(offset, structs)
+        except Exception:  # a malformed unit ends the walk, not the profile
+            return
+        yield program
+        offset += program.header["unit_length"] + 4
 
 
 def _file_paths(program, comp_dir: str) -> dict[int, str]:
@@ -335,6 +368,8 @@ def _same_file(path: str, filename: str) -> bool:
         return True
     if not path:
         return False
+    if not os.path.isabs(path) and not os.path.dirname(path):  # directives only: a bare name
+        return path == os.path.basename(filename)
     return os.path.normpath(os.path.abspath(path)) == os.path.normpath(os.path.abspath(filename))
 
 

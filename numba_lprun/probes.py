@@ -15,12 +15,12 @@ row ``n+1`` holds the function totals (calls, ticks from entry to return).
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 
 import numpy as np
 from llvmlite import ir
 from numba import types
-from numba.core.imputils import impl_ret_borrowed
 from numba.extending import intrinsic
 
 from .clock import emit_read
@@ -153,26 +153,31 @@ class _Emitter:
         self.add(builder, self.cfg.totals_row, 1, builder.sub(now, self.get(builder, slot, ENTRY_T)))
 
 
+def _no_arg_probe(emit: Callable[[ir.IRBuilder], None]):
+    """An intrinsic taking no argument that emits ``emit(builder)`` where it is called."""
+
+    @intrinsic
+    def probe(typingctx):
+        def codegen(context, builder, sig, args):
+            emit(builder)
+            return context.get_dummy_value()
+
+        return types.none(), codegen
+
+    return probe
+
+
 def make_probes(cfg: ProbeConfig) -> dict[str, object]:
     """The intrinsics for one twin, keyed by the global names the rewriter uses.
 
     ``enter()`` starts a call, ``line(k)`` is the line event of row ``k`` (a
-    literal), ``leave()`` ends a call, and ``ret(value)`` ends a call after its
-    return value is computed and passes the value through. In hits-only mode hits
-    are counted in the per-call stack slot, which keeps them in registers and lets
-    LLVM vectorize the loop; ``leave``/``ret`` and ``flush()`` (at the end of each
-    ``prange`` iteration, whose worker never returns through ``leave``) move them
-    to the counters.
+    literal) and ``leave()`` ends a call (the rewriter puts it after a return
+    value is computed). In hits-only mode hits are counted in the per-call stack
+    slot, which keeps them in registers and lets LLVM vectorize the loop;
+    ``leave`` and ``flush()`` (at the end of each ``prange`` iteration, whose
+    worker never returns through ``leave``) move them to the counters.
     """
     emit = _Emitter(cfg)
-
-    @intrinsic
-    def nlp_enter(typingctx):
-        def codegen(context, builder, sig, args):
-            emit.enter(builder)
-            return context.get_dummy_value()
-
-        return types.none(), codegen
 
     @intrinsic
     def nlp_line(typingctx, row):
@@ -185,43 +190,15 @@ def make_probes(cfg: ProbeConfig) -> dict[str, object]:
 
         return types.none(row), codegen
 
-    @intrinsic
-    def nlp_leave(typingctx):
-        def codegen(context, builder, sig, args):
-            emit.leave(builder)
-            return context.get_dummy_value()
-
-        return types.none(), codegen
-
-    @intrinsic
-    def nlp_flush(typingctx):
-        def codegen(context, builder, sig, args):
-            emit.flush(builder)
-            return context.get_dummy_value()
-
-        return types.none(), codegen
-
-    @intrinsic
-    def nlp_ret(typingctx, value):
-        result = types.unliteral(value)
-
-        def codegen(context, builder, sig, args):
-            emit.leave(builder)
-            out = context.cast(builder, args[0], sig.args[0], sig.return_type)
-            return impl_ret_borrowed(context, builder, sig.return_type, out)
-
-        return result(value), codegen
-
     return {
-        ENTER: nlp_enter,
+        ENTER: _no_arg_probe(emit.enter),
         LINE: nlp_line,
-        LEAVE: nlp_leave,
-        RET: nlp_ret,
-        FLUSH: nlp_flush,
+        LEAVE: _no_arg_probe(emit.leave),
+        FLUSH: _no_arg_probe(emit.flush),
     }
 
 
-ENTER, LINE, LEAVE, RET, FLUSH = "_nlp_enter", "_nlp_line", "_nlp_leave", "_nlp_ret", "_nlp_flush"
+ENTER, LINE, LEAVE, FLUSH = "_nlp_enter", "_nlp_line", "_nlp_leave", "_nlp_flush"
 PYHIT = "_nlp_pyhit"  # a plain Python hit counter, for lines inside objmode blocks
 
 

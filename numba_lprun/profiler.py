@@ -17,7 +17,7 @@ import sys
 from collections.abc import Callable, Iterable
 from typing import Any
 
-from line_profiler.line_profiler import LineStats, show_text
+from line_profiler.line_profiler import LineStats
 from numba.core.registry import CPUDispatcher
 
 from .calibrate import probe_cost_ticks
@@ -268,19 +268,15 @@ class LineProfiler:
     def print_stats(
         self, stream: io.TextIOBase | None = None, output_unit: float | None = None, stripzeros: bool = False
     ) -> None:
-        """Write line_profiler's text report, then one overhead line per function.
+        """Write line_profiler's text report, with the same marks and notes as the magic.
 
         Times print in nanoseconds unless ``output_unit`` says otherwise, as
         line_profiler's own reports do (the raw unit is one clock tick).
         """
+        from .renderers.text import profile_text
+
         stream = sys.stdout if stream is None else stream
-        output_unit = 1e-9 if output_unit is None else output_unit
-        stats = self.get_stats()
-        show_text(stats.timings, stats.unit, output_unit=output_unit, stream=stream, stripzeros=stripzeros)
-        for fstats in self._stats.values():
-            ratio = fstats.overhead
-            said = f"{ratio:.2f}x the plain run" if ratio is not None else "overhead not measured"
-            stream.write(f"numba_lprun: {fstats.qualname}: instrumented run {said}\n")
+        stream.write(profile_text(self.profile, output_unit, stripzeros))
 
     def dump_stats(self, filename: str) -> None:
         """Write a ``.lprof`` file that ``python -m line_profiler FILE`` shows.

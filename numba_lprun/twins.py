@@ -17,7 +17,10 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 
 import numba
+from numba.core import transforms
+from numba.core.compiler_machinery import register_pass
 from numba.core.registry import CPUDispatcher
+from numba.core.untyped_passes import WithLifting
 
 from .errors import TwinCompileError
 from .source import FunctionSource
@@ -113,6 +116,53 @@ def _new_dispatcher(
     )
 
 
+@register_pass(mutates_CFG=True, analysis_only=False)
+class _WithLiftingNoObjmodeDebug(WithLifting):
+    """Numba's ``WithLifting`` pass, with line tables off in lifted ``objmode`` blocks.
+
+    A lifted ``with objmode`` block is compiled in object mode with the twin's
+    flags; Numba's object-mode lowering marks a subprogram but never finalizes the
+    debug info (``PyLower.post_lower`` skips ``debuginfo.finalize``), so its LLVM
+    module lacks the "Debug Info Version" flag and LLVM prints "ignoring debug info
+    with an invalid version (0)" on stderr at every compile. Object-mode code is
+    never sampled, so it needs no line table: turning it off there removes the
+    cause, and the nopython code keeps its tables.
+    """
+
+    _name = "nlp_with_lifting_no_objmode_debug"
+
+    def run_pass(self, state):
+        from numba.core.compiler import _EarlyPipelineCompletion, compile_ir
+        from numba.core.dispatcher import ObjModeLiftedWith
+
+        main, withs = transforms.with_lifting(
+            func_ir=state.func_ir,
+            typingctx=state.typingctx,
+            targetctx=state.targetctx,
+            flags=state.flags,
+            locals=state.locals,
+        )
+        if withs:
+            for lifted in withs:
+                if isinstance(lifted, ObjModeLiftedWith):  # lowered with the lifted code's context
+                    lifted.flags.debuginfo = False
+                    lifted.targetctx = lifted.targetctx.subtarget(enable_debuginfo=False)
+            cres = compile_ir(
+                state.typingctx,
+                state.targetctx,
+                main,
+                state.args,
+                state.return_type,
+                state.flags,
+                state.locals,
+                lifted=tuple(withs),
+                lifted_from=None,
+                pipeline_class=type(state.pipeline),
+            )
+            raise _EarlyPipelineCompletion(cres)
+        return True
+
+
 @functools.cache
 def _line_tables_only(base: type) -> type:
     """``base`` with debug info reduced to line directives (no variable info).
@@ -126,7 +176,17 @@ def _line_tables_only(base: type) -> type:
         flags.dbg_directives_only = True
         base.__init__(self, typingctx, targetctx, library, args, return_type, flags, locals)
 
-    return type(f"LineTables{base.__name__}", (base,), {"__init__": __init__})
+    def define_pipelines(self):
+        pipelines = base.define_pipelines(self)
+        for pm in pipelines:
+            pm.passes = [
+                (_WithLiftingNoObjmodeDebug if cls is WithLifting else cls, desc) for cls, desc in pm.passes
+            ]
+            pm.finalize()
+        return pipelines
+
+    namespace = {"__init__": __init__, "define_pipelines": define_pipelines}
+    return type(f"LineTables{base.__name__}", (base,), namespace)
 
 
 def make_twin(

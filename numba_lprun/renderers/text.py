@@ -1,33 +1,72 @@
-"""line_profiler's exact text layout, followed by the diagnostics as plain sentences."""
+"""line_profiler's exact text layout, followed by the diagnostics as plain sentences.
+
+The table is written here rather than by line_profiler's ``show_func`` for two
+reasons: the ``~`` mark on times below the probe's resolution must read the same
+in every front end (the rich table, this text, ``print_stats``), and ``show_func``
+re-reads the source through ``linecache`` (and clears it, losing notebook cells),
+while the stats already hold the function's source. Column widths, number
+formats and headers follow line_profiler 5 so the text diffs cleanly against it.
+"""
 
 from __future__ import annotations
 
-import contextlib
 import io
-import linecache
-from collections.abc import Iterator
-
-from line_profiler.line_profiler import show_func
 
 from ..stats import ProfileStats
-from .view import DEFAULT_OUTPUT_UNIT
+from .view import DEFAULT_OUTPUT_UNIT, FunctionView, LineView, function_view
+
+#: line_profiler 5's default minimum column widths (``get_column_widths()``).
+_WIDTHS = {"line": 6, "hits": 9, "time": 12, "perhit": 8, "percent": 8}
+_HEADER = ("Line #", "Hits", "Time", "Per Hit", "% Time", "Line Contents")
 
 
-@contextlib.contextmanager
-def _linecache_kept() -> Iterator[None]:
-    """line_profiler's show_func clears linecache, which drops sources that live
-    only there (notebook cells, ``%%nlprun`` cells): put them back afterwards."""
-    in_memory = {k: v for k, v in linecache.cache.items() if len(v) == 4 and v[1] is None}
-    try:
-        yield
-    finally:
-        for name, entry in in_memory.items():
-            linecache.cache.setdefault(name, entry)
+def _fit(value: float, width: int) -> str:
+    """line_profiler's number format: one decimal, or 3 significant digits if too wide."""
+    text = f"{value:5.1f}"
+    return text if len(text) <= width else f"{value:5.3g}"
 
 
-def _sample_lines(stats, profile: ProfileStats) -> str:
+def _cells(line: LineView) -> tuple[str, str, str, str]:
+    """Hits, time, per hit and percent of one line, as line_profiler writes them."""
+    if not line.hits:
+        return ("", "", "", "")
+    hits = f"{line.hits:d}"
+    if len(hits) > _WIDTHS["hits"]:
+        hits = f"{line.hits:g}"
+    if line.time is None:  # hits only
+        return (hits, "", "", "")
+    per_hit = _fit(line.per_hit, _WIDTHS["perhit"])
+    if line.below_resolution:
+        per_hit = "~" + per_hit.strip()
+    percent = "" if line.percent is None else f"{line.percent:5.1f}"
+    return (hits, _fit(line.time, _WIDTHS["time"]), per_hit, percent)
+
+
+def function_table(view: FunctionView) -> str:
+    """One function's table in line_profiler's layout (``Total time`` to the last line)."""
+    stats = view.stats
+    cells = {line.lineno: _cells(line) for line in view.lines}
+    widths = dict(_WIDTHS)
+    for index, key in enumerate(("hits", "time", "perhit")):
+        widths[key] = max([widths[key]] + [len(c[index]) for c in cells.values()])
+    order = ("line", "hits", "time", "perhit", "percent")
+    template = " ".join(f"%{widths[k]}s" for k in order) + "  %-s"
+    out = io.StringIO()
+    total = f"{view.total_seconds:g} s" if stats.timed else "not measured (hits only)"
+    out.write(f"Total time: {total}\n")
+    out.write(f"File: {stats.filename}\n")
+    out.write(f"Function: {stats.qualname} at line {stats.first_lineno}\n\n")
+    header = template % _HEADER
+    out.write(header + "\n" + "=" * len(header) + "\n")
+    for line in view.lines:
+        out.write(template % (line.lineno, *cells[line.lineno], line.text.rstrip("\r")) + "\n")
+    out.write("\n")
+    return out.getvalue()
+
+
+def _sample_lines(view: FunctionView) -> str:
     """The sampled view as extra lines (line_profiler's table has no column for it)."""
-    info = profile.sampling
+    stats, info = view.stats, view.sampling
     if info.unavailable is not None:
         return f"sampling unavailable: {info.unavailable}\n"
     if not stats.sampled:
@@ -45,22 +84,12 @@ def profile_text(profile: ProfileStats, output_unit: float | None = None, stripz
     unit = DEFAULT_OUTPUT_UNIT if output_unit is None else output_unit
     out.write(f"Timer unit: {unit:g} s\n\n")
     for stats in profile.functions:
-        rows = stats.timings()
-        if stripzeros and not rows:
+        if stripzeros and not any(stats.hits.values()):
             continue
-        with _linecache_kept():
-            show_func(
-                stats.filename,
-                stats.first_lineno,
-                stats.qualname,
-                rows,
-                profile.unit,
-                output_unit=unit,
-                stream=out,
-                stripzeros=stripzeros,
-            )
+        view = function_view(stats, profile.unit, unit, profile.sampling)
+        out.write(function_table(view))
         if profile.sampling is not None:
-            out.write(_sample_lines(stats, profile))
+            out.write(_sample_lines(view))
         for note in stats.notes:
             prefix = "WARNING: " if note.level == "warning" else ""
             out.write(f"{prefix}{note.text}\n")

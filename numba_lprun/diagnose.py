@@ -8,12 +8,29 @@ from __future__ import annotations
 from .stats import FunctionStats, Note
 
 DEFAULT_THRESHOLD = 1.2  # instrumented/plain ratio above which the table is only a guide
-DISAGREE_POINTS = 10.0  # instrumented and sampled shares further apart than this: probes distort
+DISAGREE_POINTS = 1.0  # an instrumented share this far outside the sampled interval: probes distort
 MIN_SAMPLES = 100  # fewer samples in a function: shares too coarse to compare line by line
 RESOLUTION_FACTOR = 2.0  # raw time per hit under this many probe costs: not measurable
 
 
 PROBE_DOMINATED = 0.25  # corrected/raw total below this: the probes' cost is most of what was timed
+
+
+def disagreeing_lines(stats: FunctionStats, margin: float = DISAGREE_POINTS) -> set[int]:
+    """Lines whose instrumented share lies outside their sampled 95% interval by more than ``margin``.
+
+    The interval carries the sampling error; the small margin keeps differences
+    that no reader would act on (a fraction of a point) out of the marks.
+    """
+    found = set()
+    for line in set(stats.hits) | set(stats.sampled):
+        timed, interval = stats.time_share(line), stats.sample_interval(line)
+        if timed is None or interval is None:
+            continue
+        low, high = interval
+        if timed < low - margin or timed > high + margin:
+            found.add(line)
+    return found
 
 
 def diagnose(
@@ -88,7 +105,7 @@ def diagnose(
     elif stats.timed and not stats.corrected:
         notes.append(Note("info", "times are raw: they include the probes' own cost"))
     stats.disagree = set()
-    sampled = sum(stats.sample_counts.values())
+    sampled = stats.samples
     if stats.timed and 0 < sampled < MIN_SAMPLES:
         notes.append(
             Note(
@@ -97,17 +114,14 @@ def diagnose(
             )
         )
     elif stats.timed and stats.sampled:
-        for line in set(stats.hits) | set(stats.sampled):
-            timed, sampled = stats.time_share(line), stats.sample_share(line)
-            if timed is not None and sampled is not None and abs(timed - sampled) > disagree_points:
-                stats.disagree.add(line)
+        stats.disagree = disagreeing_lines(stats, disagree_points)
         if stats.disagree:
             notes.append(
                 Note(
                     "warning",
-                    f"! marks {len(stats.disagree)} line(s) where the instrumented and the sampled "
-                    f"shares differ by more than {disagree_points:g} points: there the probes distort, "
-                    "and the sampled share (probe-free, optimized code) is the better guide",
+                    f"! marks {len(stats.disagree)} line(s) whose instrumented share lies outside the "
+                    f"sampled share's 95% interval (by more than {disagree_points:g} point): there the "
+                    "probes distort, and the sampled share (probe-free, optimized code) is the better guide",
                 )
             )
     if stats.objmode_lines:

@@ -7,13 +7,13 @@ the instrumented twins, and fold their counters into plain-data stats.
 from __future__ import annotations
 
 import ast
-import contextlib
 import hashlib
 import io
 import linecache
 import os
 import re
 import sys
+import time
 from collections.abc import Callable, Iterable
 from typing import Any
 
@@ -23,22 +23,34 @@ from numba.core.registry import CPUDispatcher
 from .calibrate import probe_cost_ticks
 from .clock import current_clock
 from .diagnose import DEFAULT_THRESHOLD, diagnose
+from .quiet import quiet
 from .runner import INSTRUMENTED, PLAIN, Key, PhaseRun, Progress, Runner, Target
-from .sampled_run import SegmentedSampling, charge
-from .stats import FunctionStats, ProfileStats, SamplingInfo
+from .sampled_run import SegmentedSampling, Where, charge, line_maps, samples_inside
+from .snapshot import Reach, call_reach, describe, statement_reach, take_snapshot
+from .stats import FunctionStats, IsolationInfo, ProfileStats, SamplingInfo
 from .vectorized import vectorized_lines
+
+DEFAULT_SAMPLE_RATE = 4000.0  # Hz per thread: shares are what matter in repeats, so sample densely
+DEFAULT_SAMPLE_TIME = 1.0  # seconds of sampled repeats allowed beyond the first plain run
+DEFAULT_MIN_SAMPLES = 2000  # samples in the profiled functions that end the repeats early
 
 
 class LineProfiler:
     """Line-profile Numba jitted functions by running a plain and an instrumented twin.
 
     ``functions`` are Numba CPU dispatchers (``@njit``/``@jit``). With
-    ``baseline=True`` every call or statement runs twice, first on the plain twins
-    (for the overhead figure), then on the instrumented ones: side effects happen
-    twice. ``timing=False`` counts hits only, leaving the optimizer almost alone.
-    Times have the probes' own cost taken out unless ``corrected=False``. With
-    ``sample=True`` the plain run is also sampled at ``sample_rate`` Hz (Linux
-    x86-64), giving a probe-free view of the optimized code beside the probes'.
+    ``baseline=True`` a call or statement runs on the plain twins first (for the
+    overhead figure), is repeated there under the sampler (``sample=True``: a
+    probe-free view of the optimized code, until ``min_samples`` land in the
+    profiled functions or ``sample_time`` seconds are spent), and then runs on the
+    instrumented twins. Before the first run the state the call can reach is
+    saved, and put back after every extra run, so the instrumented run starts
+    from the user's state and the user keeps one run's effects; what the extra
+    runs print is discarded. State that cannot be saved (or more than
+    ``snapshot_budget`` bytes) makes the call run once, instrumented only, and
+    the profile says why. ``timing=False`` counts hits only, leaving the
+    optimizer almost alone. Times have the probes' own cost taken out unless
+    ``corrected=False``.
     """
 
     def __init__(
@@ -49,15 +61,22 @@ class LineProfiler:
         corrected: bool = True,
         threshold: float = DEFAULT_THRESHOLD,
         sample: bool = True,
-        sample_rate: float = 1000.0,
+        sample_rate: float = DEFAULT_SAMPLE_RATE,
+        sample_time: float = DEFAULT_SAMPLE_TIME,
+        min_samples: int = DEFAULT_MIN_SAMPLES,
+        snapshot_budget: int | None = None,
     ):
         self.baseline = baseline
         self.timing = timing
         self.corrected = corrected
         self.threshold = threshold
-        self.sampling = SamplingInfo(sample_rate) if sample else None
+        self.sample_time = sample_time
+        self.min_samples = min_samples
+        self.snapshot_budget = snapshot_budget
+        self.sampling = SamplingInfo(sample_rate, target=min_samples) if sample else None
         if sample and not baseline:
             self.sampling.unavailable = "sampling rides on the plain run, which --once skips"
+        self.isolation = IsolationInfo()
         self._clock = current_clock()
         self._probe_ticks = probe_cost_ticks(self._clock.kind) if timing else 0.0
         self._runner = Runner(self._clock.kind, timing)
@@ -92,18 +111,22 @@ class LineProfiler:
 
     # -- running ------------------------------------------------------------------
     def runcall(self, func: Callable, /, *args: Any, **kwargs: Any) -> Any:
-        """Call ``func(*args, **kwargs)`` (twice with a baseline); return the last call's result."""
+        """Profile ``func(*args, **kwargs)``; return the (instrumented) call's result.
+
+        The arguments are restored between runs, so they end as one call leaves them.
+        """
 
         def call(run: PhaseRun) -> Any:
             return run.replacements.get(id(func), func)(*args, **kwargs)
 
-        return self.run_phases(call, [])
+        return self.run_phases(call, [], reach=call_reach(args, kwargs))
 
     def runctx(self, cmd: str, globals: dict, locals: dict | None) -> LineProfiler:
-        """Execute the statement ``cmd`` in ``globals``/``locals`` (twice with a baseline)."""
+        """Execute the statement ``cmd`` in ``globals``/``locals``, profiled."""
         code = compile(cmd, "<nlprun>", "exec")
         locals = globals if locals is None else locals
-        self.run_phases(lambda _: exec(code, globals, locals), [globals, locals])
+        reach = statement_reach([code], [locals, globals])
+        self.run_phases(lambda _: exec(code, globals, locals), [globals, locals], reach=reach)
         return self
 
     def run(self, cmd: str) -> LineProfiler:
@@ -121,14 +144,15 @@ class LineProfiler:
         discover: Callable[[], Iterable[Callable]] | None = None,
         progress: Progress | None = None,
     ) -> LineProfiler:
-        """Execute module-like ``source`` statement by statement (twice with a baseline).
+        """Execute module-like ``source`` statement by statement, profiled.
 
         After each top-level statement, every new binding in the namespace that
         ``pick`` accepts, and every function ``discover`` returns, is profiled from
         then on: that is how a ``%%nlprun`` cell or a script profiles the jitted
         functions it defines itself. ``namespace`` may be a factory, called once per
-        run, for a fresh module namespace each time. The source is registered in
-        linecache under ``filename`` so its functions' source can be read back.
+        run, for a fresh module namespace each time (nothing to restore in it
+        then). The source is registered in linecache under ``filename`` so its
+        functions' source can be read back.
         """
         lines = source.splitlines(keepends=True)
         linecache.cache[filename] = (len(source), None, lines, filename)
@@ -139,50 +163,121 @@ class LineProfiler:
         def execute(run: PhaseRun) -> None:
             ns = fixed if fixed is not None else namespace()
             run.add_namespace(ns)
-            for code in codes:
-                before = {k: id(v) for k, v in ns.items()}
-                exec(code, ns)
-                found = [
-                    v for k, v in list(ns.items()) if before.get(k) != id(v) and pick is not None and pick(v)
-                ]
-                found += list(discover()) if discover is not None else []
-                for func in found:
-                    self._track(run.adopt(func))
+            try:
+                for code in codes:
+                    before = {k: id(v) for k, v in ns.items()}
+                    exec(code, ns)
+                    found = [
+                        v
+                        for k, v in list(ns.items())
+                        if before.get(k) != id(v) and pick is not None and pick(v)
+                    ]
+                    found += list(discover()) if discover is not None else []
+                    for func in found:
+                        self._track(run.adopt(func))
+            finally:
+                if fixed is None:  # a fresh namespace per run: let it go with its run
+                    run.drop_namespace(ns)
 
-        self.run_phases(execute, [fixed] if fixed is not None else [], progress)
+        reach = statement_reach(codes, [fixed]) if fixed is not None else Reach()
+        self.run_phases(execute, [fixed] if fixed is not None else [], progress, reach)
         return self
 
     def run_phases(
-        self, execute: Callable[[PhaseRun], Any], namespaces: list[dict], progress: Progress | None = None
+        self,
+        execute: Callable[[PhaseRun], Any],
+        namespaces: list[dict],
+        progress: Progress | None = None,
+        reach: Reach | None = None,
     ) -> Any:
-        """Run ``execute`` on the plain twins (if baseline), then on the instrumented ones.
+        """Run ``execute`` as one profiled call: baseline runs (if any), then the instrumented run.
 
-        Statistics are kept whatever happens; an exception or SystemExit from the
-        instrumented run (or else from the plain one) is re-raised afterwards.
-        KeyboardInterrupt in the plain run stops before the instrumented one.
+        The state ``reach`` leads to is saved first and put back after each
+        baseline run, so the instrumented run is the user's call; its result and
+        exception are the ones returned and raised. Statistics are kept whatever
+        happens; KeyboardInterrupt in a baseline run restores the state and stops.
         """
-        baseline_end: BaseException | None = None
         if self.baseline:
-            sampling = self._new_sampling()
-            try:
-                with self._runner.phase(PLAIN, namespaces, progress, sampling) as run:
-                    try:
-                        with sampling.running() if sampling else contextlib.nullcontext():
-                            execute(run)
-                    except (Exception, SystemExit) as exc:  # the instrumented run still runs
-                        baseline_end = exc
-            finally:
-                self._collect(PLAIN)
-                if sampling is not None:
-                    self._collect_samples(sampling)
+            snapshot = take_snapshot(reach or Reach(), self.snapshot_budget)
+            if snapshot.unrestorable is not None:
+                self.isolation.single_run = snapshot.unrestorable
+                if self.sampling is not None:
+                    self.sampling.not_repeated = "the call ran once (see Runs)"
+            else:
+                self.isolation.single_run = None
+                self._baseline(execute, namespaces, progress, snapshot)
         try:
             with self._runner.phase(INSTRUMENTED, namespaces, progress) as run:
                 result = execute(run)
         finally:
             self._collect(INSTRUMENTED)
-        if baseline_end is not None:
-            raise baseline_end
         return result
+
+    def _baseline(
+        self, execute: Callable[[PhaseRun], Any], namespaces: list[dict], progress: Progress | None, snapshot
+    ) -> None:
+        """The plain run (timed, for the overhead figure), then its sampled repeats."""
+        try:
+            with self._runner.phase(PLAIN, namespaces, progress) as run:
+                try:
+                    with quiet():
+                        execute(run)
+                except (Exception, SystemExit):  # the instrumented run is the one the user sees
+                    pass
+        finally:
+            self._collect(PLAIN)
+            self._note_restored(snapshot.restore())
+        sampling = self._new_sampling()
+        if sampling is not None:
+            self._sampled_repeats(execute, namespaces, progress, snapshot, sampling)
+
+    def _sampled_repeats(
+        self,
+        execute: Callable[[PhaseRun], Any],
+        namespaces: list[dict],
+        progress: Progress | None,
+        snapshot,
+        sampling: SegmentedSampling,
+    ) -> None:
+        """Repeat the plain run under the sampler until enough samples or the time budget.
+
+        At least one repeat runs, so the probe-free view is never empty; state is
+        put back after each. Repeats are not part of the overhead figure.
+        """
+        started = time.perf_counter()
+        maps = None
+        inside, counted, repeats = 0, 0, 0
+        try:
+            with self._runner.phase(PLAIN, namespaces, progress, sampling) as run:
+                while True:
+                    try:
+                        with sampling.running(), quiet():
+                            execute(run)
+                    except (Exception, SystemExit):
+                        pass
+                    finally:
+                        self._note_restored(snapshot.restore(run.replacements))
+                    repeats += 1
+                    if sampling.unavailable is not None:
+                        break
+                    if maps is None:
+                        maps = line_maps(self._plain_code())
+                    inside += samples_inside(sampling.segments[counted:], maps)
+                    counted = len(sampling.segments)
+                    if inside >= self.min_samples or time.perf_counter() - started >= self.sample_time:
+                        break
+        finally:
+            self._runner.take_counts(PLAIN)
+            self.sampling.repeats += repeats
+            self.sampling.seconds += time.perf_counter() - started
+            self._collect_samples(sampling, maps)
+
+    def _note_restored(self, items: list) -> None:
+        info = self.isolation
+        for item in items:
+            if item.name not in info.restored:
+                info.restored[item.name] = describe([item])
+                info.restored_bytes += item.nbytes
 
     def _new_sampling(self) -> SegmentedSampling | None:
         if self.sampling is None or self.sampling.unavailable is not None:
@@ -190,18 +285,24 @@ class LineProfiler:
         parallel = any(t.original.targetoptions.get("parallel") for t in self._runner.targets.values())
         return SegmentedSampling(self.sampling.rate_hz, parallel)
 
-    def _collect_samples(self, sampling: SegmentedSampling) -> None:
+    def _plain_code(self) -> dict[Key, Where]:
         where = {}
         for key, target in self._runner.targets.items():
             twin = target.twins.get(PLAIN)
             if twin is not None:
                 last = target.source.first_lineno + len(target.source.lines) - 1
                 where[key] = (twin.dispatcher, target.source.filename, target.source.first_lineno, last)
-        charged = charge(sampling, where) if sampling.segments else None
+        return where
+
+    def _collect_samples(self, sampling: SegmentedSampling, maps: dict | None) -> None:
         info = self.sampling
         if sampling.unavailable is not None:
             info.unavailable = sampling.unavailable
-        if charged is None:
+        if not sampling.segments:
+            return
+        charged = charge(sampling, maps if maps is not None else line_maps(self._plain_code()))
+        if sampling.unavailable is not None:
+            info.unavailable = sampling.unavailable
             return
         info.total += charged.total
         info.outside += charged.outside
@@ -254,7 +355,9 @@ class LineProfiler:
         for stats in self._stats.values():
             diagnose(stats, self._clock.seconds_per_tick, self.threshold, self.corrected)
         functions = list(self._stats.values())
-        return ProfileStats(self._clock.seconds_per_tick, self._clock.note, functions, self.sampling)
+        return ProfileStats(
+            self._clock.seconds_per_tick, self._clock.note, functions, self.sampling, self.isolation
+        )
 
     def get_stats(self) -> LineStats:
         """A ``line_profiler.LineStats``: timings keyed (filename, first line, qualified name)."""

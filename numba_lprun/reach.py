@@ -111,12 +111,17 @@ class Swap:
                     self.undo.append((ns, name, value, new))
                     ns[name] = new
 
-    def restore(self) -> None:
+    def restore(self, only: dict | None = None) -> None:
+        """Undo the swaps (those in the namespace ``only``, if given)."""
         with ctrl_c_deferred():
-            for ns, name, original, new in reversed(self.undo):
-                if ns.get(name) is new:
+            kept = []
+            for entry in reversed(self.undo):
+                ns, name, original, new = entry
+                if only is not None and ns is not only:
+                    kept.append(entry)
+                elif ns.get(name) is new:
                     ns[name] = original
-            self.undo.clear()
+            self.undo[:] = reversed(kept)
 
 
 @contextlib.contextmanager

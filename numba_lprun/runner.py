@@ -126,12 +126,22 @@ class PhaseRun:
             self.namespaces.append(namespace)
             self.swap.apply([namespace], self.replacements)
 
+    def drop_namespace(self, namespace: dict) -> None:
+        """Put back the bindings swapped in ``namespace`` and stop tracking it (its run is over)."""
+        self.swap.restore(namespace)
+        self.namespaces[:] = [ns for ns in self.namespaces if ns is not namespace]
+
     def adopt(self, dispatcher: CPUDispatcher) -> Target:
-        """Profile ``dispatcher`` from now on in this phase (it has not run yet)."""
+        """Profile ``dispatcher`` from now on in this phase (it has not run yet).
+
+        A dispatcher defined again by a repeated run (same code) reuses the twins
+        built for the previous definition.
+        """
         target = self.runner.add(dispatcher)
         if self.phase not in target.twins:
-            twins = self.runner.build(self.phase, [target], self.namespaces)
-            self.start(twins)
+            self.start(self.runner.build(self.phase, [target], self.namespaces))
+        elif id(dispatcher) not in self.replacements:
+            self.start([(target.twins[self.phase], target.source)])
         return target
 
     def start(self, built: list[tuple[Twin, FunctionSource | None]]) -> None:
@@ -160,8 +170,15 @@ class Runner:
         source = read_source(dispatcher)
         existing = self.targets.get(source.key)
         if existing is not None:
-            if existing.original is not dispatcher:
-                existing.original, existing.source = dispatcher, source
+            same_code = (
+                existing.source.py_func.__code__ is source.py_func.__code__
+                and existing.original.targetoptions == dispatcher.targetoptions
+            )
+            existing.original, existing.source = dispatcher, source
+            if same_code:  # defined again by the same code (a repeated run): keep the twins
+                for twin in existing.twins.values():
+                    twin.original = dispatcher
+            else:
                 existing.twins.clear()
             return existing
         names = objmode_names(source.py_func)

@@ -1,4 +1,4 @@
-"""Stage 4c: sample the plain run, then charge the samples to source lines.
+"""Stage 4c: sample plain runs, then charge the samples to source lines.
 
 The plain twin carries line tables and no line probes, so sampling it shows the
 optimized code as it really runs. Numba must not compile while the native
@@ -12,7 +12,7 @@ import contextlib
 from collections.abc import Hashable, Iterator
 from dataclasses import dataclass, field
 
-from .sampling import RawSamples, SampledLines, Sampler, attribute, line_map
+from .sampling import LineMap, RawSamples, SampledLines, Sampler, attribute, line_map
 
 
 @dataclass
@@ -61,9 +61,22 @@ class SegmentedSampling:
 Where = tuple[object, str, int, int]  # dispatcher, filename, first line, last line
 
 
-def charge(sampling: SegmentedSampling, functions: dict[Hashable, Where]) -> SampledLines:
-    """Samples per line of each function (key -> where its code is)."""
-    maps = {key: line_map(*where) for key, where in functions.items()}
+def line_maps(functions: dict[Hashable, Where]) -> dict[Hashable, LineMap]:
+    """Address-to-line maps of each function's compiled code (key -> where its code is)."""
+    return {key: line_map(*where) for key, where in functions.items()}
+
+
+def samples_inside(segments: list[RawSamples], maps: dict[Hashable, LineMap]) -> int:
+    """How many samples of ``segments`` landed in any of the mapped functions."""
+    inside = 0
+    for raw in segments:
+        part = attribute(raw, maps)
+        inside += part.total - part.outside
+    return inside
+
+
+def charge(sampling: SegmentedSampling, maps: dict[Hashable, LineMap]) -> SampledLines:
+    """Samples per line of each mapped function, over all segments."""
     missing = [lmap.unavailable for lmap in maps.values() if lmap.unavailable]
     if missing and sampling.unavailable is None and len(missing) == len(maps):
         sampling.unavailable = missing[0]

@@ -7,9 +7,12 @@ renderers read these objects, and ``to_line_stats`` hands them to line_profiler
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, field
 
 from line_profiler.line_profiler import LineStats
+
+Z95 = 1.959964  # two-sided 95% normal quantile
 
 
 @dataclass
@@ -46,7 +49,7 @@ class FunctionStats:
     lost_vectorization: set[int] = field(default_factory=set)  # loops SIMD in plain, not instrumented
     sampled: dict[int, float] = field(default_factory=dict)  # line -> CPU seconds sampled (plain run)
     sample_counts: dict[int, int] = field(default_factory=dict)  # line -> samples
-    disagree: set[int] = field(default_factory=set)  # lines whose two shares differ by > the threshold
+    disagree: set[int] = field(default_factory=set)  # instrumented share outside the sampled interval
 
     @property
     def key(self) -> tuple[str, int, str]:
@@ -88,6 +91,33 @@ class FunctionStats:
         total = sum(self.sampled.values())
         return 100.0 * self.sampled.get(line, 0.0) / total if total > 0 else None
 
+    @property
+    def samples(self) -> int:
+        """Samples that landed in this function."""
+        return sum(self.sample_counts.values())
+
+    def sample_interval(self, line: int) -> tuple[float, float] | None:
+        """95% interval of ``line``'s sampled share, in % (Wilson score interval).
+
+        Each sample lands on ``line`` or not, so the count is binomial in the
+        function's sample total; the Wilson interval stays inside 0-100% and is
+        honest for lines with few or no samples.
+        """
+        share, n = self.sample_share(line), self.samples
+        if share is None or n == 0:
+            return None
+        p = share / 100.0
+        centre = (p + Z95**2 / (2 * n)) / (1 + Z95**2 / n)
+        half = Z95 * math.sqrt(p * (1 - p) / n + Z95**2 / (4 * n * n)) / (1 + Z95**2 / n)
+        return (100.0 * max(0.0, centre - half), 100.0 * min(1.0, centre + half))
+
+    def sampled_ticks(self, line: int) -> float | None:
+        """Probe-free time estimate of ``line``: the plain runs' measured time times its sampled share."""
+        share = self.sample_share(line)
+        if share is None or not self.plain_calls:
+            return None
+        return self.plain_ticks * share / 100.0
+
     def line_text(self, lineno: int) -> str:
         index = lineno - self.first_lineno
         return self.source_lines[index].rstrip("\n") if 0 <= index < len(self.source_lines) else ""
@@ -104,6 +134,19 @@ class SamplingInfo:
     cpu_seconds: float = 0.0  # CPU time the samples stand for (idle threads weigh nothing)
     outside_cpu_seconds: float = 0.0  # of which outside every profiled function
     unavailable: str | None = None  # why there are no samples
+    repeats: int = 0  # sampled repeats of the plain run, over all profiled calls
+    seconds: float = 0.0  # wall time spent in sampled repeats
+    target: int = 0  # samples the repeats aimed for in the profiled functions
+    not_repeated: str | None = None  # why the plain run was not repeated under the sampler
+
+
+@dataclass
+class IsolationInfo:
+    """How the profiled call was kept to one call's effects across its runs."""
+
+    restored: dict[str, str] = field(default_factory=dict)  # what the extra runs changed -> its kind
+    restored_bytes: int = 0  # size of the state put back, summed over distinct items
+    single_run: str | None = None  # why the call ran once only (no baseline, no samples)
 
 
 @dataclass
@@ -114,6 +157,7 @@ class ProfileStats:
     clock: str  # a sentence about the clock, for headers
     functions: list[FunctionStats] = field(default_factory=list)
     sampling: SamplingInfo | None = None  # None: sampling was not asked for
+    isolation: IsolationInfo = field(default_factory=IsolationInfo)
 
     def to_line_stats(self) -> LineStats:
         return LineStats({f.key: f.timings() for f in self.functions}, self.unit)

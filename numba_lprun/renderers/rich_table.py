@@ -30,8 +30,14 @@ def _code_lines(view: FunctionView) -> list[Text]:
     return [parts[i] if i < len(parts) else Text(line.text) for i, line in enumerate(view.lines)]
 
 
+def interval_text(interval: tuple[float, float] | None) -> str:
+    """A 95% interval as ``49.7-54.1`` (empty without samples)."""
+    return "" if interval is None else f"{interval[0]:.1f}-{interval[1]:.1f}"
+
+
 def function_renderable(view: FunctionView) -> RenderableType:
     stats = view.stats
+    estimates = any(line.sampled_time is not None for line in view.lines)
     header = Table.grid(padding=(0, 1))
     header.add_column(style="bold")
     header.add_column()
@@ -47,6 +53,10 @@ def function_renderable(view: FunctionView) -> RenderableType:
         table.add_column("% Time", justify="right")
     if view.sampled:
         table.add_column("% Samples", justify="right")
+        table.add_column("95% CI", justify="right", style="dim")
+        if estimates:
+            table.add_column("Est. Time", justify="right")
+            table.add_column("Est./Hit", justify="right")
     table.add_column("Line Contents", no_wrap=True, overflow="ellipsis")
     for line, code in zip(view.lines, _code_lines(view), strict=True):
         cells: list[RenderableType] = [str(line.lineno), "" if line.hits is None else str(line.hits)]
@@ -60,6 +70,9 @@ def function_renderable(view: FunctionView) -> RenderableType:
             share = _number(line.sampled)
             mark = "! " if line.disagree else ""
             cells.append(Text(mark + share, style="bold yellow" if line.disagree else ""))
+            cells.append(interval_text(line.interval))
+            if estimates:
+                cells += [_number(line.sampled_time), _number(line.sampled_per_hit)]
         cells.append(code)
         table.add_row(*cells, style="bold" if line.heavy else None)
 

@@ -69,12 +69,26 @@ def _sample_lines(view: FunctionView) -> str:
     stats, info = view.stats, view.sampling
     if info.unavailable is not None:
         return f"sampling unavailable: {info.unavailable}\n"
+    if info.not_repeated:
+        return f"sampled view: none ({info.not_repeated})\n"
     if not stats.sampled:
         return "sampled view: no samples landed in this function\n"
-    rows = [f"sampled view (plain run, {sum(stats.sample_counts.values())} samples): line: % samples"]
-    for line in sorted(stats.sampled):
-        mark = "  ! differs from % Time" if line in stats.disagree else ""
-        rows.append(f"  {line}: {stats.sample_share(line):.1f}%{mark}")
+    rows = [
+        f"sampled view (plain run, {stats.samples} samples in {info.repeats} repeat(s)): "
+        "line: % samples [95% interval], probe-free time estimate"
+    ]
+    unit = f"{view.output_unit:g} s"
+    for line in view.lines:
+        if line.sampled is None or (not line.sampled and not line.hits):
+            continue
+        low, high = line.interval
+        mark = "  ! differs from % Time" if line.disagree else ""
+        est = ""
+        if line.sampled_time is not None:
+            est = f"  est. {line.sampled_time:.1f} x {unit}"
+            if line.sampled_per_hit is not None:
+                est += f", {line.sampled_per_hit:.1f} per hit"
+        rows.append(f"  {line.lineno}: {line.sampled:.1f}% [{low:.1f}, {high:.1f}]{est}{mark}")
     return "\n".join(rows) + "\n"
 
 
@@ -86,10 +100,12 @@ def profile_text(profile: ProfileStats, output_unit: float | None = None, stripz
     for stats in profile.functions:
         if stripzeros and not any(stats.hits.values()):
             continue
-        view = function_view(stats, profile.unit, unit, profile.sampling)
+        view = function_view(stats, profile.unit, unit, profile.sampling, profile.isolation)
         out.write(function_table(view))
         if profile.sampling is not None:
             out.write(_sample_lines(view))
+        if view.runs:
+            out.write(f"runs: {view.runs}\n")
         for note in stats.notes:
             prefix = "WARNING: " if note.level == "warning" else ""
             out.write(f"{prefix}{note.text}\n")

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from ..stats import FunctionStats, ProfileStats, SamplingInfo
+from ..stats import FunctionStats, IsolationInfo, ProfileStats, SamplingInfo
 
 HEAVY_SHARE = 10.0  # % Time at or above which a line is highlighted
 DEFAULT_OUTPUT_UNIT = 1e-9  # nanoseconds, as line_profiler 5 reports by default
@@ -21,7 +21,10 @@ class LineView:
     below_resolution: bool
     heavy: bool
     sampled: float | None = None  # % of the function's samples
-    disagree: bool = False  # the two shares differ a lot
+    disagree: bool = False  # the instrumented share lies outside the sampled interval
+    interval: tuple[float, float] | None = None  # 95% interval of ``sampled``, in %
+    sampled_time: float | None = None  # probe-free time estimate, in output units
+    sampled_per_hit: float | None = None
 
 
 @dataclass(frozen=True)
@@ -31,6 +34,7 @@ class FunctionView:
     total_seconds: float
     lines: list[LineView]
     sampling: SamplingInfo | None
+    isolation: IsolationInfo | None = None
 
     @property
     def sampled(self) -> bool:
@@ -55,20 +59,39 @@ class FunctionView:
         if info is not None and info.unavailable is not None:
             rows.append(("Samples", f"sampling unavailable: {info.unavailable}"))
         elif info is not None:
-            mine = sum(s.sample_counts.values())
             outside = 100.0 * info.outside_cpu_seconds / info.cpu_seconds if info.cpu_seconds > 0 else 0.0
-            rows.append(
-                (
-                    "Samples",
-                    f"{mine} here, {info.total} in all ({info.achieved_hz:.0f} Hz per thread, plain run); "
-                    f"{outside:.0f}% of sampled CPU time elsewhere",
-                )
+            repeats = f"{info.repeats} sampled repeat{'s' if info.repeats != 1 else ''} of the plain run"
+            said = (
+                f"{s.samples} here, {info.total} in all ({info.achieved_hz:.0f} Hz per thread, {repeats}, "
+                f"{info.seconds:.2f} s); {outside:.0f}% of sampled CPU time elsewhere"
             )
+            if info.not_repeated:
+                said = f"none: {info.not_repeated}"
+            rows.append(("Samples", said))
+        runs = self.runs
+        if runs:
+            rows.append(("Runs", runs))
         return rows
+
+    @property
+    def runs(self) -> str:
+        """How the call was kept to one call's effects, for the header."""
+        iso = self.isolation
+        if iso is None:
+            return ""
+        if iso.single_run:
+            return f"once, instrumented only (no baseline, no overhead, no samples): {iso.single_run}"
+        if iso.restored:
+            return "restored between runs: " + ", ".join(iso.restored.values())
+        return ""
 
 
 def function_view(
-    stats: FunctionStats, unit: float, output_unit: float, sampling: SamplingInfo | None = None
+    stats: FunctionStats,
+    unit: float,
+    output_unit: float,
+    sampling: SamplingInfo | None = None,
+    isolation: IsolationInfo | None = None,
 ) -> FunctionView:
     """Per-line figures of one function in ``output_unit`` seconds."""
     total = stats.total_ticks() if stats.timed else 0.0
@@ -79,8 +102,15 @@ def function_view(
         hits = stats.hits.get(lineno)
         text = stats.line_text(lineno)
         sampled = stats.sample_share(lineno) if lineno in stats.sampled else None
+        if sampled is None and stats.sampled and hits:
+            sampled = 0.0
+        interval = stats.sample_interval(lineno) if sampled is not None else None
+        est = stats.sampled_ticks(lineno) if sampled is not None else None
+        est = est * scale if est is not None else None
         if not hits:
-            lines.append(LineView(lineno, text, None, None, None, None, False, False, sampled))
+            lines.append(
+                LineView(lineno, text, None, None, None, None, False, False, sampled, False, interval, est)
+            )
             continue
         percent = stats.time_share(lineno)
         time = stats.line_ticks(lineno) * scale if stats.timed else None
@@ -94,16 +124,21 @@ def function_view(
                 percent,
                 lineno in stats.below_resolution,
                 percent is not None and percent >= HEAVY_SHARE,
-                sampled if sampled is not None or not stats.sampled else 0.0,
+                sampled,
                 lineno in stats.disagree,
+                interval,
+                est,
+                est / hits if est is not None else None,
             )
         )
-    return FunctionView(stats, output_unit, total * unit, lines, sampling)
+    return FunctionView(stats, output_unit, total * unit, lines, sampling, isolation)
 
 
 def profile_views(profile: ProfileStats, output_unit: float | None, stripzeros: bool) -> list[FunctionView]:
     unit = output_unit if output_unit is not None else DEFAULT_OUTPUT_UNIT
-    views = [function_view(f, profile.unit, unit, profile.sampling) for f in profile.functions]
+    views = [
+        function_view(f, profile.unit, unit, profile.sampling, profile.isolation) for f in profile.functions
+    ]
     if stripzeros:
         views = [v for v in views if any(line.hits for line in v.lines)]
     return views

@@ -21,7 +21,7 @@ from collections.abc import Callable, Iterable
 
 from .decorator import is_marked
 from .errors import NotProfilableError, TwinCompileError
-from .profiler import LineProfiler, defined_in
+from .profiler import DEFAULT_SAMPLE_RATE, DEFAULT_SAMPLE_TIME, LineProfiler, defined_in
 from .renderers import print_profile, profile_html, profile_text
 
 USAGE_ERROR = 2
@@ -32,8 +32,9 @@ def build_parser() -> argparse.ArgumentParser:
         prog="nlprun",
         description="Line-profile the Numba jitted functions of a script or module.",
         epilog="By default every jitted function the script defines is profiled; if the script uses "
-        "@numba_lprun.profile, only the marked ones. The script runs twice (plain twins, then "
-        "instrumented twins) unless --once.",
+        "@numba_lprun.profile, only the marked ones. The script runs on the plain twins, is "
+        "repeated there under the sampler, then runs on the instrumented twins (only this last run's "
+        "output is shown); --once runs it once.",
     )
     parser.add_argument("-m", dest="module", metavar="MODULE", help="run MODULE as a script, like python -m")
     parser.add_argument(
@@ -56,7 +57,26 @@ def build_parser() -> argparse.ArgumentParser:
         "--no-sample", dest="sample", action="store_false", help="do not sample the plain run"
     )
     parser.add_argument(
-        "--rate", type=float, default=1000.0, help="sampling rate per thread, Hz (default 1000)"
+        "--rate",
+        type=float,
+        default=DEFAULT_SAMPLE_RATE,
+        help=f"sampling rate per thread, Hz (default {DEFAULT_SAMPLE_RATE:g})",
+    )
+    parser.add_argument(
+        "--sample-time",
+        dest="sample_time",
+        type=float,
+        default=DEFAULT_SAMPLE_TIME,
+        metavar="S",
+        help=f"seconds of sampled repeats of the plain run (default {DEFAULT_SAMPLE_TIME:g})",
+    )
+    parser.add_argument(
+        "--snapshot-limit",
+        dest="snapshot_mb",
+        type=float,
+        default=None,
+        metavar="MB",
+        help="memory allowed for saving state between runs, MB (default: min(2 GiB, free/4))",
     )
     parser.add_argument("-D", dest="dump", metavar="FILE", help="write the stats to FILE (.lprof)")
     parser.add_argument("-T", dest="text", metavar="FILE", help="write the text table to FILE")
@@ -162,6 +182,8 @@ def _profile_run(opts: argparse.Namespace, program: _Program) -> tuple[LineProfi
         threshold=opts.threshold,
         sample=opts.sample,
         sample_rate=opts.rate,
+        sample_time=opts.sample_time,
+        snapshot_budget=None if opts.snapshot_mb is None else int(opts.snapshot_mb * 1e6),
     )
     in_script = defined_in(program.filename)
     marked_only = program.uses_decorator()

@@ -20,11 +20,28 @@ from IPython.display import display
 from numba.core.registry import CPUDispatcher
 
 from .errors import NotProfilableError, TwinCompileError
-from .profiler import LineProfiler, defined_in
+from .profiler import (
+    DEFAULT_MIN_SAMPLES,
+    DEFAULT_SAMPLE_RATE,
+    DEFAULT_SAMPLE_TIME,
+    LineProfiler,
+    defined_in,
+)
 from .renderers import print_profile, profile_html, profile_text
 from .source import python_function_of
 
-_VALUE_OPTIONS = {"-f", "-m", "-u", "-D", "-T", "--threshold", "--html", "--rate"}
+_VALUE_OPTIONS = {
+    "-f",
+    "-m",
+    "-u",
+    "-D",
+    "-T",
+    "--threshold",
+    "--html",
+    "--rate",
+    "--sample-time",
+    "--snapshot-limit",
+}
 _OPTION_START = re.compile(r"-[A-Za-z]|--[A-Za-z]")
 
 
@@ -163,15 +180,33 @@ class NlprunMagics(Magics):
     @argument(
         "--rate",
         type=float,
-        default=1000.0,
+        default=DEFAULT_SAMPLE_RATE,
         metavar="HZ",
-        help="Sampling rate of the plain run, per thread (default 1000).",
+        help=f"Sampling rate of the plain run's repeats, per thread (default {DEFAULT_SAMPLE_RATE:g}).",
+    )
+    @argument(
+        "--sample-time",
+        dest="sample_time",
+        type=float,
+        default=DEFAULT_SAMPLE_TIME,
+        metavar="S",
+        help="Seconds of sampled repeats of the plain run allowed beyond the first plain run "
+        f"(default {DEFAULT_SAMPLE_TIME:g}); repeats stop earlier once {DEFAULT_MIN_SAMPLES} samples "
+        "landed in the profiled functions.",
+    )
+    @argument(
+        "--snapshot-limit",
+        dest="snapshot_mb",
+        type=float,
+        default=None,
+        metavar="MB",
+        help="Memory allowed for saving the state the statement can reach, in MB (default: the "
+        "smaller of 2 GiB and a quarter of free memory); over it, the statement runs once.",
     )
     @argument(
         "--once",
         action="store_true",
-        help="Skip the plain baseline run (for statements with side effects); the overhead is "
-        "then not measured.",
+        help="Run the statement once, instrumented only: no baseline, so no overhead figure and no samples.",
     )
     @argument(
         "--hits",
@@ -201,9 +236,12 @@ class NlprunMagics(Magics):
 
         Each profiled function is compiled twice, as a plain twin and as an
         instrumented twin with a clock probe on every line. The statement runs on
-        the plain twins first (unless --once), then on the instrumented ones, so its
-        side effects happen twice. The table says how much slower the instrumented
-        run was, and warns when that distortion makes per-line times a guide only.
+        the plain twins first (unless --once), is repeated there under the sampler,
+        then runs on the instrumented ones. The state it can reach is saved before
+        and put back after every extra run, and their output is discarded: you
+        keep one run's effects and see one run's output. The table says how much
+        slower the instrumented run was, and warns when that distortion makes
+        per-line times a guide only.
         """
         tokens, statement = split_options(line)
         args = parse_argstring(self.nlprun, " ".join(shlex.quote(t) for t in tokens))
@@ -231,6 +269,8 @@ class NlprunMagics(Magics):
                 threshold=args.threshold,
                 sample=args.sample,
                 sample_rate=args.rate,
+                sample_time=args.sample_time,
+                snapshot_budget=None if args.snapshot_mb is None else int(args.snapshot_mb * 1e6),
             )
         except NotProfilableError as exc:
             raise UsageError(f"nlprun: {exc}") from None

@@ -233,11 +233,16 @@ def _tuple(w: _Walker, name: str, obj: tuple, depth: int) -> None:
 
 
 def _typed_list(w: _Walker, name: str, obj, depth: int) -> None:
-    def write(saved: list) -> None:
+    """Saved as a typed copy: extending from a typed List needs no reflected-list compile."""
+
+    def write(saved) -> None:
         obj.clear()
         obj.extend(saved)
 
-    w.add(_Item(name, "typed List", 8 * len(obj), lambda: list(obj), write))
+    def same(saved) -> bool:
+        return len(obj) == len(saved) and all(_same(x, y) for x, y in zip(obj, saved, strict=True))
+
+    w.add(_Item(name, "typed List", 8 * len(obj), obj.copy, write, same))
     for i, value in enumerate(list(obj)):
         w.walk(f"{name}[{i}]", value, depth)
 
@@ -305,16 +310,19 @@ def _is_jitclass(obj: object) -> bool:
     return hasattr(type(obj), "_numba_type_") and type(obj).__mro__[-2].__name__ == "Box"
 
 
+_PLAIN_SIZE = object.__basicsize__ + 2 * ctypes.sizeof(ctypes.c_void_p)  # object + dict and weakref slots
+
+
 def _is_plain_instance(obj: object) -> bool:
-    """A Python-level object whose state is its ``__dict__`` (a user's class)."""
-    cls = type(obj)
-    return (
-        isinstance(getattr(obj, "__dict__", None), dict) and cls.__dictoffset__ != 0 and not _has_slots(cls)
-    )
+    """A Python-level object whose whole state is its ``__dict__`` (a user's class).
 
-
-def _has_slots(cls: type) -> bool:
-    return any("__slots__" in vars(base) for base in cls.__mro__[:-1])
+    Every class of its MRO must have object's memory layout (plus the dict and
+    weakref pointers some Pythons add): a C type (a file, a lock) keeps state that
+    ``__dict__`` does not show, and ``__slots__`` keep it outside the dict.
+    """
+    if not isinstance(getattr(obj, "__dict__", None), dict):
+        return False
+    return all(c.__basicsize__ <= _PLAIN_SIZE and "__slots__" not in vars(c) for c in type(obj).__mro__[:-1])
 
 
 def _is_dispatcher(obj: object) -> bool:

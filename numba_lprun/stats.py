@@ -15,6 +15,14 @@ from line_profiler.line_profiler import LineStats
 Z95 = 1.959964  # two-sided 95% normal quantile
 
 
+def share_interval(share: float, n: int) -> tuple[float, float]:
+    """95% Wilson score interval, in %, of a share (in %) measured with ``n`` samples."""
+    p = share / 100.0
+    centre = (p + Z95**2 / (2 * n)) / (1 + Z95**2 / n)
+    half = Z95 * math.sqrt(p * (1 - p) / n + Z95**2 / (4 * n * n)) / (1 + Z95**2 / n)
+    return (100.0 * max(0.0, centre - half), 100.0 * min(1.0, centre + half))
+
+
 @dataclass
 class Note:
     """One diagnostic sentence about a function's profile."""
@@ -106,10 +114,7 @@ class FunctionStats:
         share, n = self.sample_share(line), self.samples
         if share is None or n == 0:
             return None
-        p = share / 100.0
-        centre = (p + Z95**2 / (2 * n)) / (1 + Z95**2 / n)
-        half = Z95 * math.sqrt(p * (1 - p) / n + Z95**2 / (4 * n * n)) / (1 + Z95**2 / n)
-        return (100.0 * max(0.0, centre - half), 100.0 * min(1.0, centre + half))
+        return share_interval(share, n)
 
     def sampled_ticks(self, line: int) -> float | None:
         """Probe-free time estimate of ``line``: the plain runs' measured time times its sampled share."""

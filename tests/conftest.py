@@ -45,7 +45,7 @@ def same(a, b):
 def check_matches(func, *args, **kwargs):
     """Profile ``func(*args)``: result equals the plain call, hits equal line_profiler's."""
     expected = func(*copy.deepcopy(args), **copy.deepcopy(kwargs))
-    prof = numba_lprun.LineProfiler(func)
+    prof = numba_lprun.LineProfiler(func, sample_time=0.05)
     got = prof.runcall(func, *copy.deepcopy(args), **copy.deepcopy(kwargs))
     assert same(got, expected), (got, expected)
     name = func.py_func.__code__.co_name

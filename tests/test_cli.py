@@ -28,7 +28,7 @@ def test_script_with_argparse_keeps_its_argv_and_exit_status(tmp_path):
         "--html", str(html), "-D", str(lprof), "-T", str(text), "argv_script.py", "--n", "300", "--exit", "3"
     )
     assert done.returncode == 3, done.stderr
-    assert done.stdout.count("smoothed 296 values") == 2  # plain run, then instrumented run
+    assert done.stdout.count("smoothed 296 values") == 1  # the extra runs print nothing
     assert "Function:   smooth at line 9" in done.stdout
     assert "out[i] = a[i : i + width].mean()" in done.stdout
     assert "never_called" in done.stdout and "not called during the run" in done.stdout
@@ -80,3 +80,42 @@ def test_usage_errors():
     assert nlprun().returncode == 2
     missing = nlprun("no_such_script.py")
     assert missing.returncode != 0 and "cannot read" in missing.stderr
+
+
+def test_stateful_kernels_run_as_one_unprofiled_script(tmp_path):
+    """Output, results and argument states equal one plain run; hits equal line_profiler's."""
+    from line_profiler import LineStats
+
+    from tests.conftest import hits_of
+    from tests.stateful import CASES
+    from tests.test_isolation import reference_hits
+
+    root = Path(__file__).resolve().parent.parent
+    plain_run = subprocess.run(
+        [sys.executable, str(SCRIPTS / "stateful_script.py")],
+        capture_output=True,
+        text=True,
+        cwd=root,
+        env={**os.environ, "PYTHONPATH": str(root)},
+        check=True,
+    )
+    stats_file = tmp_path / "s.lprof"
+    names = ["bubble_sort", "bump_all", "push_all", "numba_random_walk", "draw_from"]
+    targets = [arg for name in names for arg in ("-f", f"tests.stateful:{name}")]
+    done = nlprun(
+        "--sample-time",
+        "0.05",
+        "-D",
+        str(stats_file),
+        *targets,
+        str(SCRIPTS / "stateful_script.py"),
+        cwd=root,
+        env_path=root,
+    )
+    assert done.returncode == 0, done.stderr
+    printed = done.stdout[: done.stdout.index("Timer unit")].strip()
+    assert printed == plain_run.stdout.strip()  # once, and the same as an unprofiled run
+    stats = LineStats.from_files(str(stats_file))
+    for case in CASES:
+        if case.func.py_func.__name__ in names:
+            assert hits_of(stats, case.func.py_func.__name__) == reference_hits(case), case.name

@@ -17,7 +17,7 @@ from tests.fuzz import cases as c
 def check_all(func, arg_sets):
     """One profiler, run on each argument set: result == CPython == plain Numba, and
     the hits each run adds == line_profiler's for that call."""
-    prof = numba_lprun.LineProfiler(func)
+    prof = numba_lprun.LineProfiler(func, sample_time=0.05)
     name = func.py_func.__name__
     before = {}
     for args in arg_sets:

@@ -79,14 +79,14 @@ def test_parallel_prange_counts_exact():
     assert stats.hits[first + 5] == 1000
 
 
-def test_mutates_argument_in_place_twice_with_baseline():
+def test_mutates_argument_in_place_once_with_baseline():
     import numba_lprun
 
     a = np.zeros(4)
-    prof = numba_lprun.LineProfiler(k.bump)
+    prof = numba_lprun.LineProfiler(k.bump, sample_time=0.05)
     prof.runcall(k.bump, a)
-    assert np.all(a == 2.0)  # plain run, then instrumented run
+    assert np.all(a == 1.0)  # the baseline runs' changes were put back
     once = numba_lprun.LineProfiler(k.bump, baseline=False)
     once.runcall(k.bump, a)
-    assert np.all(a == 3.0)
+    assert np.all(a == 2.0)
     assert once.overhead == {"bump": None}

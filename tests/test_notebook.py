@@ -61,3 +61,19 @@ def test_cell_magic(executed):
     assert "Function: clip_count at line 1" in report["text/plain"]
     (result,) = outputs_of(executed, "counted")
     assert int(result["data"]["text/plain"]) > 0
+
+
+def test_conv_has_a_sampled_view_worth_reading(executed):
+    (report,) = bundles(outputs_of(executed, "%nlprun -f conv"))
+    text = report["text/plain"]
+    header = next(ln for ln in text.splitlines() if ln.startswith("sampled view"))
+    samples = int(header.split("plain run, ")[1].split()[0])
+    assert samples >= 1000, header
+
+
+def test_in_place_kernel_is_profiled_as_one_call(executed):
+    (report,) = bundles(outputs_of(executed, "%nlprun -f bubble_sort"))
+    assert "restored between runs: data (array" in report["text/plain"]
+    (result,) = outputs_of(executed, "swaps, bool(")
+    swaps, ordered = result["data"]["text/plain"].strip("()").split(", ")
+    assert int(swaps) > 0 and ordered == "True"  # sorted once, from the unsorted data

@@ -34,8 +34,8 @@ def twins_of(prof):
 def test_same_function_twice_gives_the_same_hits():
     k.loops(A, 5)
     before = bindings()
-    first = numba_lprun.LineProfiler(k.loops)
-    second = numba_lprun.LineProfiler(k.loops)
+    first = numba_lprun.LineProfiler(k.loops, sample_time=0.05)
+    second = numba_lprun.LineProfiler(k.loops, sample_time=0.05)
     r1 = first.runcall(k.loops, A, 5)
     r2 = second.runcall(k.loops, A, 5)
     assert r1 == r2 == k.loops(A, 5)
@@ -52,7 +52,7 @@ def test_same_function_twice_gives_the_same_hits():
 
 
 def test_same_profiler_twice_accumulates_exactly():
-    prof = numba_lprun.LineProfiler(k.loops)
+    prof = numba_lprun.LineProfiler(k.loops, sample_time=0.05)
     prof.runcall(k.loops, A, 5)
     once = hits_of(prof.get_stats(), "loops")
     compiled = [list(t.compiled) for t in twins_of(prof)]
@@ -67,8 +67,8 @@ def test_two_functions_two_profilers_do_not_mix():
     k.sum2d(GRID)
     k.branches(60)
     before = bindings()
-    pa = numba_lprun.LineProfiler(k.sum2d)
-    pb = numba_lprun.LineProfiler(k.branches)
+    pa = numba_lprun.LineProfiler(k.sum2d, sample_time=0.05)
+    pb = numba_lprun.LineProfiler(k.branches, sample_time=0.05)
     pa.runcall(k.sum2d, GRID)
     a_once = hits_of(pa.get_stats(), "sum2d")
     pb.runcall(k.branches, 60)
@@ -98,7 +98,7 @@ def _rss() -> int:
 
 def test_memory_flat_over_100_runs_of_one_profiler():
     k.branches(60)
-    prof = numba_lprun.LineProfiler(k.branches)
+    prof = numba_lprun.LineProfiler(k.branches, sample_time=0.05)
     for _ in range(10):  # warm up: twins compiled, caches filled
         prof.runcall(k.branches, 60)
     gc.collect()
@@ -132,7 +132,7 @@ def test_fresh_profilers_release_everything_of_theirs():
     k.sum2d(GRID)
     refs, twins, funcs = [], [], []
     for scale in (1.0, 2.0, 3.0):
-        prof = numba_lprun.LineProfiler(k.sum2d)
+        prof = numba_lprun.LineProfiler(k.sum2d, sample_time=0.05)
         assert prof.runcall(k.sum2d, GRID * scale) == k.sum2d(GRID * scale)
         refs.append(weakref.ref(prof))
         refs.append(weakref.ref(prof._runner))

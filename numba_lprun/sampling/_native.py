@@ -27,6 +27,7 @@ What a port would need
 from __future__ import annotations
 
 import ctypes
+import functools
 import ctypes.util
 import os
 import platform
@@ -104,8 +105,9 @@ assert ctypes.sizeof(sigaction_t) == 152 or sys.maxsize <= 2**32
 assert ctypes.sizeof(sigevent_t) == 64 or sys.maxsize <= 2**32
 
 
+@functools.cache
 def check_platform() -> str | None:
-    """Why sampling cannot work here, or None."""
+    """Why sampling cannot work here, or None (read once: it reads the interpreter's binary)."""
     if not sys.platform.startswith("linux"):
         return f"sampling needs Linux (POSIX per-thread timers); this is {sys.platform}"
     machine = platform.machine()
@@ -115,6 +117,13 @@ def check_platform() -> str | None:
     if libc_name != "glibc":
         return f"sampling needs glibc (struct sigaction layout, backtrace); found {libc_name or 'unknown'}"
     return None
+
+
+@functools.cache
+def libc() -> Libc:
+    """The bound libc functions, made once: ``find_library`` runs ``ldconfig`` in a
+    subprocess, which cost 2 ms per sampled repeat when done at every start."""
+    return Libc()
 
 
 class Libc:

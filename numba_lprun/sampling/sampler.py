@@ -245,7 +245,7 @@ class Sampler:
             return "another Sampler is running in this process"
         self._locked = True
         try:
-            self._libc = libc = N.Libc()
+            self._libc = libc = N.libc()
         except (OSError, AttributeError) as exc:
             return f"libc lacks what sampling needs: {exc}"
         if self.numba_threads:

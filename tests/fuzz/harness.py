@@ -69,7 +69,7 @@ def check_program(source: str, arg_sets: list[tuple], timing: bool = True) -> No
         where = f"\n{numbered(source)}"
         for args, want, got in zip(arg_sets, expected, plain, strict=True):
             assert same(got, want), f"plain Numba {got} != CPython {want} for {args}{where}"
-        prof = numba_lprun.LineProfiler(func, timing=timing)
+        prof = numba_lprun.LineProfiler(func, timing=timing, sample=False)
         before: dict[int, int] = {}
         for args, want in zip(arg_sets, expected, strict=True):
             got = prof.runcall(func, *copy.deepcopy(args))

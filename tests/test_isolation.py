@@ -1,0 +1,148 @@
+"""The profile describes the call the user made: one call's result, effects and hits.
+
+Every kernel here changes state (sorts in place, pushes onto a heap, advances a
+random state, mutates a jitclass, appends to a typed List). On a profiler that
+runs the call twice without putting state back, each of these tests fails: the
+result, the arguments afterwards or the hits differ from one unprofiled call.
+"""
+
+import line_profiler
+import numpy as np
+import pytest
+
+import numba_lprun
+from tests.conftest import hits_of, same
+from tests.stateful import CASES, bubble_sort, numba_random_state, plain
+
+QUICK = dict(sample_time=0.05)  # a few sampled repeats: enough to exercise restoring
+
+
+def unprofiled(case):
+    """Result, argument state and Numba random state after one plain call from the case's state."""
+    args = case.make()
+    result = case.func(*args)
+    return result, plain(args), numba_random_state()
+
+
+def reference_hits(case):
+    """line_profiler's hits on ``py_func`` from the same state."""
+    args = case.make()
+    prof = line_profiler.LineProfiler(case.func.py_func)
+    prof.runcall(case.func.py_func, *args)
+    return hits_of(prof.get_stats(), case.func.py_func.__name__)
+
+
+@pytest.mark.parametrize("case", CASES, ids=[c.name for c in CASES])
+def test_runcall_gives_one_calls_result_effects_and_hits(case):
+    hits = reference_hits(case)
+    result, after, rng_after = unprofiled(case)
+    args = case.make()
+    prof = numba_lprun.LineProfiler(case.func, **QUICK)
+    got = prof.runcall(case.func, *args)
+    assert same(got, result), (got, result)
+    assert plain(args) == after
+    assert numba_random_state() == rng_after
+    assert hits_of(prof.get_stats(), case.func.py_func.__name__) == hits
+    profile = prof.profile
+    assert profile.isolation.single_run is None
+    assert profile.sampling.unavailable is not None or profile.sampling.repeats >= 1
+    assert profile.functions[0].overhead is not None  # the plain baseline ran over the same calls
+
+
+@pytest.mark.parametrize("case", CASES, ids=[c.name for c in CASES])
+def test_magic_gives_one_calls_result_effects_and_hits(case, ipshell):
+    hits = reference_hits(case)
+    result, after, rng_after = unprofiled(case)
+    ns = ipshell.user_ns
+    names = dict(zip("abc", case.make(), strict=False))
+    ns.update(names)
+    ns[case.func.py_func.__name__] = case.func
+    prof = ipshell.run_line_magic(
+        "nlprun", f"-r --sample-time 0.05 -f {case.func.py_func.__name__} result = {case.expr}"
+    )
+    try:
+        assert same(ns["result"], result)
+        assert plain(tuple(ns[n] for n in names)) == after
+        assert all(ns[n] is value for n, value in names.items())  # same objects, same identity
+        assert numba_random_state() == rng_after
+        assert hits_of(prof.get_stats(), case.func.py_func.__name__) == hits
+    finally:
+        for n in [*names, "result", case.func.py_func.__name__]:
+            ns.pop(n, None)
+
+
+def test_statement_rebinding_a_name_runs_from_the_users_binding(ipshell):
+    ns = ipshell.user_ns
+    ns.update(bubble_sort=bubble_sort, a=np.arange(5.0)[::-1].copy(), n=10)
+    try:
+        ipshell.run_line_magic("nlprun", "--sample-time 0.05 -f bubble_sort n = n + bubble_sort(a)")
+        assert ns["n"] == 20  # 10 swaps once, not twice
+        assert ns["a"].tolist() == [0.0, 1.0, 2.0, 3.0, 4.0]
+    finally:
+        for name in ("bubble_sort", "a", "n"):
+            ns.pop(name, None)
+
+
+def test_what_was_restored_is_said():
+    prof = numba_lprun.LineProfiler(bubble_sort, **QUICK)
+    prof.runcall(bubble_sort, np.random.default_rng(3).random(60))
+    restored = prof.profile.isolation.restored
+    assert list(restored) == ["argument 1"]
+    assert "array" in restored["argument 1"]
+    from numba_lprun.renderers.text import profile_text
+
+    assert "restored between runs: argument 1 (array, 480 bytes)" in profile_text(prof.profile)
+
+
+def test_extra_runs_print_nothing(capfd, ipshell):
+    from numba import njit
+
+    @njit
+    def chatty(a):
+        print("numba says", a[0])
+        a[0] += 1
+        return a[0]
+
+    ns = ipshell.user_ns
+    ns.update(chatty=chatty, arr=np.zeros(1))
+    try:
+        capfd.readouterr()
+        ipshell.run_line_magic("nlprun", "--sample-time 0.05 -f chatty print('python says', chatty(arr))")
+        out = capfd.readouterr().out
+        assert out.count("numba says 0.0") == 1, out
+        assert out.count("python says 1.0") == 1, out
+        assert ns["arr"][0] == 1.0
+    finally:
+        for name in ("chatty", "arr"):
+            ns.pop(name, None)
+
+
+def test_state_that_cannot_be_saved_runs_once_and_says_why(tmp_path):
+    handle = open(tmp_path / "log.txt", "w")  # noqa: SIM115  (an object no snapshot can restore)
+    arr = np.random.default_rng(3).random(30)
+    prof = numba_lprun.LineProfiler(bubble_sort, **QUICK)
+    try:
+        prof.runctx(
+            "n = bubble_sort(arr); handle.write(str(n))",
+            {"bubble_sort": bubble_sort, "arr": arr, "handle": handle},
+            None,
+        )
+    finally:
+        handle.close()
+    profile = prof.profile
+    assert "handle" in profile.isolation.single_run
+    assert profile.functions[0].overhead is None
+    assert profile.functions[0].plain_calls == 0
+    from numba_lprun.renderers.text import profile_text
+
+    assert "once, instrumented only" in profile_text(profile)
+
+
+def test_over_the_snapshot_budget_runs_once():
+    arr = np.random.default_rng(3).random(2000)
+    prof = numba_lprun.LineProfiler(bubble_sort, snapshot_budget=1000, **QUICK)
+    swaps = prof.runcall(bubble_sort, arr)
+    assert np.all(np.diff(arr) >= 0)
+    assert "snapshot budget" in prof.profile.isolation.single_run
+    assert prof.profile.functions[0].hits  # the one run was profiled
+    assert swaps > 0

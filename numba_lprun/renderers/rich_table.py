@@ -17,7 +17,6 @@ width of 60 columns or more.
 
 from __future__ import annotations
 
-import os
 import sys
 from dataclasses import dataclass
 from typing import TextIO
@@ -29,6 +28,7 @@ from rich.table import Table
 from rich.text import Text
 
 from ..stats import ProfileStats
+from .text import output_width
 from .view import (
     FunctionView,
     has_estimates,
@@ -161,7 +161,8 @@ def function_renderable(view: FunctionView, width: int) -> RenderableType:
         table.add_row(*[col.cells[i] for col in shown], code[i], style="bold" if line.heavy else None)
 
     parts: list[RenderableType] = [header, Text(""), table]
-    folded = [c.header for c in cols if c not in shown]
+    hidden = {c.header for c in cols if c not in shown}
+    folded = [header for header, _ in FOLD_ORDER if header in hidden]  # in the order they fold
     if folded:
         said = ", ".join(folded)
         parts.append(Text(f"not shown at {width} columns: {said} (a wider terminal or --html shows them)"))
@@ -195,22 +196,6 @@ def profile_renderables(
     for view in views:
         out += [function_renderable(view, width), Text("")]
     return out
-
-
-def output_width(file: TextIO) -> int | None:
-    """The terminal's width for ``file``: ``COLUMNS`` if set, the tty's size, or None (not a terminal)."""
-    try:
-        columns = int(os.environ.get("COLUMNS", ""))
-        if columns > 0:
-            return columns
-    except ValueError:
-        pass
-    try:
-        if file.isatty():
-            return os.get_terminal_size(file.fileno()).columns
-    except (AttributeError, OSError, ValueError):
-        pass
-    return None
 
 
 def print_profile(

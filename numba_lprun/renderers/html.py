@@ -57,9 +57,9 @@ STYLE = f"""
   border-width: 0 1px; opacity: .75; }}
 .nlprun .bar i::after {{ content: ''; position: absolute; left: 0; right: 0; top: 4px;
   border-top: 1px solid; }}
-.nlprun td.src {{ white-space: pre-wrap; overflow-wrap: break-word; padding-left: 2.5em; text-indent: -2em;
+.nlprun td.src {{ white-space: pre-wrap; overflow-wrap: anywhere; padding-left: 2.5em; text-indent: -2em;
   font: 12px/1.45 ui-monospace, Menlo, 'DejaVu Sans Mono', Consolas, monospace; }}
-.nlprun code {{ display: block; min-width: 22ch; font: inherit; background: none; color: inherit;
+.nlprun code {{ display: block; min-width: 16ch; font: inherit; background: none; color: inherit;
   padding: 0; }}
 .nlprun .src .k {{ color: #a855f7; }} .nlprun .src .b {{ color: #0891b2; }}
 .nlprun .src .f {{ color: #3b82f6; }}

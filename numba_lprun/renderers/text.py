@@ -97,19 +97,22 @@ def _sample_lines(view: FunctionView) -> str:
 
 
 def output_width(file: TextIO) -> int | None:
-    """The terminal's width for ``file``: ``COLUMNS`` if set, the tty's size, or None (not a terminal)."""
+    """The width of the terminal ``file`` writes to, or None when it is not a terminal.
+
+    A pipe or a file has no width, and ``COLUMNS`` is not asked there: processes
+    that load GNU readline export it to every child (80 under pytest), which
+    would crop tables written to logs. On a terminal the tty's own size wins.
+    """
     try:
-        columns = int(os.environ.get("COLUMNS", ""))
-        if columns > 0:
-            return columns
-    except ValueError:
-        pass
+        if not file.isatty():
+            return None
+    except (AttributeError, ValueError):
+        return None
     try:
-        if file.isatty():
-            return os.get_terminal_size(file.fileno()).columns
+        return os.get_terminal_size(file.fileno()).columns
     except (AttributeError, OSError, ValueError):
-        pass
-    return None
+        columns = os.environ.get("COLUMNS", "")
+        return int(columns) if columns.isdigit() and int(columns) > 0 else None
 
 
 def _wrapped(text: str, width: int) -> str:

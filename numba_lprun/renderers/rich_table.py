@@ -5,7 +5,8 @@ by hand rather than left to rich's column shrinking (which cuts every column to
 ``Hi…`` when one source line is long). Giving way, in this order:
 
 1. the source column is cropped (with ``…``), down to ``CODE_MIN`` characters;
-2. column headers wrap onto two lines (``% Samples`` -> ``%`` / ``Samples``);
+2. the gaps between columns narrow from two spaces to one, and column headers
+   wrap onto two lines (``% Samples`` -> ``%`` / ``Samples``);
 3. optional columns fold, in ``FOLD_ORDER``: Est./Hit, Est. Time, 95% CI, and,
    only when the source would get fewer than ``SAMPLES_CODE_MIN`` characters,
    % Samples; a note under the table names what was folded;
@@ -118,23 +119,23 @@ def _columns(view: FunctionView) -> list[_Column]:
     return cols
 
 
-def layout(cols: list[_Column], code_natural: int, width: int) -> tuple[list[_Column], bool, int]:
-    """Which columns to show, whether headers wrap, and the source column's width (see module doc)."""
+def layout(cols: list[_Column], code_natural: int, width: int) -> tuple[list[_Column], bool, int, int]:
+    """Columns to show, whether headers wrap, the source's width and the gap between columns."""
     shown = list(cols)
 
-    def room(compact: bool) -> int:  # what is left for the source (one space between columns)
-        return width - sum(c.width(compact) for c in shown) - len(shown)
+    def room(compact: bool, gap: int) -> int:  # what is left for the source
+        return width - sum(c.width(compact) for c in shown) - gap * len(shown)
 
-    for compact in (False, True):
-        if room(compact) >= min(code_natural, CODE_MIN):
-            return shown, compact, min(code_natural, room(compact))
+    for compact, gap in ((False, 2), (False, 1), (True, 1)):
+        if room(compact, gap) >= min(code_natural, CODE_MIN):
+            return shown, compact, min(code_natural, room(compact, gap)), gap
     by_header = {c.header: c for c in cols}
     for header, floor in FOLD_ORDER:
-        if room(True) >= min(code_natural, floor):
+        if room(True, 1) >= min(code_natural, floor):
             break
         if header in by_header:
             shown.remove(by_header[header])
-    return shown, True, max(1, min(code_natural, room(True)))
+    return shown, True, max(1, min(code_natural, room(True, 1))), 1
 
 
 def function_renderable(view: FunctionView, width: int) -> RenderableType:
@@ -149,9 +150,9 @@ def function_renderable(view: FunctionView, width: int) -> RenderableType:
     cols = _columns(view)
     code = _code_lines(view)
     code_natural = max([len(CODE_HEADER)] + [t.cell_len for t in code])
-    shown, compact, code_width = layout(cols, code_natural, width)
+    shown, compact, code_width, gap = layout(cols, code_natural, width)
     table = Table(
-        show_edge=False, header_style="bold", pad_edge=False, box=None, padding=(0, 1, 0, 0), expand=False
+        show_edge=False, header_style="bold", pad_edge=False, box=None, padding=(0, gap, 0, 0), expand=False
     )
     for col in shown:
         w = col.width(compact)
@@ -181,7 +182,7 @@ def natural_width(profile: ProfileStats, output_unit: float | None = None, strip
     for view in profile_views(profile, output_unit, stripzeros):
         cols = _columns(view)
         code = max([len(CODE_HEADER)] + [len(line.text) for line in view.lines])
-        widest = max(widest, sum(c.width(False) for c in cols) + len(cols) + code)
+        widest = max(widest, sum(c.width(False) for c in cols) + 2 * len(cols) + code)
     return widest
 
 

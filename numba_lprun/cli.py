@@ -247,7 +247,7 @@ def _report(prof: LineProfiler, opts: argparse.Namespace) -> None:
     profile = prof.profile
     if opts.text:
         with open(opts.text, "w", encoding="utf-8") as handle:
-            handle.write(profile_text(profile, opts.unit, opts.stripzeros))
+            handle.write(profile_text(profile, opts.unit, opts.stripzeros, width=0))
     if opts.dump:
         prof.dump_stats(opts.dump)
     if opts.html:

@@ -348,7 +348,7 @@ class NlprunMagics(Magics):
 
     def _show(self, prof: LineProfiler, args, interrupted: str | None) -> None:
         profile = prof.profile
-        text = profile_text(profile, args.unit, args.stripzeros)
+        text = profile_text(profile, args.unit, args.stripzeros, width=0)  # files and text/plain: unwrapped
         if interrupted:
             text = f"numba_lprun: {interrupted}; showing the profile gathered so far\n\n{text}"
         if args.text:

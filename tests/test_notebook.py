@@ -1,5 +1,6 @@
 """The tour notebook runs top to bottom in a real Jupyter kernel and shows what it promises."""
 
+import re
 from pathlib import Path
 
 import nbformat
@@ -39,8 +40,25 @@ def test_conv_table_in_html_and_text(executed):
     (report,) = bundles(outputs_of(executed, "%nlprun -f conv"))
     assert "Line #      Hits         Time  Per Hit   % Time  Line Contents" in report["text/plain"]
     assert "np.sum(np.multiply(window, k))" in report["text/plain"]
-    assert "<pre" in report["text/html"] and "Line Contents" in report["text/html"]
+    assert "<table" in report["text/html"] and "Line Contents" in report["text/html"]
     assert "instrumented run" in report["text/plain"]
+
+
+def test_html_outputs_are_self_contained_tables_with_every_hit_count(executed):
+    reports = [b for cell in executed for b in bundles(cell.outputs)]
+    assert len(reports) == 4
+    for report in reports:
+        page, text = report["text/html"], report["text/plain"]
+        assert "<table" in page and "<svg" in page and "<pre" not in page and "<script" not in page
+        fetched = re.findall(r"https?://|\bsrc\s*=|url\(|@import", page, re.I)
+        fetched += [h for h in re.findall(r'href="([^"]*)"', page) if not h.startswith("#")]
+        assert fetched == []
+        cells = {re.sub(r"<[^>]+>", "", c) for c in re.findall(r'<td class="n[^"]*">(.*?)</td>', page)}
+        rows = [ln.split() for ln in text.splitlines() if re.match(r"\s+\d+\s+\d+\s", ln)]
+        assert rows
+        for tokens in rows:  # line_profiler's Hits column, whole in the HTML table
+            assert tokens[1] in cells, tokens
+        assert all("…" not in c for c in cells)
 
 
 def test_reduction_warns(executed):

@@ -1,30 +1,168 @@
-"""Self-contained HTML of a profile: the rich renderables recorded with inline styles.
+"""Self-contained HTML of a profile, for notebooks and ``--html`` report files.
 
-No scripts, fonts or stylesheets are fetched, so the output works in a notebook
-and as a report file opened with no network.
+A page built from the data (``html_table``, ``svg_chart``), not a recording of
+the terminal: tables the browser lays out to fit their numbers, bars and a
+chart to read at a glance, and notes as styled boxes. Everything is inline (one
+``<style>`` block, inline SVG): no script, font or stylesheet is fetched, so it
+reads the same offline. Colours are mid-tones and translucent fills over the
+surrounding page's own text and background colours, so the fragment reads in
+light and dark notebook themes; the standalone page follows the system's
+``prefers-color-scheme`` through ``color-scheme: light dark``.
 """
 
 from __future__ import annotations
 
-import html
-import io
-
-from rich.console import Console
-from rich.terminal_theme import MONOKAI
+import hashlib
+from html import escape
 
 from ..stats import ProfileStats
-from .rich_table import profile_renderables
+from .html_table import BELOW_RESOLUTION, DISAGREE, function_table
+from .svg_chart import INSTRUMENTED, SAMPLED, time_chart
+from .view import FunctionView, profile_views, seconds_text
 
-_FRAGMENT = (
-    "<pre style=\"font-family:Menlo,'DejaVu Sans Mono',Consolas,'Courier New',monospace;"
-    'font-size:12px;line-height:1.3;background:#272822;color:#f8f8f2;padding:8px;overflow-x:auto">'
-    "{code}</pre>"
-)
+#: window widths (px) at or below which optional columns fold, as in the terminal: first
+#: Est./Hit and Est. Time (class f1, f2), then 95% CI (f3; the whisker still shows it)
+FOLD_WIDTHS = (1000, 820)
+
+STYLE = f"""
+.nlprun {{ font: 13px/1.45 system-ui, -apple-system, 'Segoe UI', Roboto, sans-serif; color: inherit;
+  --line: rgba(128,128,128,.35); --soft: rgba(128,128,128,.09); --t: {INSTRUMENTED}; --s: {SAMPLED};
+  --heavy: rgba(255,176,0,.16); --warn: #e0a000; }}
+.nlprun h3 {{ font-size: 15px; margin: 18px 0 6px; }}
+.nlprun h3 small {{ font-weight: normal; opacity: .7; }}
+.nlprun .top {{ display: flex; flex-wrap: wrap; gap: 8px 28px; align-items: flex-start; }}
+.nlprun dl {{ display: grid; grid-template-columns: max-content minmax(0, 46em); gap: 1px 10px; margin: 0; }}
+.nlprun dt {{ font-weight: 600; opacity: .8; }}
+.nlprun dd {{ margin: 0; overflow-wrap: anywhere; }}
+.nlprun .chart {{ width: 420px; max-width: 100%; height: auto; font-size: 10px; fill: currentColor; }}
+.nlprun .scroll {{ overflow-x: auto; margin: 8px 0; }}
+.nlprun table {{ border-collapse: collapse; font-variant-numeric: tabular-nums; }}
+.nlprun th, .nlprun td {{ padding: 1px 5px; border-bottom: 1px solid var(--line); vertical-align: middle; }}
+.nlprun th {{ text-align: left; font-weight: 600; border-bottom-width: 2px; vertical-align: bottom; }}
+.nlprun .n {{ text-align: right; white-space: nowrap; }}
+.nlprun th.n {{ white-space: nowrap; }}
+.nlprun .ln, .nlprun .ci {{ color: #888; color: color-mix(in srgb, currentColor 62%, transparent); }}
+.nlprun tr.heavy > td {{ background: var(--heavy); }}
+.nlprun td.heavy {{ font-weight: 700; }}
+.nlprun .bang {{ color: #e8590c; font-weight: 700; }}
+.nlprun .mark {{ cursor: help; text-decoration: underline dotted; }}
+.nlprun .bars {{ min-width: 80px; width: 110px; }}
+.nlprun th.bars {{ font-weight: normal; font-size: 11px; white-space: nowrap; }}
+.nlprun th.bars b {{ display: inline-block; width: 8px; height: 8px; margin: 0 2px 0 4px; }}
+.nlprun .bar {{ position: relative; height: 5px; margin: 2px 0; background: var(--soft); }}
+.nlprun .bar span {{ position: absolute; left: 0; top: 0; bottom: 0; }}
+.nlprun .bar.bt span {{ background: var(--t); }}
+.nlprun .bar.bs span {{ background: var(--s); }}
+.nlprun .bar i {{ position: absolute; top: -2px; bottom: -2px; border: 1px solid currentColor;
+  border-width: 0 1px; opacity: .75; }}
+.nlprun .bar i::after {{ content: ''; position: absolute; left: 0; right: 0; top: 4px;
+  border-top: 1px solid; }}
+.nlprun td.src {{ white-space: pre-wrap; overflow-wrap: anywhere; padding-left: 2.5em; text-indent: -2em;
+  font: 12px/1.45 ui-monospace, Menlo, 'DejaVu Sans Mono', Consolas, monospace; }}
+.nlprun code {{ display: block; min-width: 16ch; font: inherit; background: none; color: inherit;
+  padding: 0; }}
+.nlprun .src .k {{ color: #a855f7; }} .nlprun .src .b {{ color: #0891b2; }}
+.nlprun .src .f {{ color: #3b82f6; }}
+.nlprun .src .s {{ color: #16a34a; }} .nlprun .src .m, .nlprun .src .d {{ color: #d97706; }}
+.nlprun .src .c {{ color: #8b8b8b; font-style: italic; }}
+.nlprun .note {{ margin: 6px 0; padding: 6px 10px; border-left: 4px solid var(--line);
+  background: var(--soft); max-width: 60em; }}
+.nlprun .note.warning {{ border-left-color: var(--warn); background: rgba(224,160,0,.12); }}
+.nlprun .note b {{ display: block; }}
+.nlprun .key {{ opacity: .8; font-size: 12px; }}
+.nlprun .key i {{ display: inline-block; width: 18px; height: 6px; margin: 0 4px 1px 10px; }}
+.nlprun .summary td, .nlprun .summary th {{ padding: 2px 10px; }}
+.nlprun .folded {{ display: none; font-size: 12px; opacity: .8; }}
+@media (max-width: {FOLD_WIDTHS[0]}px) {{ .nlprun .f1, .nlprun .f2 {{ display: none; }}
+  .nlprun .folded.at1 {{ display: block; }} .nlprun th.n {{ white-space: normal; }}
+  .nlprun .bars {{ min-width: 56px; width: 64px; }} }}
+@media (max-width: {FOLD_WIDTHS[1]}px) {{ .nlprun .f3 {{ display: none; }}
+  .nlprun .folded.at1 {{ display: none; }} .nlprun .folded.at2 {{ display: block; }} }}
+"""
 
 _PAGE = """<!DOCTYPE html>
-<html><head><meta charset="utf-8"><title>{title}</title></head>
-<body style="background:#1e1f1c;margin:16px">{body}</body></html>
+<html lang="en"><head><meta charset="utf-8"><meta name="color-scheme" content="light dark">
+<meta name="viewport" content="width=device-width, initial-scale=1">
+<title>{title}</title>
+<style>body {{ margin: 16px 20px; background: Canvas; color: CanvasText; }}</style>
+</head><body>
+{body}
+</body></html>
 """
+
+
+def _anchor_prefix(profile: ProfileStats) -> str:
+    """Ids unique to this report, so several reports in one notebook do not share anchors."""
+    said = repr([(f.key, f.calls, f.instrumented_ticks, f.plain_ticks, f.samples) for f in profile.functions])
+    return "nlp-" + hashlib.sha1(said.encode()).hexdigest()[:8]
+
+
+def _summary(views: list[FunctionView], ids: list[str]) -> str:
+    """One row per function, linking to its table."""
+    rows = []
+    for view, anchor in zip(views, ids, strict=True):
+        s = view.stats
+        total = seconds_text(view.total_seconds) if s.timed else "not timed"
+        over = s.overhead
+        over_text = "not measured" if over is None else f"{over:.2f}x"
+        warn = ' class="n bang"' if any(n.level == "warning" for n in s.notes) else ' class="n"'
+        samples = str(s.samples) if view.sampled else ""
+        rows.append(
+            f'<tr><td><a href="#{anchor}">{escape(s.qualname)}</a></td><td class="n">{s.calls}</td>'
+            f'<td class="n">{total}</td><td{warn}>{over_text}</td><td class="n">{samples}</td></tr>'
+        )
+    head = "".join(
+        f"<th{' class=n' if i else ''}>{h}</th>"
+        for i, h in enumerate(("Function", "Calls", "Total time", "Overhead", "Samples"))
+    )
+    return f'<table class="summary"><thead><tr>{head}</tr></thead><tbody>{"".join(rows)}</tbody></table>'
+
+
+def _key(view: FunctionView) -> str:
+    """What the bars and marks mean, under each table."""
+    parts = []
+    if view.stats.timed:
+        parts.append("<i style='background:var(--t)'></i>% Time (instrumented)")
+    if view.sampled:
+        parts.append("<i style='background:var(--s)'></i>% Samples (probe-free), whisker: its 95% interval")
+    marks = []
+    if any(line.below_resolution for line in view.lines):
+        marks.append(f'<span title="{escape(BELOW_RESOLUTION)}">~ below the timer\'s resolution</span>')
+    if any(line.disagree for line in view.lines):
+        marks.append(f'<span title="{escape(DISAGREE)}">! the two views disagree</span>')
+    text = " ".join(parts) + ("; marks: " + ", ".join(marks) if marks else "")
+    folded = ""
+    if view.sampled:
+        hover = "hover a bar for the figures"
+        folded = (
+            f'<div class="folded at1">narrow window: Est. Time and Est./Hit are folded ({hover})</div>'
+            f'<div class="folded at2">narrow window: 95% CI, Est. Time and Est./Hit are folded '
+            f"(the whisker shows the interval; {hover})</div>"
+        )
+    return (f'<div class="key">{text}</div>' if text else "") + folded
+
+
+def _notes(view: FunctionView) -> str:
+    boxes = []
+    for note in view.stats.notes:
+        if note.level == "warning":
+            boxes.append(f'<div class="note warning"><b>distortion warning</b>{escape(note.text)}</div>')
+        else:
+            boxes.append(f'<div class="note">{escape(note.text)}</div>')
+    return "".join(boxes)
+
+
+def _function(view: FunctionView, anchor: str) -> str:
+    s = view.stats
+    shown = [(label, value) for label, value in view.header if label not in ("Timer unit", "Function")]
+    rows = "".join(f"<dt>{escape(label)}</dt><dd>{escape(value)}</dd>" for label, value in shown)
+    rows += f"<dt>Times in</dt><dd>{view.output_unit:g} s</dd>"
+    title = f"{escape(s.qualname)} <small>at line {s.first_lineno}</small>"
+    return (
+        f'<section id="{anchor}"><h3>{title}</h3>'
+        f'<div class="top"><dl>{rows}</dl>{time_chart(view)}</div>'
+        f"{function_table(view)}{_key(view)}{_notes(view)}</section>"
+    )
 
 
 def profile_html(
@@ -33,18 +171,17 @@ def profile_html(
     stripzeros: bool = False,
     page: bool = False,
     title: str = "numba_lprun profile",
-    width: int = 120,
 ) -> str:
     """The profile as an HTML fragment (for notebooks) or, with ``page``, a whole document."""
-    console = Console(
-        record=True,
-        file=io.StringIO(),
-        width=width,
-        force_terminal=True,
-        force_jupyter=False,
-        highlight=False,
-    )
-    for renderable in profile_renderables(profile, output_unit, stripzeros):
-        console.print(renderable)
-    fragment = console.export_html(theme=MONOKAI, inline_styles=True, code_format=_FRAGMENT)
-    return _PAGE.format(title=html.escape(title), body=fragment) if page else fragment
+    views = profile_views(profile, output_unit, stripzeros)
+    prefix = _anchor_prefix(profile)
+    ids = [f"{prefix}-{i}" for i in range(len(views))]
+    parts = [f"<style>{STYLE}</style>", '<div class="nlprun">']
+    if not views:
+        parts.append("<p>numba_lprun: no profiled function ran</p>")
+    if len(views) > 1:
+        parts.append(_summary(views, ids))
+    parts += [_function(view, anchor) for view, anchor in zip(views, ids, strict=True)]
+    parts.append("</div>")
+    fragment = "\n".join(parts)
+    return _PAGE.format(title=escape(title), body=fragment) if page else fragment

@@ -1,9 +1,25 @@
-"""Rich renderables for a profile: a header, a highlighted table, and the notes."""
+"""Rich renderables for a profile: a header, a highlighted table, and the notes.
+
+The numbers are the product, so the table is laid out for the console's width
+by hand rather than left to rich's column shrinking (which cuts every column to
+``Hi…`` when one source line is long). Giving way, in this order:
+
+1. the source column is cropped (with ``…``), down to ``CODE_MIN`` characters;
+2. the gaps between columns narrow from two spaces to one, and column headers
+   wrap onto two lines (``% Samples`` -> ``%`` / ``Samples``);
+3. optional columns fold, in ``FOLD_ORDER``: Est./Hit, Est. Time, 95% CI, and,
+   only when the source would get fewer than ``SAMPLES_CODE_MIN`` characters,
+   % Samples; a note under the table names what was folded;
+4. the source column takes whatever is left.
+
+Line #, Hits, Time, Per Hit and % Time never fold and are never cut at any
+width of 60 columns or more.
+"""
 
 from __future__ import annotations
 
-import shutil
 import sys
+from dataclasses import dataclass
 from typing import TextIO
 
 from rich.console import Console, Group, RenderableType
@@ -13,13 +29,53 @@ from rich.table import Table
 from rich.text import Text
 
 from ..stats import ProfileStats
-from .view import FunctionView, profile_views
+from .text import output_width
+from .view import (
+    FunctionView,
+    has_estimates,
+    interval_text,
+    number,
+    per_hit_text,
+    profile_views,
+    samples_text,
+)
 
 THEME = "ansi_dark"
+CODE_MIN = 20  # the source column is cropped down to this before any column folds
+SAMPLES_CODE_MIN = 8  # % Samples folds only when the source would get fewer characters
+#: optional columns, first folded first, with the source width below which each folds
+FOLD_ORDER = (
+    ("Est./Hit", CODE_MIN),
+    ("Est. Time", CODE_MIN),
+    ("95% CI", CODE_MIN),
+    ("% Samples", SAMPLES_CODE_MIN),
+)
+CODE_HEADER = "Line Contents"
+NATURAL_MIN = 100  # width for files and pipes: the table's own width, notes wrapped at least here
+
+__all__ = [
+    "CODE_MIN",
+    "FOLD_ORDER",
+    "function_renderable",
+    "interval_text",
+    "print_profile",
+    "profile_renderables",
+]
 
 
-def _number(value: float | None, digits: int = 1) -> str:
-    return "" if value is None else f"{value:.{digits}f}"
+@dataclass
+class _Column:
+    header: str
+    cells: list[Text]
+    style: str = ""
+
+    def width(self, compact: bool) -> int:
+        """Widest cell, and the header whole (or, ``compact``, its longest word)."""
+        head = max(len(word) for word in self.header.split()) if compact else len(self.header)
+        return max([head] + [cell.cell_len for cell in self.cells])
+
+    def heading(self, width: int) -> str:
+        return self.header if len(self.header) <= width else "\n".join(self.header.split())
 
 
 def _code_lines(view: FunctionView) -> list[Text]:
@@ -30,53 +86,87 @@ def _code_lines(view: FunctionView) -> list[Text]:
     return [parts[i] if i < len(parts) else Text(line.text) for i, line in enumerate(view.lines)]
 
 
-def interval_text(interval: tuple[float, float] | None) -> str:
-    """A 95% interval as ``49.7-54.1`` (empty without samples)."""
-    return "" if interval is None else f"{interval[0]:.1f}-{interval[1]:.1f}"
+def _columns(view: FunctionView) -> list[_Column]:
+    """The numeric columns with their cells, in line_profiler's order, then the sampled ones."""
+    lines = view.lines
+
+    def column(header: str, texts: list[str], style: str = "", styles: list[str] | None = None) -> _Column:
+        styles = styles or [""] * len(texts)
+        return _Column(header, [Text(t, style=s) for t, s in zip(texts, styles, strict=True)], style)
+
+    cols = [
+        column("Line #", [str(line.lineno) for line in lines], style="dim"),
+        column("Hits", ["" if line.hits is None else str(line.hits) for line in lines]),
+    ]
+    if view.stats.timed:
+        heavy = ["bold red" if line.heavy else "" for line in lines]
+        cols += [
+            column("Time", [number(line.time) for line in lines]),
+            column("Per Hit", [per_hit_text(line) for line in lines]),
+            column("% Time", [number(line.percent) for line in lines], styles=heavy),
+        ]
+    if view.sampled:
+        marked = ["bold yellow" if line.disagree else "" for line in lines]
+        cols += [
+            column("% Samples", [samples_text(line) for line in lines], styles=marked),
+            column("95% CI", [interval_text(line.interval) for line in lines], style="dim"),
+        ]
+        if has_estimates(view):
+            cols += [
+                column("Est. Time", [number(line.sampled_time) for line in lines]),
+                column("Est./Hit", [number(line.sampled_per_hit) for line in lines]),
+            ]
+    return cols
 
 
-def function_renderable(view: FunctionView) -> RenderableType:
+def layout(cols: list[_Column], code_natural: int, width: int) -> tuple[list[_Column], bool, int, int]:
+    """Columns to show, whether headers wrap, the source's width and the gap between columns."""
+    shown = list(cols)
+
+    def room(compact: bool, gap: int) -> int:  # what is left for the source
+        return width - sum(c.width(compact) for c in shown) - gap * len(shown)
+
+    for compact, gap in ((False, 2), (False, 1), (True, 1)):
+        if room(compact, gap) >= min(code_natural, CODE_MIN):
+            return shown, compact, min(code_natural, room(compact, gap)), gap
+    by_header = {c.header: c for c in cols}
+    for header, floor in FOLD_ORDER:
+        if room(True, 1) >= min(code_natural, floor):
+            break
+        if header in by_header:
+            shown.remove(by_header[header])
+    return shown, True, max(1, min(code_natural, room(True, 1))), 1
+
+
+def function_renderable(view: FunctionView, width: int) -> RenderableType:
+    """One function's header, table and notes, fitted to ``width`` columns."""
     stats = view.stats
-    estimates = any(line.sampled_time is not None for line in view.lines)
     header = Table.grid(padding=(0, 1))
-    header.add_column(style="bold")
-    header.add_column()
+    header.add_column(style="bold", no_wrap=True)
+    header.add_column(overflow="fold")
     for label, value in view.header:
         header.add_row(f"{label}:", value)
 
-    table = Table(show_edge=False, header_style="bold", pad_edge=False, box=None)
-    table.add_column("Line #", justify="right", style="dim")
-    table.add_column("Hits", justify="right")
-    if stats.timed:
-        table.add_column("Time", justify="right")
-        table.add_column("Per Hit", justify="right")
-        table.add_column("% Time", justify="right")
-    if view.sampled:
-        table.add_column("% Samples", justify="right")
-        table.add_column("95% CI", justify="right", style="dim")
-        if estimates:
-            table.add_column("Est. Time", justify="right")
-            table.add_column("Est./Hit", justify="right")
-    table.add_column("Line Contents", no_wrap=True, overflow="ellipsis")
-    for line, code in zip(view.lines, _code_lines(view), strict=True):
-        cells: list[RenderableType] = [str(line.lineno), "" if line.hits is None else str(line.hits)]
-        if stats.timed:
-            per_hit = _number(line.per_hit)
-            if line.below_resolution and per_hit:
-                per_hit = "~" + per_hit
-            percent = Text(_number(line.percent), style="bold red" if line.heavy else "")
-            cells += [_number(line.time), per_hit, percent]
-        if view.sampled:
-            share = _number(line.sampled)
-            mark = "! " if line.disagree else ""
-            cells.append(Text(mark + share, style="bold yellow" if line.disagree else ""))
-            cells.append(interval_text(line.interval))
-            if estimates:
-                cells += [_number(line.sampled_time), _number(line.sampled_per_hit)]
-        cells.append(code)
-        table.add_row(*cells, style="bold" if line.heavy else None)
+    cols = _columns(view)
+    code = _code_lines(view)
+    code_natural = max([len(CODE_HEADER)] + [t.cell_len for t in code])
+    shown, compact, code_width, gap = layout(cols, code_natural, width)
+    table = Table(
+        show_edge=False, header_style="bold", pad_edge=False, box=None, padding=(0, gap, 0, 0), expand=False
+    )
+    for col in shown:
+        w = col.width(compact)
+        table.add_column(col.heading(w), justify="right", style=col.style, width=w, no_wrap=True)
+    table.add_column(CODE_HEADER, width=code_width, no_wrap=True, overflow="ellipsis")
+    for i, line in enumerate(view.lines):
+        table.add_row(*[col.cells[i] for col in shown], code[i], style="bold" if line.heavy else None)
 
     parts: list[RenderableType] = [header, Text(""), table]
+    hidden = {c.header for c in cols if c not in shown}
+    folded = [header for header, _ in FOLD_ORDER if header in hidden]  # in the order they fold
+    if folded:
+        said = ", ".join(folded)
+        parts.append(Text(f"not shown at {width} columns: {said} (a wider terminal or --html shows them)"))
     for note in stats.notes:
         if note.level == "warning":
             panel = Panel(Text(note.text), title="distortion warning", border_style="yellow", expand=False)
@@ -86,15 +176,26 @@ def function_renderable(view: FunctionView) -> RenderableType:
     return Group(*parts)
 
 
+def natural_width(profile: ProfileStats, output_unit: float | None = None, stripzeros: bool = False) -> int:
+    """The width at which every column and every source line shows whole (at least ``NATURAL_MIN``)."""
+    widest = NATURAL_MIN
+    for view in profile_views(profile, output_unit, stripzeros):
+        cols = _columns(view)
+        code = max([len(CODE_HEADER)] + [len(line.text) for line in view.lines])
+        widest = max(widest, sum(c.width(False) for c in cols) + 2 * len(cols) + code)
+    return widest
+
+
 def profile_renderables(
-    profile: ProfileStats, output_unit: float | None = None, stripzeros: bool = False
+    profile: ProfileStats, output_unit: float | None = None, stripzeros: bool = False, width: int = 120
 ) -> list[RenderableType]:
+    """Everything :func:`print_profile` prints, laid out for ``width`` columns."""
     views = profile_views(profile, output_unit, stripzeros)
     if not views:
         return [Text("numba_lprun: no profiled function ran", style="dim")]
     out: list[RenderableType] = []
     for view in views:
-        out += [function_renderable(view), Text("")]
+        out += [function_renderable(view, width), Text("")]
     return out
 
 
@@ -103,10 +204,16 @@ def print_profile(
     output_unit: float | None = None,
     stripzeros: bool = False,
     file: TextIO | None = None,
+    width: int | None = None,
 ) -> None:
-    """Print the profile to ``file`` (stdout), using the terminal's width (at least 100)."""
+    """Print the profile to ``file`` (stdout) at ``width`` columns.
+
+    By default that is the terminal's real width; a file or pipe has none, so
+    the table is printed at its natural width, nothing cropped or folded.
+    """
     file = sys.stdout if file is None else file
-    width = max(100, shutil.get_terminal_size((120, 24)).columns)
+    if width is None:
+        width = output_width(file) or natural_width(profile, output_unit, stripzeros)
     console = Console(file=file, width=width, highlight=False, force_jupyter=False)
-    for renderable in profile_renderables(profile, output_unit, stripzeros):
+    for renderable in profile_renderables(profile, output_unit, stripzeros, width):
         console.print(renderable)

@@ -11,6 +11,10 @@ formats and headers follow line_profiler 5 so the text diffs cleanly against it.
 from __future__ import annotations
 
 import io
+import os
+import sys
+import textwrap
+from typing import TextIO
 
 from ..stats import ProfileStats
 from .view import DEFAULT_OUTPUT_UNIT, FunctionView, LineView, function_view
@@ -92,8 +96,56 @@ def _sample_lines(view: FunctionView) -> str:
     return "\n".join(rows) + "\n"
 
 
-def profile_text(profile: ProfileStats, output_unit: float | None = None, stripzeros: bool = False) -> str:
-    """The whole profile as line_profiler prints it (``Timer unit`` first), plus notes."""
+def output_width(file: TextIO) -> int | None:
+    """The width of the terminal ``file`` writes to, or None when it is not a terminal.
+
+    A pipe or a file has no width, and ``COLUMNS`` is not asked there: processes
+    that load GNU readline export it to every child (80 under pytest), which
+    would crop tables written to logs. On a terminal the tty's own size wins.
+    """
+    try:
+        if not file.isatty():
+            return None
+    except (AttributeError, ValueError):
+        return None
+    try:
+        return os.get_terminal_size(file.fileno()).columns
+    except (AttributeError, OSError, ValueError):
+        columns = os.environ.get("COLUMNS", "")
+        return int(columns) if columns.isdigit() and int(columns) > 0 else None
+
+
+def _wrapped(text: str, width: int) -> str:
+    """Sentences under the table wrapped to ``width`` (table rows are never wrapped: they diff)."""
+    if not width:
+        return text
+    out = []
+    for line in text.splitlines():
+        if len(line) <= width:
+            out.append(line)
+            continue
+        indent = " " * (len(line) - len(line.lstrip()) + 4)
+        out.append(
+            textwrap.fill(
+                line, width, subsequent_indent=indent, break_long_words=False, break_on_hyphens=False
+            )
+        )
+    return "\n".join(out) + "\n" if out else ""
+
+
+def profile_text(
+    profile: ProfileStats,
+    output_unit: float | None = None,
+    stripzeros: bool = False,
+    width: int | None = None,
+) -> str:
+    """The whole profile as line_profiler prints it (``Timer unit`` first), plus notes.
+
+    The notes and the sampled view's lines are wrapped to ``width``: by default
+    the terminal's width when stdout is a terminal, otherwise not at all (``0``:
+    never). The table itself keeps line_profiler's layout at any width.
+    """
+    width = (output_width(sys.stdout) or 0) if width is None else width
     out = io.StringIO()
     unit = DEFAULT_OUTPUT_UNIT if output_unit is None else output_unit
     out.write(f"Timer unit: {unit:g} s\n\n")
@@ -102,12 +154,13 @@ def profile_text(profile: ProfileStats, output_unit: float | None = None, stripz
             continue
         view = function_view(stats, profile.unit, unit, profile.sampling, profile.isolation)
         out.write(function_table(view))
+        below = io.StringIO()
         if profile.sampling is not None:
-            out.write(_sample_lines(view))
+            below.write(_sample_lines(view))
         if view.runs:
-            out.write(f"runs: {view.runs}\n")
+            below.write(f"runs: {view.runs}\n")
         for note in stats.notes:
             prefix = "WARNING: " if note.level == "warning" else ""
-            out.write(f"{prefix}{note.text}\n")
-        out.write("\n")
+            below.write(f"{prefix}{note.text}\n")
+        out.write(_wrapped(below.getvalue(), width) + "\n")
     return out.getvalue()

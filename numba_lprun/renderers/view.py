@@ -142,3 +142,40 @@ def profile_views(profile: ProfileStats, output_unit: float | None, stripzeros: 
     if stripzeros:
         views = [v for v in views if any(line.hits for line in v.lines)]
     return views
+
+
+# -- how numbers are written: shared by the rich table and the HTML table, so both read alike --
+def number(value: float | None, digits: int = 1) -> str:
+    """A figure with ``digits`` decimals (empty when there is none)."""
+    return "" if value is None else f"{value:.{digits}f}"
+
+
+def interval_text(interval: tuple[float, float] | None) -> str:
+    """A 95% interval as ``49.7-54.1`` (empty without samples)."""
+    return "" if interval is None else f"{interval[0]:.1f}-{interval[1]:.1f}"
+
+
+def per_hit_text(line: LineView) -> str:
+    """Per Hit, with the ``~`` mark on lines below the timer's resolution."""
+    text = number(line.per_hit)
+    return "~" + text if line.below_resolution and text else text
+
+
+def samples_text(line: LineView) -> str:
+    """% Samples, with the ``!`` mark where the two views disagree."""
+    text = number(line.sampled)
+    return "! " + text if line.disagree and text else text
+
+
+def has_estimates(view: FunctionView) -> bool:
+    """Whether the sampler gave probe-free time estimates (Est. Time, Est./Hit columns)."""
+    return any(line.sampled_time is not None for line in view.lines)
+
+
+def seconds_text(seconds: float) -> str:
+    """A duration with a readable unit: ``24.1 ms``, ``850 ns``, ``1.20 s``."""
+    for scale, unit in ((1.0, "s"), (1e-3, "ms"), (1e-6, "µs")):
+        if abs(seconds) >= scale:
+            value = seconds / scale
+            return f"{value:.3g} {unit}" if value < 100 else f"{value:.0f} {unit}"
+    return f"{seconds / 1e-9:.3g} ns"

@@ -1,0 +1,96 @@
+"""A small inline SVG chart of time per line in both views, drawn from the data.
+
+No plotting library: a chart is a few dozen rectangles, and an inline SVG needs
+nothing fetched, scales with the page, and takes its text colour from the page
+(``currentColor``), so it reads on light and dark backgrounds alike. It sits
+next to the table so the shape of the profile (which lines cost, and whether
+the probes' view and the sampler's agree) shows at a glance.
+"""
+
+from __future__ import annotations
+
+import html
+import math
+
+from .view import FunctionView, has_estimates, seconds_text
+
+INSTRUMENTED = "#4e79a7"  # mid blue and orange: readable on white and on near-black
+SAMPLED = "#f28e2b"
+_W, _H = 420, 150  # viewBox; the SVG scales to the width it is given
+_LEFT, _RIGHT, _TOP, _BOTTOM = 52, 8, 22, 20
+
+
+def _nice_step(top: float) -> float:
+    """A round gridline step giving about three gridlines up to ``top``."""
+    raw = top / 3
+    power = 10 ** math.floor(math.log10(raw))
+    return next(m * power for m in (1, 2, 2.5, 5, 10) if m * power >= raw)
+
+
+def _rect(x: float, y: float, w: float, h: float, fill: str, tip: str) -> str:
+    return (
+        f'<rect x="{x:.1f}" y="{y:.1f}" width="{w:.1f}" height="{h:.1f}" fill="{fill}">'
+        f"<title>{html.escape(tip)}</title></rect>"
+    )
+
+
+def time_chart(view: FunctionView) -> str:
+    """Grouped bars per line: instrumented time and the sampler's probe-free estimate (empty if neither)."""
+    unit = view.output_unit
+    timed = view.stats.timed
+    estimated = has_estimates(view)
+    rows = [
+        (line.lineno, (line.time or 0.0) * unit if timed else None, (line.sampled_time or 0.0) * unit)
+        for line in view.lines
+        if line.hits or line.sampled
+    ]
+    if not rows or not (timed or estimated):
+        return ""
+    top = max(max(t or 0.0, s if estimated else 0.0) for _, t, s in rows)
+    if top <= 0:
+        return ""
+    step = _nice_step(top)
+    top = step * math.ceil(top / step)
+    plot_w, plot_h = _W - _LEFT - _RIGHT, _H - _TOP - _BOTTOM
+    out = [
+        f'<svg class="chart" viewBox="0 0 {_W} {_H}" role="img" '
+        f'aria-label="time per line of {html.escape(view.stats.qualname)}">'
+    ]
+    for i in range(int(round(top / step)) + 1):  # gridlines and their labels
+        y = _TOP + plot_h - plot_h * i * step / top
+        out.append(
+            f'<line x1="{_LEFT}" x2="{_W - _RIGHT}" y1="{y:.1f}" y2="{y:.1f}" '
+            'stroke="currentColor" stroke-opacity="0.2"/>'
+            f'<text x="{_LEFT - 4}" y="{y + 3:.1f}" text-anchor="end">{seconds_text(i * step)}</text>'
+        )
+    group = plot_w / len(rows)
+    bars = 2 if timed and estimated else 1
+    bar = min(18.0, group * 0.8 / bars)
+    label_every = max(1, math.ceil(len(rows) * 22 / plot_w))
+    for i, (lineno, instrumented, sampled) in enumerate(rows):
+        x = _LEFT + group * i + (group - bar * bars) / 2
+        shown = []
+        if timed:
+            shown.append(
+                (instrumented, INSTRUMENTED, f"line {lineno}: instrumented {seconds_text(instrumented)}")
+            )
+        if estimated:
+            shown.append((sampled, SAMPLED, f"line {lineno}: sampled estimate {seconds_text(sampled)}"))
+        for j, (value, fill, tip) in enumerate(shown):
+            h = plot_h * value / top
+            out.append(_rect(x + j * bar, _TOP + plot_h - h, bar, max(h, 0.0), fill, tip))
+        if i % label_every == 0:
+            cx = _LEFT + group * (i + 0.5)
+            out.append(f'<text x="{cx:.1f}" y="{_H - 6}" text-anchor="middle">{lineno}</text>')
+    legend = [("instrumented (Time)", INSTRUMENTED)] if timed else []
+    if estimated:
+        legend.append(("sampled, probe-free (Est. Time)", SAMPLED))
+    x = _LEFT
+    for label, fill in legend:
+        out.append(
+            f'<rect x="{x}" y="6" width="10" height="10" fill="{fill}"/>'
+            f'<text x="{x + 14}" y="15">{html.escape(label)}</text>'
+        )
+        x += 24 + 6.2 * len(label)
+    out.append("</svg>")
+    return "".join(out)

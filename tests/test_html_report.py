@@ -1,0 +1,145 @@
+"""The HTML report: a real table built from the data, read in a real headless browser.
+
+The browser checks need Debian's ``chromium`` (``apt-get install -y chromium``);
+where no chromium is on PATH they skip and say so. The static checks run anyway.
+"""
+
+import html
+import json
+import re
+import shutil
+import subprocess
+
+import pytest
+
+from numba_lprun.renderers import profile_html
+from numba_lprun.renderers.view import number, per_hit_text, profile_views
+from tests.render_kernels import LONG_LINE, long_line_profile
+
+#: reads the laid-out page: each numeric cell's text, whether it is shown, fits its box, and
+#: stays inside the window (appended to a copy of the report only; the report has no script)
+LAYOUT_PROBE = """<script>
+addEventListener("load", () => {
+  const cells = [...document.querySelectorAll("td.n")].map((td) => {
+    const box = td.getBoundingClientRect(), range = document.createRange();
+    range.selectNodeContents(td);
+    const tops = new Set([...range.getClientRects()].map((r) => Math.round(r.top)));
+    return {text: td.textContent, shown: getComputedStyle(td).display !== "none",
+            fits: td.scrollWidth <= td.clientWidth + 1, right: box.right, lines: tops.size};
+  });
+  const out = document.createElement("pre");
+  out.id = "layout";
+  out.textContent = JSON.stringify({width: document.documentElement.clientWidth, cells});
+  document.body.appendChild(out);
+});
+</script>"""
+
+
+@pytest.fixture(scope="module")
+def profile():
+    return long_line_profile()
+
+
+@pytest.fixture(scope="module")
+def page(profile):
+    return profile_html(profile, page=True)
+
+
+@pytest.fixture(scope="session")
+def chromium():
+    """Debian's chromium on PATH, or a skip that says how to get it."""
+    for name in ("chromium", "chromium-browser", "google-chrome"):
+        path = shutil.which(name)
+        if path:
+            return path
+    pytest.skip("no chromium on PATH (install it: apt-get update && apt-get install -y chromium)")
+
+
+def browse(chromium, url: str, tmp_path, width: int, *extra: str) -> str:
+    """The DOM after load, in headless chromium with every network request sent to a dead proxy."""
+    done = subprocess.run(
+        [
+            chromium,
+            "--headless",
+            "--no-sandbox",
+            "--disable-gpu",
+            "--proxy-server=127.0.0.1:9",
+            "--host-resolver-rules=MAP * ~NOTFOUND",
+            f"--user-data-dir={tmp_path / 'chromium-profile'}",
+            f"--window-size={width},900",
+            "--virtual-time-budget=3000",
+            "--dump-dom",
+            *extra,
+            url,
+        ],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert done.returncode == 0, done.stderr[-2000:]
+    return done.stdout
+
+
+def external_references(markup: str) -> list[str]:
+    """Anything a browser could fetch: URLs, src=, href= other than #anchors, CSS imports."""
+    found = re.findall(r"https?://|//[a-z0-9.-]+\.[a-z]{2,}/|\bsrc\s*=|url\(|@import", markup, re.I)
+    found += [h for h in re.findall(r'\bhref\s*=\s*"([^"]*)"', markup, re.I) if not h.startswith("#")]
+    return found
+
+
+def expected_numbers(profile) -> list[str]:
+    """Every hit count and time the report must show whole."""
+    out = []
+    for view in profile_views(profile, None, False):
+        for line in view.lines:
+            if line.hits:
+                out += [str(line.hits), number(line.time), per_hit_text(line), number(line.percent)]
+    return out
+
+
+def test_report_is_a_self_contained_table_built_from_the_data(profile, page):
+    assert page.startswith("<!DOCTYPE html>")
+    assert "<table" in page and "<pre" not in page and "<script" not in page.lower()
+    assert external_references(page) == []
+    cells = re.findall(r'<td class="n[^"]*">(.*?)</td>', page)
+    texts = {re.sub(r"<[^>]+>", "", html.unescape(c)) for c in cells}
+    for figure in expected_numbers(profile):
+        assert figure in texts, figure
+    assert html.escape(LONG_LINE).replace("&#x27;", "'") in re.sub(r"<span[^>]*>|</span>", "", page)
+    # a summary links to each function's table
+    anchors = re.findall(r'href="#([^"]+)"', page)
+    assert len(anchors) == 2 and all(f'id="{a}"' in page for a in anchors)
+    # marks explained on hover, bars and the chart drawn from the data
+    assert 'title="below the timer' in page and '<svg class="chart"' in page
+    assert page.count('class="bar bt"') == page.count('class="bar bs"') > 0
+
+
+@pytest.mark.parametrize("width", [700, 1600])
+def test_browser_shows_every_number_whole_at_narrow_and_wide_windows(
+    chromium, profile, page, tmp_path, width
+):
+    report = tmp_path / "report.html"
+    report.write_text(page.replace("</body>", LAYOUT_PROBE + "</body>"), encoding="utf-8")
+    dom = browse(chromium, report.as_uri(), tmp_path, width)
+    (probe,) = re.findall(r'<pre id="layout">(.*?)</pre>', dom, re.S)
+    layout = json.loads(html.unescape(probe))
+    shown = [c for c in layout["cells"] if c["shown"]]
+    assert shown
+    for cell in shown:
+        assert cell["fits"] and cell["right"] <= layout["width"], (width, cell)
+    texts = {c["text"] for c in shown}
+    for figure in expected_numbers(profile):  # line_profiler's columns never fold
+        assert figure in texts, (width, figure)
+    if width == 700:  # optional columns fold rather than push the table out of the window
+        assert any(not c["shown"] for c in layout["cells"])
+    else:
+        assert all(c["shown"] for c in layout["cells"])
+    assert all(c["lines"] <= 1 for c in shown)  # one line per number, never wrapped
+
+
+def test_page_renders_with_the_network_blocked(chromium, page, tmp_path):
+    report = tmp_path / "report.html"
+    report.write_text(page, encoding="utf-8")
+    dom = browse(chromium, report.as_uri(), tmp_path, 1000)
+    assert "<table" in dom and "Line Contents" in dom and "<svg" in dom
+    assert external_references(dom) == []

@@ -27,8 +27,8 @@ What a port would need
 from __future__ import annotations
 
 import ctypes
-import functools
 import ctypes.util
+import functools
 import os
 import platform
 import signal

@@ -12,6 +12,7 @@ name the statement rebound in the meantime.
 from __future__ import annotations
 
 import contextlib
+import functools
 import signal
 import sys
 import threading
@@ -88,11 +89,50 @@ def find_callers(targets: Iterable[CPUDispatcher], namespaces: Iterable[dict]) -
     return callers
 
 
+@functools.cache
+def _redirecting(cls: type) -> type:
+    """A subclass of ``cls`` whose instances call the twin stored on them.
+
+    Swapping names reaches the calls made through names; a dispatcher kept inside
+    another object (a dict of kernels, a dataclass field, a closure, a
+    ``functools.partial``) is called directly. While a run lasts, the original's
+    class is this one, so every Python-level call of it goes to its twin.
+    """
+
+    def __call__(self, *args, **kwargs):
+        return self.__dict__[_REDIRECT](*args, **kwargs)
+
+    return type(cls.__name__, (cls,), {"__call__": __call__, "__module__": cls.__module__})
+
+
+_REDIRECT = "_numba_lprun_twin"
+
+
 @dataclass
 class Swap:
-    """Bindings replaced for one run; ``restore`` puts the originals back."""
+    """Bindings replaced for one run; ``restore`` puts the originals back.
+
+    ``redirected`` holds the originals whose Python-level calls go to a twin
+    (see :func:`_redirecting`), with the class to give back.
+    """
 
     undo: list[tuple[dict, str, object, object]] = field(default_factory=list)
+    redirected: list[tuple[object, type]] = field(default_factory=list)
+
+    def redirect(self, originals: Iterable[object], replacements: Mapping[int, object]) -> None:
+        """Send every Python-level call of each original to its replacement, until ``restore``."""
+        with ctrl_c_deferred():
+            for original in originals:
+                new = replacements.get(id(original))
+                if new is None or new is original:
+                    continue
+                cls = type(original)
+                if _REDIRECT in original.__dict__:  # already redirected in this run: retarget
+                    original.__dict__[_REDIRECT] = new
+                    continue
+                original.__dict__[_REDIRECT] = new
+                original.__class__ = _redirecting(cls)
+                self.redirected.append((original, cls))
 
     def apply(self, namespaces: Iterable[dict], replacements: Mapping[int, object]) -> None:
         with ctrl_c_deferred():
@@ -122,6 +162,11 @@ class Swap:
                 elif ns.get(name) is new:
                     ns[name] = original
             self.undo[:] = reversed(kept)
+            if only is None:
+                for original, cls in reversed(self.redirected):
+                    original.__class__ = cls
+                    original.__dict__.pop(_REDIRECT, None)
+                self.redirected.clear()
 
 
 @contextlib.contextmanager

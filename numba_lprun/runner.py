@@ -148,6 +148,7 @@ class PhaseRun:
         new = {id(twin.original): twin.dispatcher for twin, _ in built}
         self.replacements.update(new)
         self.swap.apply(self.namespaces, new)
+        self.swap.redirect([twin.original for twin, _ in built], new)
         for twin, src in built:
             if not twin.compiled:
                 compile_like_original(twin, src)

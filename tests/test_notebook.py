@@ -46,7 +46,7 @@ def test_conv_table_in_html_and_text(executed):
 
 def test_html_outputs_are_self_contained_tables_with_every_hit_count(executed):
     reports = [b for cell in executed for b in bundles(cell.outputs)]
-    assert len(reports) == 4
+    assert len(reports) == 5  # conv, sum_sq, smooth+conv, the cell magic, bubble_sort
     for report in reports:
         page, text = report["text/html"], report["text/plain"]
         assert "<table" in page and "<svg" in page and "<pre" not in page and "<script" not in page

@@ -20,8 +20,8 @@ import numba  # noqa: E402
 import numpy as np  # noqa: E402
 
 import numba_lprun  # noqa: E402
-from numba_lprun.calibrate import probe_cost_ticks  # noqa: E402
-from numba_lprun.clock import current_clock  # noqa: E402
+from numba_lprun.instrument.calibrate import probe_cost_ticks  # noqa: E402
+from numba_lprun.instrument.clock import current_clock  # noqa: E402
 from numba_lprun.stats import share_interval  # noqa: E402
 
 RUNS = 3

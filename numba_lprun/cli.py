@@ -1,4 +1,4 @@
-"""Stage 7 (command line): ``python -m numba_lprun script.py`` and the ``nlprun`` command.
+"""``python -m numba_lprun script.py`` and the ``nlprun`` command.
 
 Runs a script (or ``-m module``) with its own ``sys.argv`` and ``__main__``
 semantics, profiling the jitted functions it defines (or those marked with

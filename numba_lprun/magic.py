@@ -1,4 +1,4 @@
-"""Stage 7: the ``%nlprun`` line magic and ``%%nlprun`` cell magic.
+"""The ``%nlprun`` line magic and ``%%nlprun`` cell magic.
 
 Modelled on IPython's execution magics: the statement is compiled first so a
 syntax error reads as one line, misuse raises ``UsageError``, whatever the
@@ -20,6 +20,7 @@ from IPython.display import display
 from numba.core.registry import CPUDispatcher
 
 from .errors import NotProfilableError, TwinCompileError
+from .instrument.source import python_function_of
 from .profiler import (
     DEFAULT_MIN_SAMPLES,
     DEFAULT_SAMPLE_RATE,
@@ -28,7 +29,6 @@ from .profiler import (
     defined_in,
 )
 from .renderers import print_profile, profile_html, profile_text
-from .source import python_function_of
 
 _VALUE_OPTIONS = {
     "-f",

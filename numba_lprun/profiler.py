@@ -21,13 +21,13 @@ from typing import Any
 from line_profiler.line_profiler import LineStats
 from numba.core.registry import CPUDispatcher
 
-from .calibrate import probe_cost_ticks
-from .clock import current_clock
 from .diagnose import DEFAULT_THRESHOLD, diagnose
-from .quiet import quiet
-from .runner import INSTRUMENTED, PLAIN, Key, PhaseRun, Progress, Runner, Target
-from .sampled_run import SegmentedSampling, Where, charge, line_maps, samples_inside
-from .snapshot import Reach, call_reach, describe, statement_reach, take_snapshot
+from .instrument.calibrate import probe_cost_ticks
+from .instrument.clock import current_clock
+from .run.quiet import quiet
+from .run.runner import INSTRUMENTED, PLAIN, Key, PhaseRun, Progress, Runner, Target
+from .run.sampled_run import SegmentedSampling, Where, charge, line_maps, samples_inside
+from .run.snapshot import Reach, call_reach, describe, statement_reach, take_snapshot
 from .stats import FunctionStats, IsolationInfo, ProfileStats, SamplingInfo
 from .vectorized import vectorized_lines
 

@@ -1,4 +1,4 @@
-"""Stage 5: the profile as plain data.
+"""The profile as plain data.
 
 Nothing here knows how the numbers were measured or how they will be shown:
 renderers read these objects, and ``to_line_stats`` hands them to line_profiler

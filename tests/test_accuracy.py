@@ -5,8 +5,8 @@ import pytest
 from numba import njit
 
 import numba_lprun
-from numba_lprun.calibrate import probe_cost_ticks
-from numba_lprun.clock import current_clock
+from numba_lprun.instrument.calibrate import probe_cost_ticks
+from numba_lprun.instrument.clock import current_clock
 from numba_lprun.vectorized import vectorized_lines
 from tests import kernels as k
 
@@ -23,7 +23,7 @@ def test_clock_calibration_is_sane_and_cached():
 
 
 def test_monotonic_fallback_clock_counts_nanoseconds():
-    from numba_lprun.clock import clock_reader
+    from numba_lprun.instrument.clock import clock_reader
 
     read = clock_reader("monotonic")
     import time

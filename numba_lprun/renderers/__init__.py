@@ -1,4 +1,4 @@
-"""Stage 6: turn a ``ProfileStats`` into something to read.
+"""Turn a ``ProfileStats`` into something to read.
 
 ``text`` writes line_profiler's exact layout; ``rich_table`` builds rich
 renderables for terminals; ``html`` records those renderables into

@@ -1,4 +1,4 @@
-"""Stage 4b: build the twins of each phase and run a call or statement on them.
+"""Build the twins of each phase and run a call or statement on them.
 
 A profiled function is a *target*, keyed like line_profiler keys functions
 (filename, first line, qualified name); it owns the rewritten sources and counter
@@ -24,12 +24,12 @@ from numba.core import event
 from numba.core.errors import NumbaDebugInfoWarning
 from numba.core.registry import CPUDispatcher
 
-from . import probes as P
+from ..instrument import probes as P
+from ..instrument.rewrite import Rewritten, instrument
+from ..instrument.rewrite_parallel import add_prange_flushes
+from ..instrument.source import FunctionSource, read_source
+from ..instrument.twins import Twin, compile_like_original, link, make_relinked, make_twin, objmode_names
 from .reach import Swap, ctrl_c_deferred, find_callers, module_namespaces
-from .rewrite import Rewritten, instrument
-from .rewrite_parallel import add_prange_flushes
-from .source import FunctionSource, read_source
-from .twins import Twin, compile_like_original, link, make_relinked, make_twin, objmode_names
 
 PLAIN, INSTRUMENTED = "plain", "instrumented"
 Progress = Callable[[str], None]

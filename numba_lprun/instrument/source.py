@@ -1,4 +1,4 @@
-"""Stage 1: from a Numba dispatcher to the parsed source of its Python function.
+"""From a Numba dispatcher to the parsed source of its Python function.
 
 Everything later works on the function's own source (with its real line numbers),
 so this is where unprofilable inputs are refused, each with a one-line reason.
@@ -12,7 +12,7 @@ import textwrap
 from dataclasses import dataclass, field
 from types import CodeType, FunctionType
 
-from .errors import NotProfilableError
+from ..errors import NotProfilableError
 
 _CO_GENERATOR_FLAGS = inspect.CO_GENERATOR | inspect.CO_COROUTINE | inspect.CO_ASYNC_GENERATOR
 

@@ -1,4 +1,4 @@
-"""Stage 3: compile twins of jitted functions.
+"""Compile twins of jitted functions.
 
 A twin is a new dispatcher with the original's target options, ``locals`` and
 signatures, built from a rewritten function (the instrumented or the plain twin)
@@ -22,7 +22,7 @@ from numba.core.compiler_machinery import register_pass
 from numba.core.registry import CPUDispatcher
 from numba.core.untyped_passes import WithLifting
 
-from .errors import TwinCompileError
+from ..errors import TwinCompileError
 from .source import FunctionSource
 
 

@@ -1,4 +1,4 @@
-"""Stage 2: rewrite a function's AST so that it fires one probe per Python line event.
+"""Rewrite a function's AST so that it fires one probe per Python line event.
 
 The hits must equal what line_profiler reports for the Python function, so the
 probes follow CPython's own rule for line events (3.11): an event fires when the

@@ -1,4 +1,4 @@
-"""Stage 4c: sample plain runs, then charge the samples to source lines.
+"""Sample plain runs, then charge the samples to source lines.
 
 The plain twin carries line tables and no line probes, so sampling it shows the
 optimized code as it really runs. Numba must not compile while the native
@@ -12,7 +12,7 @@ import contextlib
 from collections.abc import Hashable, Iterator
 from dataclasses import dataclass, field
 
-from .sampling import LineMap, RawSamples, SampledLines, Sampler, attribute, line_map
+from ..sampling import LineMap, RawSamples, SampledLines, Sampler, attribute, line_map
 
 
 @dataclass

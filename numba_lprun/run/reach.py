@@ -1,4 +1,4 @@
-"""Stage 4a: make calls reach the twins, and put everything back afterwards.
+"""Make calls reach the twins, and put everything back afterwards.
 
 A profiled function can be called from the statement, from plain Python code in
 any module, or from other jitted functions, which linked the callee they saw when

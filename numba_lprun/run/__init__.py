@@ -1,0 +1,9 @@
+"""Running a profiled call: swap the twins in, run, keep one call's effects, put everything back.
+
+- ``reach``: make calls reach the twins (names in namespaces, jitted callers, any
+  Python-level call) and undo it afterwards;
+- ``runner``: targets, their twins and counters, and one phase (plain or instrumented);
+- ``snapshot``: save the state a call can reach and put back what an extra run changed;
+- ``quiet``: silence the extra runs' output;
+- ``sampled_run``: sample the plain run's repeats and charge samples to lines.
+"""

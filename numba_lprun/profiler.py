@@ -7,6 +7,7 @@ the instrumented twins, and fold their counters into plain-data stats.
 from __future__ import annotations
 
 import ast
+import copy
 import hashlib
 import io
 import linecache
@@ -24,6 +25,7 @@ from numba.core.registry import CPUDispatcher
 from .diagnose import DEFAULT_THRESHOLD, diagnose
 from .instrument.calibrate import probe_cost_ticks
 from .instrument.clock import current_clock
+from .instrument.twins import Twin
 from .run.quiet import quiet
 from .run.runner import INSTRUMENTED, PLAIN, Key, PhaseRun, Progress, Runner, Target
 from .run.sampled_run import SegmentedSampling, Where, charge, line_maps, samples_inside
@@ -105,6 +107,15 @@ class LineProfiler:
             timed=self.timing,
             probe_ticks=self._probe_ticks,
         )
+
+    def twins(self) -> list[Twin]:
+        """The twins this profiler runs on: plain, instrumented and relinked jitted callers.
+
+        Each has ``original``, ``dispatcher``, ``kind`` and ``compiled`` (signatures).
+        Twins are kept on the original dispatcher between profilers, so a second
+        profile of the same function finds the same twins.
+        """
+        return [twin for phase in (PLAIN, INSTRUMENTED) for twin in self._runner.twins(phase)]
 
     @property
     def functions(self) -> list[Callable]:
@@ -338,7 +349,7 @@ class LineProfiler:
             calls, ticks = (int(v) for v in table[-1])
             twin = target.twins.get(phase)
             if twin is not None:
-                stats.compile_seconds[phase] = twin.compile_seconds
+                stats.compile_seconds[phase] = self._runner.compile_seconds.get(id(twin), 0.0)
             if phase == PLAIN:
                 stats.plain_calls += calls
                 stats.plain_ticks += ticks
@@ -364,12 +375,22 @@ class LineProfiler:
     # -- results ------------------------------------------------------------------
     @property
     def profile(self) -> ProfileStats:
-        """The plain-data profile (what renderers take), with diagnostics filled in."""
+        """A snapshot of the profile so far (what renderers take), with diagnostics filled in.
+
+        The snapshot is a copy: later runs of this profiler accumulate into its own
+        counters and never change a ``ProfileStats`` a caller already holds.
+        """
+        functions = []
         for stats in self._stats.values():
-            diagnose(stats, self._clock.seconds_per_tick, self.threshold, self.corrected)
-        functions = list(self._stats.values())
+            snapshot = copy.deepcopy(stats)
+            diagnose(snapshot, self._clock.seconds_per_tick, self.threshold, self.corrected)
+            functions.append(snapshot)
         return ProfileStats(
-            self._clock.seconds_per_tick, self._clock.note, functions, self.sampling, self.isolation
+            self._clock.seconds_per_tick,
+            self._clock.note,
+            functions,
+            copy.deepcopy(self.sampling),
+            copy.deepcopy(self.isolation),
         )
 
     def get_stats(self) -> LineStats:

@@ -3,10 +3,10 @@
 import copy
 
 import line_profiler
-import numpy as np
 import pytest
 
 import numba_lprun
+from tests.compare import same  # noqa: F401  (the one comparison, re-exported for tests)
 
 
 def hits_of(stats, name):
@@ -30,16 +30,6 @@ def reference_hits(func, *args, **kwargs):
         for name in own:
             py_func.__globals__[name] = func
     return hits_of(prof.get_stats(), py_func.__code__.co_name)
-
-
-def same(a, b):
-    if isinstance(a, np.ndarray) or isinstance(b, np.ndarray):
-        return np.allclose(a, b)
-    if isinstance(a, tuple):
-        return len(a) == len(b) and all(same(x, y) for x, y in zip(a, b, strict=True))
-    if isinstance(a, float):
-        return abs(a - b) <= 1e-9 * max(1.0, abs(a))
-    return a == b
 
 
 def check_matches(func, *args, **kwargs):

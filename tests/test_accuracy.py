@@ -98,10 +98,10 @@ def test_vectorization_loss_is_detected_and_named():
     vectorizable(A)
     prof = numba_lprun.LineProfiler(vectorizable)
     prof.runcall(vectorizable, A)
-    target = next(iter(prof._runner.targets.values()))
+    twins = {twin.kind: twin.dispatcher for twin in prof.twins()}
     loop_line = vectorizable.py_func.__code__.co_firstlineno + 3
-    assert vectorized_lines(target.twins["plain"].dispatcher) == {loop_line}
-    assert vectorized_lines(target.twins["instrumented"].dispatcher) == set()
+    assert vectorized_lines(twins["plain"]) == {loop_line}
+    assert vectorized_lines(twins["instrumented"]) == set()
     (stats,) = prof.profile.functions
     assert stats.lost_vectorization == {loop_line}
     assert any("vectorized" in note.text and str(loop_line) in note.text for note in stats.notes)

@@ -141,8 +141,7 @@ def test_cache_true_twin_is_never_cached():
     k.cached_kernel(A)
     prof = numba_lprun.LineProfiler(k.cached_kernel)
     prof.runcall(k.cached_kernel, A)
-    target = next(iter(prof._runner.targets.values()))
-    for twin in target.twins.values():
+    for twin in prof.twins():
         assert type(twin.dispatcher._cache).__name__ == "NullCache"
         assert twin.dispatcher.py_func.__module__ is None
     cache_dir = os.path.join(os.path.dirname(k.__file__), "__pycache__")

@@ -53,7 +53,10 @@ class FunctionView:
         if s.signatures:
             rows.append(("Signatures", "; ".join(f"({sig})" for sig in s.signatures)))
         if s.compile_seconds:
-            said = ", ".join(f"{kind} twin {sec:.2f} s" for kind, sec in sorted(s.compile_seconds.items()))
+            said = ", ".join(
+                f"{kind} twin {sec:.2f} s" if sec > 0 else f"{kind} twin reused"
+                for kind, sec in sorted(s.compile_seconds.items())
+            )
             rows.append(("Compile", said))
         info = self.sampling
         if info is not None and info.unavailable is not None:

@@ -41,7 +41,7 @@ def _names_used(code: pytypes.CodeType) -> set[str]:
     return names
 
 
-def _reaches(caller: CPUDispatcher, targets: Mapping[int, object]) -> bool:
+def reaches(caller: CPUDispatcher, targets: Mapping[int, object]) -> bool:
     """Whether ``caller``'s code names one of ``targets`` (global, closure or module attribute)."""
     py_func = caller.py_func
     g = py_func.__globals__
@@ -81,7 +81,7 @@ def find_callers(targets: Iterable[CPUDispatcher], namespaces: Iterable[dict]) -
     while changed:
         changed = False
         for key, disp in list(candidates.items()):
-            if _reaches(disp, reached):
+            if reaches(disp, reached):
                 reached[key] = disp
                 callers.append(disp)
                 del candidates[key]

@@ -29,7 +29,7 @@ from ..instrument.rewrite import Rewritten, instrument
 from ..instrument.rewrite_parallel import add_prange_flushes
 from ..instrument.source import FunctionSource, read_source
 from ..instrument.twins import Twin, compile_like_original, link, make_relinked, make_twin, objmode_names
-from .reach import Swap, ctrl_c_deferred, find_callers, module_namespaces
+from .reach import Swap, ctrl_c_deferred, find_callers, module_namespaces, reaches
 
 PLAIN, INSTRUMENTED = "plain", "instrumented"
 Progress = Callable[[str], None]
@@ -52,6 +52,7 @@ class Target:
     rewrites: dict[str, Rewritten]
     counters: dict[str, np.ndarray]
     twins: dict[str, Twin] = field(default_factory=dict)
+    links: dict[str, frozenset] = field(default_factory=dict)  # phase -> callee twins it was linked with
 
     @property
     def rows(self) -> list[int]:
@@ -154,6 +155,41 @@ class PhaseRun:
                 compile_like_original(twin, src)
 
 
+def _new_target(dispatcher: CPUDispatcher, source: FunctionSource) -> Target:
+    names = objmode_names(source.py_func)
+    rewrites = {
+        INSTRUMENTED: instrument(source.tree, lines=True, objmode_names=names),
+        PLAIN: instrument(source.tree, lines=False, objmode_names=names),
+    }
+    add_prange_flushes(rewrites[INSTRUMENTED].tree)
+    counters = {phase: P.new_counters(len(r.rows)) for phase, r in rewrites.items()}
+    return Target(dispatcher, source, rewrites, counters)
+
+
+#: Where a dispatcher keeps its targets (rewrites, counters, compiled twins) between profiles.
+_TWIN_CACHE = "_numba_lprun_targets"
+
+
+def _cached(dispatcher: CPUDispatcher, key: tuple) -> Target | None:
+    """The target built for ``dispatcher`` by an earlier profiler, if any.
+
+    Twins are kept on the dispatcher itself, so they live exactly as long as the
+    user's function: a second ``%nlprun`` of an unchanged function compiles
+    nothing (each twin took 0.1-1 s to compile), and when the function is
+    garbage-collected its twins and counters go with it. The source is read
+    again each time: an edited function defines a new dispatcher anyway.
+    """
+    return getattr(dispatcher, "__dict__", {}).get(_TWIN_CACHE, {}).get(key)
+
+
+def _cache(dispatcher: CPUDispatcher, key: tuple, target: Target) -> None:
+    vars(dispatcher).setdefault(_TWIN_CACHE, {})[key] = target
+
+
+def _uncache(dispatcher: CPUDispatcher, key: tuple) -> None:
+    vars(dispatcher).get(_TWIN_CACHE, {}).pop(key, None)
+
+
 @dataclass
 class Runner:
     """Targets and twins for one profiler; runs phases."""
@@ -162,6 +198,7 @@ class Runner:
     timing: bool = True
     targets: dict[Key, Target] = field(default_factory=dict)
     relinked: dict[str, dict[int, Twin]] = field(default_factory=lambda: {PLAIN: {}, INSTRUMENTED: {}})
+    compile_seconds: dict[int, float] = field(default_factory=dict)  # id(twin) -> compiled by this runner
 
     def add(self, dispatcher: object) -> Target:
         """Make ``dispatcher`` a target (a new dispatcher for a known key replaces the old one)."""
@@ -175,32 +212,38 @@ class Runner:
                 existing.source.py_func.__code__ is source.py_func.__code__
                 and existing.original.targetoptions == dispatcher.targetoptions
             )
+            _uncache(existing.original, self.cache_key)
             existing.original, existing.source = dispatcher, source
             if same_code:  # defined again by the same code (a repeated run): keep the twins
                 for twin in existing.twins.values():
                     twin.original = dispatcher
+                _cache(dispatcher, self.cache_key, existing)
             else:
                 existing.twins.clear()
             return existing
-        names = objmode_names(source.py_func)
-        rewrites = {
-            INSTRUMENTED: instrument(source.tree, lines=True, objmode_names=names),
-            PLAIN: instrument(source.tree, lines=False, objmode_names=names),
-        }
-        add_prange_flushes(rewrites[INSTRUMENTED].tree)
-        counters = {phase: P.new_counters(len(r.rows)) for phase, r in rewrites.items()}
-        target = Target(dispatcher, source, rewrites, counters)
+        target = _cached(dispatcher, self.cache_key)
+        if target is None or target.source.key != source.key:
+            target = _new_target(dispatcher, source)
+            _cache(dispatcher, self.cache_key, target)
         self.targets[source.key] = target
         return target
+
+    @property
+    def cache_key(self) -> tuple[str, bool]:
+        """What twins depend on besides the function: the clock and whether lines are timed."""
+        return (self.clock, self.timing)
 
     def build(
         self, phase: str, targets: Iterable[Target], namespaces: list[dict]
     ) -> list[tuple[Twin, FunctionSource | None]]:
         """Twins of ``targets`` and of every jitted caller that reaches one, linked."""
         built: list[tuple[Twin, FunctionSource | None]] = []
+        targets = list(targets)
         for target in targets:
             if phase not in target.twins:
                 target.twins[phase] = _twin_for(target, phase, self.clock, self.timing)
+        self._refresh_stale(phase)
+        for target in targets:
             built.append((target.twins[phase], target.source))
         relinked = self.relinked[phase]
         originals = [t.original for t in self.targets.values()]
@@ -211,6 +254,40 @@ class Runner:
         everything = [t.twins[phase] for t in self.targets.values() if phase in t.twins]
         link(everything + [twin for twin, _ in built])
         return built
+
+    def _links(self, target: Target, phase: str) -> frozenset[tuple[Key, int]]:
+        """The twins of other targets that ``target``'s code calls: (key, id of that twin)."""
+        found = set()
+        for key, other in self.targets.items():
+            if other is target or not reaches(target.original, {id(other.original): other.original}):
+                continue
+            twin = other.twins.get(phase)
+            found.add((key, id(twin.dispatcher) if twin is not None else 0))
+        return frozenset(found)
+
+    def _refresh_stale(self, phase: str) -> None:
+        """Replace the twins that were linked with other callee twins than this runner's.
+
+        A compiled twin calls the callee twins it was linked with when it
+        compiled. Twins are kept between profilers (on the dispatcher), so a twin
+        from an earlier profile is reused only if the profiled functions it calls
+        have the same twins now; otherwise it would count into another profile's
+        counters, or miss this one's. Replacing one twin can make its callers
+        stale in turn, hence the loop (new twins compile later, when started).
+        """
+        for _ in range(len(self.targets) + 1):
+            stale = [
+                t
+                for t in self.targets.values()
+                if phase in t.twins and t.twins[phase].compiled and t.links.get(phase) != self._links(t, phase)
+            ]
+            if not stale:
+                break
+            for target in stale:
+                target.twins[phase] = _twin_for(target, phase, self.clock, self.timing)
+        for target in self.targets.values():
+            if phase in target.twins:
+                target.links[phase] = self._links(target, phase)
 
     @contextlib.contextmanager
     def phase(
@@ -230,11 +307,15 @@ class Runner:
                 warnings.simplefilter("ignore", NumbaDebugInfoWarning)
                 with ctrl_c_deferred():  # a Ctrl-C inside LLVM's callbacks would be lost
                     run.start(self.build(phase, list(self.targets.values()), spaces))
+                for target in self.targets.values():  # counters are shared with earlier profilers
+                    target.counters[phase][:] = 0
                 yield run
         finally:
             run.swap.restore()
             for twin in self.twins(phase):
-                twin.compile_seconds += watcher.seconds.get(id(twin.dispatcher), 0.0)
+                spent = watcher.seconds.get(id(twin.dispatcher), 0.0)
+                twin.compile_seconds += spent
+                self.compile_seconds[id(twin)] = self.compile_seconds.get(id(twin), 0.0) + spent
 
     def twins(self, phase: str) -> list[Twin]:
         made = [t.twins[phase] for t in self.targets.values() if phase in t.twins]

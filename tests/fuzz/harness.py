@@ -8,10 +8,10 @@ import itertools
 import linecache
 from collections import Counter
 
-import numpy as np
 from hypothesis import reject
 
 import numba_lprun
+from tests.compare import same
 from tests.conftest import hits_of, reference_hits
 
 STATS: Counter = Counter()  # programs checked, rejected by Numba, ...
@@ -31,22 +31,6 @@ def load(source: str, name: str = "target") -> tuple[object, str]:
 
 def forget(filename: str) -> None:
     linecache.cache.pop(filename, None)
-
-
-def same(a, b) -> bool:
-    """Equal results, NaN equal to NaN, floats to a relative 1e-12."""
-    if isinstance(a, tuple) or isinstance(b, tuple):
-        return (
-            isinstance(a, tuple)
-            and isinstance(b, tuple)
-            and len(a) == len(b)
-            and all(same(x, y) for x, y in zip(a, b, strict=True))
-        )
-    if isinstance(a, np.ndarray) or isinstance(b, np.ndarray):
-        return np.allclose(a, b, rtol=1e-12, atol=0, equal_nan=True)
-    if isinstance(a, float) or isinstance(b, float):
-        return bool(np.isclose(a, b, rtol=1e-12, atol=0, equal_nan=True))
-    return a == b
 
 
 def numbered(source: str) -> str:

@@ -11,11 +11,9 @@ import copy
 import hashlib
 import io
 import linecache
-import math
 import os
 import re
 import sys
-import time
 from collections.abc import Callable, Iterable
 from typing import Any
 
@@ -26,9 +24,9 @@ from .diagnose import DEFAULT_THRESHOLD, diagnose
 from .instrument.calibrate import probe_cost_ticks
 from .instrument.clock import current_clock
 from .instrument.twins import Twin
-from .run.quiet import quiet
+from .run.baseline import SampledRepeats, plain_run, sampled_repeats
 from .run.runner import INSTRUMENTED, PLAIN, Key, PhaseRun, Progress, Runner, Target
-from .run.sampled_run import SegmentedSampling, Where, charge, line_maps, samples_inside
+from .run.sampled_run import SegmentedSampling
 from .run.snapshot import Reach, call_reach, describe, statement_reach, take_snapshot
 from .stats import FunctionStats, IsolationInfo, ProfileStats, SamplingInfo
 from .vectorized import vectorized_lines
@@ -229,70 +227,30 @@ class LineProfiler:
         self, execute: Callable[[PhaseRun], Any], namespaces: list[dict], progress: Progress | None, snapshot
     ) -> None:
         """The plain run (timed, for the overhead figure), then its sampled repeats."""
+        restored = plain_run(
+            self._runner, execute, namespaces, progress, lambda: self._collect(PLAIN), snapshot
+        )
+        self._note_restored(restored)
+        if self.sampling is None or self.sampling.unavailable is not None:
+            return
+        parallel = any(t.original.targetoptions.get("parallel") for t in self._runner.targets.values())
+        sampling = SegmentedSampling(self.sampling.rate_hz, parallel)
+        repeats = None
         try:
-            with self._runner.phase(PLAIN, namespaces, progress) as run:
-                try:
-                    with quiet():
-                        execute(run)
-                except (Exception, SystemExit):  # the instrumented run is the one the user sees
-                    pass
+            repeats = sampled_repeats(
+                self._runner,
+                execute,
+                namespaces,
+                progress,
+                snapshot,
+                sampling,
+                self.min_samples,
+                self.sample_time,
+            )
         finally:
-            self._collect(PLAIN)
-            self._note_restored(snapshot.restore())
-        sampling = self._new_sampling()
-        if sampling is not None:
-            self._sampled_repeats(execute, namespaces, progress, snapshot, sampling)
-
-    def _sampled_repeats(
-        self,
-        execute: Callable[[PhaseRun], Any],
-        namespaces: list[dict],
-        progress: Progress | None,
-        snapshot,
-        sampling: SegmentedSampling,
-    ) -> None:
-        """Repeat the plain run under the sampler until enough samples or the time budget.
-
-        At least one repeat runs, so the probe-free view is never empty; state is
-        put back after each. Repeats run in batches inside one sampler segment,
-        sized from what the previous batch yielded: starting and stopping the
-        sampler and counting samples after every repeat cost about 10 ms each,
-        more than a quick statement itself. Repeats are not part of the overhead
-        figure.
-        """
-        started = time.perf_counter()
-        maps = None
-        inside, counted, repeats, batch = 0, 0, 0, 1
-        try:
-            with self._runner.phase(PLAIN, namespaces, progress, sampling) as run:
-                while True:
-                    batch_start = time.perf_counter()
-                    with sampling.running(), quiet():
-                        for _ in range(batch):
-                            try:
-                                execute(run)
-                            except (Exception, SystemExit):
-                                pass
-                            finally:
-                                self._note_restored(snapshot.restore(run.replacements))
-                            repeats += 1
-                    per_repeat = (time.perf_counter() - batch_start) / batch
-                    if sampling.unavailable is not None:
-                        break
-                    if maps is None:
-                        maps = line_maps(self._plain_code())
-                    got = samples_inside(sampling.segments[counted:], maps)
-                    inside, counted = inside + got, len(sampling.segments)
-                    left = self.sample_time - (time.perf_counter() - started)
-                    if inside >= self.min_samples or left < per_repeat / 2:
-                        break
-                    wanted = math.ceil((self.min_samples - inside) * batch / max(got, 1))
-                    batch = max(1, min(wanted, int(left / per_repeat)))
-        finally:
-            self._runner.take_counts(PLAIN)
-            self.sampling.repeats += repeats
-            self.sampling.seconds += time.perf_counter() - started
-            self._collect_samples(sampling, maps)
+            if repeats is not None:
+                self._note_restored(repeats.restored)
+                self._add_samples(repeats)
 
     def _note_restored(self, items: list) -> None:
         info = self.isolation
@@ -303,36 +261,20 @@ class LineProfiler:
                 info.restored[item.name] = describe([item])
                 info.restored_bytes += item.nbytes
 
-    def _new_sampling(self) -> SegmentedSampling | None:
-        if self.sampling is None or self.sampling.unavailable is not None:
-            return None
-        parallel = any(t.original.targetoptions.get("parallel") for t in self._runner.targets.values())
-        return SegmentedSampling(self.sampling.rate_hz, parallel)
-
-    def _plain_code(self) -> dict[Key, Where]:
-        where = {}
-        for key, target in self._runner.targets.items():
-            twin = target.twins.get(PLAIN)
-            if twin is not None:
-                last = target.source.first_lineno + len(target.source.lines) - 1
-                where[key] = (twin.dispatcher, target.source.filename, target.source.first_lineno, last)
-        return where
-
-    def _collect_samples(self, sampling: SegmentedSampling, maps: dict | None) -> None:
+    def _add_samples(self, repeats: SampledRepeats) -> None:
         info = self.sampling
-        if sampling.unavailable is not None:
-            info.unavailable = sampling.unavailable
-        if not sampling.segments:
-            return
-        charged = charge(sampling, maps if maps is not None else line_maps(self._plain_code()))
-        if sampling.unavailable is not None:
-            info.unavailable = sampling.unavailable
+        info.repeats += repeats.repeats
+        info.seconds += repeats.seconds
+        if repeats.unavailable is not None:
+            info.unavailable = repeats.unavailable
+        charged = repeats.samples
+        if charged is None:
             return
         info.total += charged.total
         info.outside += charged.outside
         info.cpu_seconds += charged.total_seconds
         info.outside_cpu_seconds += charged.outside_seconds
-        info.achieved_hz = sampling.achieved_hz or info.achieved_hz
+        info.achieved_hz = repeats.achieved_hz or info.achieved_hz
         for key, lines in charged.seconds.items():
             stats = self._stats[key]
             for line, secs in lines.items():

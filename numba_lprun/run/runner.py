@@ -279,7 +279,9 @@ class Runner:
             stale = [
                 t
                 for t in self.targets.values()
-                if phase in t.twins and t.twins[phase].compiled and t.links.get(phase) != self._links(t, phase)
+                if phase in t.twins
+                and t.twins[phase].compiled
+                and t.links.get(phase) != self._links(t, phase)
             ]
             if not stale:
                 break

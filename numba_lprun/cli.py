@@ -21,8 +21,9 @@ from collections.abc import Callable, Iterable
 
 from .decorator import is_marked
 from .errors import NotProfilableError, TwinCompileError
-from .profiler import DEFAULT_SAMPLE_RATE, DEFAULT_SAMPLE_TIME, LineProfiler, defined_in
-from .renderers import print_profile, profile_html, profile_text
+from .options import CLI, add_to_parser, profiler_kwargs, write_reports
+from .profiler import LineProfiler, defined_in
+from .renderers import print_profile, profile_text
 
 USAGE_ERROR = 2
 
@@ -36,54 +37,7 @@ def build_parser() -> argparse.ArgumentParser:
         "repeated there under the sampler, then runs on the instrumented twins (only this last run's "
         "output is shown); --once runs it once.",
     )
-    parser.add_argument("-m", dest="module", metavar="MODULE", help="run MODULE as a script, like python -m")
-    parser.add_argument(
-        "-f",
-        dest="functions",
-        action="append",
-        default=[],
-        metavar="[MODULE:]FUNC",
-        help="profile FUNC from MODULE (imported first), or FUNC defined by the script; repeatable",
-    )
-    parser.add_argument(
-        "-u", dest="unit", type=float, default=None, help="output unit in seconds (default 1e-9)"
-    )
-    parser.add_argument("-z", dest="stripzeros", action="store_true", help="hide functions with zero hits")
-    parser.add_argument("--once", action="store_true", help="skip the plain baseline run")
-    parser.add_argument("--hits", action="store_true", help="count hits only, no times")
-    parser.add_argument("--raw", action="store_true", help="do not take the probes' cost out of times")
-    parser.add_argument("--threshold", type=float, default=1.2, help="overhead ratio flagged as distortion")
-    parser.add_argument(
-        "--no-sample", dest="sample", action="store_false", help="do not sample the plain run"
-    )
-    parser.add_argument(
-        "--rate",
-        type=float,
-        default=DEFAULT_SAMPLE_RATE,
-        help=f"sampling rate per thread, Hz (default {DEFAULT_SAMPLE_RATE:g})",
-    )
-    parser.add_argument(
-        "--sample-time",
-        dest="sample_time",
-        type=float,
-        default=DEFAULT_SAMPLE_TIME,
-        metavar="S",
-        help=f"seconds of sampled repeats of the plain run (default {DEFAULT_SAMPLE_TIME:g})",
-    )
-    parser.add_argument(
-        "--snapshot-limit",
-        dest="snapshot_mb",
-        type=float,
-        default=None,
-        metavar="MB",
-        help="memory allowed for saving state between runs, MB (default: min(2 GiB, free/4))",
-    )
-    parser.add_argument("-D", dest="dump", metavar="FILE", help="write the stats to FILE (.lprof)")
-    parser.add_argument("-T", dest="text", metavar="FILE", help="write the text table to FILE")
-    parser.add_argument("--html", metavar="FILE", help="write a self-contained HTML report to FILE")
-    parser.add_argument(
-        "--keep-going", action="store_true", help="if profiling fails, say why and run the script unprofiled"
-    )
+    add_to_parser(parser, CLI)
     parser.add_argument("script", nargs="?", help="the script to run")
     parser.add_argument("args", nargs=argparse.REMAINDER, help="arguments for the script")
     return parser
@@ -174,17 +128,7 @@ def _profile_run(opts: argparse.Namespace, program: _Program) -> tuple[LineProfi
     """Run the program under the profiler; its exit status."""
     explicit = [_resolve(spec) for spec in opts.functions]
     named = {spec for spec, func in zip(opts.functions, explicit, strict=True) if func is None}
-    prof = LineProfiler(
-        *[f for f in explicit if f is not None],
-        baseline=not opts.once,
-        timing=not opts.hits,
-        corrected=not opts.raw,
-        threshold=opts.threshold,
-        sample=opts.sample,
-        sample_rate=opts.rate,
-        sample_time=opts.sample_time,
-        snapshot_budget=None if opts.snapshot_mb is None else int(opts.snapshot_mb * 1e6),
-    )
+    prof = LineProfiler(*[f for f in explicit if f is not None], **profiler_kwargs(opts))
     in_script = defined_in(program.filename)
     marked_only = program.uses_decorator()
 
@@ -245,15 +189,10 @@ def _run_unprofiled(program: _Program) -> int:
 
 def _report(prof: LineProfiler, opts: argparse.Namespace) -> None:
     profile = prof.profile
-    if opts.text:
-        with open(opts.text, "w", encoding="utf-8") as handle:
-            handle.write(profile_text(profile, opts.unit, opts.stripzeros, width=0))
-    if opts.dump:
-        prof.dump_stats(opts.dump)
-    if opts.html:
-        with open(opts.html, "w", encoding="utf-8") as handle:
-            handle.write(profile_html(profile, opts.unit, opts.stripzeros, page=True))
+    said = write_reports(prof, profile, opts, profile_text(profile, opts.unit, opts.stripzeros, width=0))
     print_profile(profile, opts.unit, opts.stripzeros)
+    for sentence in said:
+        print(sentence)
 
 
 def main(argv: list[str] | None = None) -> int:

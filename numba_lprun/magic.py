@@ -21,27 +21,11 @@ from numba.core.registry import CPUDispatcher
 
 from .errors import NotProfilableError, TwinCompileError
 from .instrument.source import python_function_of
-from .profiler import (
-    DEFAULT_MIN_SAMPLES,
-    DEFAULT_SAMPLE_RATE,
-    DEFAULT_SAMPLE_TIME,
-    LineProfiler,
-    defined_in,
-)
+from .options import MAGIC, options_for, profiler_kwargs, value_flags, write_reports
+from .profiler import LineProfiler, defined_in
 from .renderers import print_profile, profile_html, profile_text
 
-_VALUE_OPTIONS = {
-    "-f",
-    "-m",
-    "-u",
-    "-D",
-    "-T",
-    "--threshold",
-    "--html",
-    "--rate",
-    "--sample-time",
-    "--snapshot-limit",
-}
+_VALUE_OPTIONS = value_flags(MAGIC)
 _OPTION_START = re.compile(r"-[A-Za-z]|--[A-Za-z]")
 
 
@@ -129,103 +113,18 @@ class ProfileReport:
         return self.text
 
 
+def _with_options(func):
+    """The options of ``options.OPTIONS`` as IPython ``@argument`` decorators, in order."""
+    for opt in reversed(options_for(MAGIC)):
+        func = argument(*opt.flags, **opt.argparse_kwargs())(func)
+    return magic_arguments()(func)
+
+
 @magics_class
 class NlprunMagics(Magics):
     """``%nlprun`` / ``%%nlprun``: line-profile Numba jitted functions."""
 
-    @magic_arguments()
-    @argument(
-        "-f",
-        dest="functions",
-        action="append",
-        default=[],
-        metavar="FUNC",
-        help="Profile FUNC, an expression evaluated in the user namespace that gives a Numba "
-        "jitted function. Repeatable.",
-    )
-    @argument(
-        "-m",
-        dest="modules",
-        action="append",
-        default=[],
-        metavar="MODULE",
-        help="Profile every jitted function defined in MODULE (imported if needed). Repeatable.",
-    )
-    @argument(
-        "-u",
-        dest="unit",
-        type=float,
-        default=None,
-        metavar="UNIT",
-        help="Output unit of times, in seconds (default 1e-9).",
-    )
-    @argument("-z", dest="stripzeros", action="store_true", help="Hide functions with zero hits.")
-    @argument(
-        "-r",
-        dest="return_profiler",
-        action="store_true",
-        help="Return the LineProfiler (its get_stats() gives a line_profiler LineStats).",
-    )
-    @argument("-D", dest="dump", metavar="FILE", help="Write the stats to FILE (.lprof).")
-    @argument(
-        "-T", dest="text", metavar="FILE", help="Write the text table (line_profiler's layout) to FILE."
-    )
-    @argument("--html", metavar="FILE", help="Write a self-contained HTML report to FILE.")
-    @argument(
-        "--no-sample",
-        dest="sample",
-        action="store_false",
-        help="Do not sample the plain run (no %% Samples column).",
-    )
-    @argument(
-        "--rate",
-        type=float,
-        default=DEFAULT_SAMPLE_RATE,
-        metavar="HZ",
-        help=f"Sampling rate of the plain run's repeats, per thread (default {DEFAULT_SAMPLE_RATE:g}).",
-    )
-    @argument(
-        "--sample-time",
-        dest="sample_time",
-        type=float,
-        default=DEFAULT_SAMPLE_TIME,
-        metavar="S",
-        help="Seconds of sampled repeats of the plain run allowed beyond the first plain run "
-        f"(default {DEFAULT_SAMPLE_TIME:g}); repeats stop earlier once {DEFAULT_MIN_SAMPLES} samples "
-        "landed in the profiled functions.",
-    )
-    @argument(
-        "--snapshot-limit",
-        dest="snapshot_mb",
-        type=float,
-        default=None,
-        metavar="MB",
-        help="Memory allowed for saving the state the statement can reach, in MB (default: the "
-        "smaller of 2 GiB and a quarter of free memory); over it, the statement runs once.",
-    )
-    @argument(
-        "--once",
-        action="store_true",
-        help="Run the statement once, instrumented only: no baseline, so no overhead figure and no samples.",
-    )
-    @argument(
-        "--hits",
-        action="store_true",
-        help="Count hits only: no clock reads, so the optimizer is barely disturbed; the table "
-        "then shows no times.",
-    )
-    @argument(
-        "--raw",
-        action="store_true",
-        help="Show raw times, without taking the probes' own cost out of each hit.",
-    )
-    @argument(
-        "--threshold",
-        type=float,
-        default=1.2,
-        metavar="RATIO",
-        help="Overhead ratio above which the table is flagged as distorted (default 1.2).",
-    )
+    @_with_options
     @line_cell_magic
     def nlprun(self, line: str, cell: str | None = None):
         """Line-profile Numba jitted functions while running a statement.
@@ -261,17 +160,7 @@ class NlprunMagics(Magics):
         if cell is None and not functions and not in_modules:
             raise UsageError("nlprun: nothing to profile: give -f FUNC or -m MODULE")
         try:
-            prof = LineProfiler(
-                *functions,
-                baseline=not args.once,
-                timing=not args.hits,
-                corrected=not args.raw,
-                threshold=args.threshold,
-                sample=args.sample,
-                sample_rate=args.rate,
-                sample_time=args.sample_time,
-                snapshot_budget=None if args.snapshot_mb is None else int(args.snapshot_mb * 1e6),
-            )
+            prof = LineProfiler(*functions, **profiler_kwargs(args))
         except NotProfilableError as exc:
             raise UsageError(f"nlprun: {exc}") from None
         skipped = []
@@ -351,17 +240,8 @@ class NlprunMagics(Magics):
         text = profile_text(profile, args.unit, args.stripzeros, width=0)  # files and text/plain: unwrapped
         if interrupted:
             text = f"numba_lprun: {interrupted}; showing the profile gathered so far\n\n{text}"
-        if args.text:
-            with open(args.text, "w", encoding="utf-8") as handle:
-                handle.write(text)
-            print(f"*** Profile printout saved to text file {args.text!r}.")
-        if args.html:
-            with open(args.html, "w", encoding="utf-8") as handle:
-                handle.write(profile_html(profile, args.unit, args.stripzeros, page=True))
-            print(f"*** HTML report written to {args.html!r}.")
-        if args.dump:
-            prof.dump_stats(args.dump)
-            print(f"*** Profile stats pickled to file {args.dump!r}.")
+        for sentence in write_reports(prof, profile, args, text):
+            print(sentence)
         if getattr(self.shell, "kernel", None) is not None:
             html = profile_html(profile, args.unit, args.stripzeros)
             if interrupted:

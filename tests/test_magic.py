@@ -128,42 +128,23 @@ def test_module_option(ip, capsys):
 
 
 def test_help_lists_every_option(ip):
+    """%nlprun? and nlprun --help come from the one options list, and show all of it."""
+    import subprocess
+    import sys
+
+    from numba_lprun.options import CLI, MAGIC, options_for
+
     doc = ip.find_line_magic("nlprun").__doc__
-    for option in (
-        "-f FUNC",
-        "-m MODULE",
-        "-u UNIT",
-        "-z",
-        "-r",
-        "-D FILE",
-        "-T FILE",
-        "--once",
-        "--threshold",
-    ):
-        assert option in doc
-
-
-@pytest.mark.parametrize(
-    "line, message",
-    [
-        ("-f nope conv(x, k)", "-f nope: NameError"),
-        ("-f np.sum conv(x, k)", "not a Numba jitted function"),
-        ("-f conv.py_func conv(x, k)", "plain Python function.*%lprun"),
-        ("-f counting list(counting(3))", "generator"),
-        ("-f conv conv(x,", "syntax error in the statement"),
-        ("-f conv", "no statement to profile"),
-        ("conv(x, k)", "nothing to profile"),
-        ("--bogus -f conv conv(x, k)", "unrecognized arguments: --bogus"),
-        ("-m no_such_module_xyz conv(x, k)", "cannot import"),
-        ("-f 1/0 conv(x, k)", "ZeroDivisionError"),
-    ],
-)
-def test_errors_are_one_line_and_leave_namespace(ip, line, message):
-    before = user_snapshot(ip)
-    with pytest.raises(UsageError, match=message) as info:
-        ip.run_line_magic("nlprun", line)
-    assert "\n" not in str(info.value)
-    assert user_snapshot(ip) == before
+    cli_help = subprocess.run(
+        [sys.executable, "-m", "numba_lprun", "--help"], capture_output=True, text=True, check=True
+    ).stdout
+    for front_end, text in ((MAGIC, doc), (CLI, cli_help)):
+        listed = options_for(front_end)
+        assert len(listed) >= 15
+        for opt in listed:
+            shown = f"{opt.flags[0]} {opt.metavar}" if opt.takes_value else opt.flags[0]
+            assert shown in text, (front_end, shown)
+            assert opt.help.split()[1].strip(",.:") in text, (front_end, opt.help)
 
 
 def test_no_readable_source(ip):

@@ -32,6 +32,8 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from ..private_api import numba_random_state_addresses
+
 _ATOMS = (int, float, complex, bool, str, bytes, type(None), range, slice, np.generic, np.dtype)
 _CODE = (
     pytypes.ModuleType,
@@ -377,14 +379,8 @@ def _numba_random_states(w: _Walker) -> None:
 
     ``rnd_get_state`` would drop the cached Gaussian, so the struct is copied whole.
     """
-    from numba import _helperlib
-
     size = ctypes.sizeof(_RandomStateStruct)
-    for label, getter in (
-        ("np.random", _helperlib.rnd_get_np_state_ptr),
-        ("random", _helperlib.rnd_get_py_state_ptr),
-    ):
-        address = getter()
+    for label, address in numba_random_state_addresses():
 
         def read(address: int = address) -> np.ndarray:
             return np.frombuffer(ctypes.string_at(address, size), np.uint8).copy()

@@ -10,6 +10,7 @@ import itertools
 import pytest
 
 import numba_lprun
+from numba_lprun.line_events import backward_jumps_fire
 from tests.conftest import hits_of, reference_hits
 from tests.fuzz import cases as c
 
@@ -70,7 +71,9 @@ def test_condition_on_the_line_after_the_header():
 def test_while_body_on_its_header_line():
     prof = check_all(c.while_body_on_header, [(3,)])
     hits = hits_of(prof.get_stats(), "while_body_on_header")
-    assert hits[line_of(c.while_body_on_header, "while k < n")] == 3  # once per iteration
+    # once per iteration under settrace (backward jumps fire), once in all under sys.monitoring
+    expected = 3 if backward_jumps_fire() else 1
+    assert hits[line_of(c.while_body_on_header, "while k < n")] == expected
     check_all(c.while_body_on_header, [(0,), (1,), (2,)])
 
 

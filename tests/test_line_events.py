@@ -156,7 +156,8 @@ CASES = {
     ),
     "nested loops, continue and break": (
         "def f(n):\n    s = 0\n    for i in range(n):\n        for j in range(i): s += j\n"
-        "        if i == 2: continue\n        while s > 10:\n            s -= 3\n            if s == 11: break\n"
+        "        if i == 2: continue\n        while s > 10:\n            s -= 3\n"
+        "            if s == 11: break\n"
         "    return s\n",
         [(0,), (6,)],
     ),

@@ -35,7 +35,7 @@ import functools
 import sys
 from dataclasses import dataclass
 
-if sys.version_info < (3, 11):  # VERSION: see the module docstring
+if sys.version_info < (3, 11):  # noqa: UP036  (VERSION: see the module docstring)
     raise ImportError(
         "numba_lprun needs Python 3.11 or newer: Python 3.10 bytecode has no column positions, which "
         "numba_lprun needs to match line_profiler's hit counts"

@@ -86,6 +86,12 @@ def test_while_test_over_lines(func):
     check_all(func, itertools.product([0, 2, 4], [0, 1, 3, 12]))
 
 
+def test_while_chained_test_over_lines():
+    import numpy as np
+
+    check_all(c.while_chained_test_over_lines, [(0, np.zeros(1)), (2, np.zeros(0)), (7, np.zeros(13))])
+
+
 def test_branchy_operand_over_lines():
     check_all(c.branchy_operand_over_lines, itertools.product([-1, 0, 3, 20], [0, 1, 5]))
 

@@ -32,7 +32,8 @@ from dataclasses import dataclass, field
 
 from . import line_events as E
 from . import probes as P
-from .line_events import BODY, EXIT, TestPlan, body_fires, header_sequence, line_sequence
+from .line_events import TestPlan, body_fires, header_sequence, line_sequence
+from .rewrite_conditions import ConditionProbes
 
 _TERMINATORS = (ast.Return, ast.Raise, ast.Break, ast.Continue)
 _NO_CODE = (ast.Global, ast.Nonlocal)
@@ -59,7 +60,7 @@ class _Loop:
     flag: str | None = None
 
 
-class _Rewriter:
+class _Rewriter(ConditionProbes):
     """Walks one def's body, emitting probe calls before and after statements."""
 
     def __init__(self, timing_lines: bool, objmode_names: frozenset[str]):
@@ -107,23 +108,6 @@ class _Rewriter:
             seq = seq[1:]
         name = P.PYHIT if in_py else P.LINE
         return [self.call(name, at, self.line_arg(line)) for line in seq]
-
-    def probe_expr(self, line: int, at: ast.AST, in_py: bool, value: bool = True) -> ast.expr:
-        """``_nlp_line(row) is None``: fires the line event and is True (False with ``value=False``)."""
-        call = ast.Call(func=ast.Name(id=P.PYHIT if in_py else P.LINE, ctx=ast.Load()), args=[], keywords=[])
-        call.args.append(self.line_arg(line))
-        op = ast.Is() if value else ast.IsNot()
-        test = ast.Compare(left=call, ops=[op], comparators=[ast.Constant(value=None)])
-        for node in ast.walk(test):
-            ast.copy_location(node, at)
-        return test
-
-    def probes_expr(self, lines: list[int], at: ast.AST, in_py: bool, value: bool) -> ast.expr:
-        """Fire ``lines`` in order, then be ``value``."""
-        parts = [
-            self.probe_expr(line, at, in_py, value or i < len(lines) - 1) for i, line in enumerate(lines)
-        ]
-        return parts[0] if len(parts) == 1 else ast.copy_location(ast.BoolOp(op=ast.And(), values=parts), at)
 
     def flag_stmt(self, flag: str, value: bool, at: ast.AST) -> ast.stmt:
         target = ast.copy_location(ast.Name(id=flag, ctx=ast.Store()), at)
@@ -197,68 +181,6 @@ class _Rewriter:
             return line_sequence(s)[0]
         return None
 
-    def probed_test(
-        self,
-        plan: TestPlan,
-        segs: list[list[int]],
-        body_first: int | None,
-        body_fires: bool,
-        backward: bool,
-        in_py: bool,
-    ) -> ast.expr:
-        """A copy of the test that fires its line events as CPython does, data-dependently.
-
-        Each leaf fires its own line sequence as it is evaluated, except the first
-        event when the jump that led to it was on that line already. Where that
-        depends on which leaf jumped there (or, for the body's first line, when
-        ``body_fires`` is False), the event goes on the jumps instead: fired on the
-        outcome of the leaf that jumps, when it changes the line (always, for a
-        backward jump into a while body). Truth values and the order of evaluation
-        are unchanged, and a leaf whose jumps carry no events is left as it is, so
-        Numba still prunes a branch on a constant leaf as in the original.
-        """
-        incoming: dict[int, list[bool]] = {}  # leaf -> whether each jump to it changes the line
-        for i, outcomes in enumerate(plan.targets):
-            for target in outcomes:
-                if isinstance(target, int):
-                    incoming.setdefault(target, []).append(segs[target][0] != segs[i][-1])
-        own_first = {j: all(changes) for j, changes in incoming.items()}
-
-        def entering(target: object, jump_line: int) -> list[int]:
-            if target == EXIT:
-                return []
-            if target == BODY:
-                if body_fires or body_first is None or (body_first == jump_line and not backward):
-                    return []
-                return [body_first]
-            first = segs[target][0]
-            return [first] if first != jump_line and not own_first[target] else []
-
-        wrapped: dict[int, ast.expr] = {}
-        for j, (leaf, seg, (if_true, if_false)) in enumerate(
-            zip(plan.leaves, segs, plan.targets, strict=True)
-        ):
-            expr = copy.deepcopy(leaf)
-            own = seg if own_first.get(j) else seg[1:]
-            if own:
-                expr = ast.BoolOp(op=ast.And(), values=[self.probes_expr(own, leaf, in_py, True), expr])
-            on_true, on_false = entering(if_true, seg[-1]), entering(if_false, seg[-1])
-            if on_true:
-                expr = ast.BoolOp(op=ast.And(), values=[expr, self.probes_expr(on_true, leaf, in_py, True)])
-            if on_false:
-                expr = ast.BoolOp(op=ast.Or(), values=[expr, self.probes_expr(on_false, leaf, in_py, False)])
-            wrapped[j] = ast.copy_location(expr, leaf)
-        index = {id(leaf): j for j, leaf in enumerate(plan.leaves)}
-
-        def rebuild(e: ast.expr) -> ast.expr:
-            if isinstance(e, ast.BoolOp):
-                return ast.copy_location(ast.BoolOp(op=e.op, values=[rebuild(v) for v in e.values]), e)
-            if isinstance(e, ast.UnaryOp) and isinstance(e.op, ast.Not):
-                return ast.copy_location(ast.UnaryOp(op=ast.Not(), operand=rebuild(e.operand)), e)
-            return wrapped[index[id(e)]]
-
-        return rebuild(plan.test)
-
     def if_stmt(self, s: ast.If, prev: int | None, loop: _Loop | None, in_py: bool) -> list[ast.stmt]:
         plan = self.plan(s)
         head = plan.static() if plan is not None else header_sequence(s, s.test)
@@ -276,12 +198,13 @@ class _Rewriter:
         return self.events([plan.top[0][0]], prev, s, in_py) + [s]
 
     def while_stmt(self, s: ast.While, prev: int | None, loop: _Loop | None, in_py: bool) -> list[ast.stmt]:
-        """A while loop. CPython 3.11 evaluates the test at the top on entry and after
-        ``continue``, and a copy of it after the body, which jumps back into the body
-        (a backward jump: the body's first line always fires). When the test's events
-        depend on the data, or the body starts on the test's last line (``while k < 3:
-        k += 1``), the top and bottom evaluations fire differently: a flag set at the
-        end of the body selects the bottom one."""
+        """A while loop. CPython (3.11-3.13) evaluates the test at the top on entry and
+        after ``continue``, and a copy of it after the body, which jumps back into the
+        body (a backward jump: under settrace the body's first line always fires, under
+        sys.monitoring only if the line changes). When the test's events depend on the
+        data, or the body starts on the test's last line (``while k < 3: k += 1``), the
+        top and bottom evaluations may fire differently: a flag set at the end of the
+        body selects the bottom one."""
         plan = self.plan(s)
         first = self.first_event(s.body)
         head = plan.static() if plan is not None else header_sequence(s, s.test)

@@ -1,40 +1,40 @@
 """Rewrite a function's AST so that it fires one probe per Python line event.
 
 The hits must equal what line_profiler reports for the Python function, so the
-probes follow CPython's own rule for line events (3.11): an event fires when the
-executing line changes, and on every backward jump. In AST terms:
+probes follow the model of line events in ``line_events`` (an event fires when
+the executing line changes; under ``sys.settrace`` also on every backward jump),
+which reads each statement's lines from the running interpreter's bytecode. In
+AST terms:
 
 * a simple statement fires the line sequence of its bytecode, collapsed (a call
   spread over lines 8-9 fires 8, 9, 8); the first event is skipped when the
   previous event was on the same line (``a = 1; b = 2`` fires once);
 * a ``for`` fires its header on entry and again on every back edge (end of body
-  and ``continue``), so it counts iterations + 1;
+  and ``continue``), so it counts iterations + 1, except that a back edge from
+  the header's own line fires nothing when backward jumps do not fire
+  (``sys.monitoring``: ``for i in r: s += i`` counts 1);
 * an ``if``/``elif``/``while`` test fires where it is evaluated, ``else:`` never.
   A test's lines are read from its bytecode leaf by leaf (the operands of
   ``and``/``or``/``not``): over several lines which of them fire depends on the
   data, so the rewritten test carries the probes inside it, each firing as its
-  operand is reached (``_TestPlan``). CPython 3.11 evaluates a copy of a while
-  loop's test after the body, whose jump back into the body always fires the
-  body's first line: ``while k < 3: k += 1`` counts its line once per iteration;
+  operand is reached (``TestPlan``). CPython evaluates a copy of a while loop's
+  test after the body, and jumps back into the body: under ``sys.settrace`` that
+  always fires the body's first line (``while k < 3: k += 1`` counts its line
+  once per iteration), under ``sys.monitoring`` only if the line changes;
 * ``try:`` fires once, ``except ...:`` when it matches, ``with`` on entry and exit.
-
-Each probe charges the time since the previous probe to the previous line, so a
-line's time includes the calls it makes, as in line_profiler. A return stores
-its value in a variable of its own before the exit probe, so the last line is
-charged after the value is computed. The plain twin gets the same entry and exit
-probes and no line probes.
 """
 
 from __future__ import annotations
 
 import ast
 import copy
-import dis
 from dataclasses import dataclass, field
 
+from . import line_events as E
 from . import probes as P
+from .line_events import TestPlan, body_fires, header_sequence, line_sequence
+from .rewrite_conditions import ConditionProbes
 
-_JUMPS = frozenset(dis.hasjrel) | frozenset(dis.hasjabs)
 _TERMINATORS = (ast.Return, ast.Raise, ast.Break, ast.Continue)
 _NO_CODE = (ast.Global, ast.Nonlocal)
 
@@ -46,259 +46,6 @@ class Rewritten:
     tree: ast.FunctionDef
     rows: list[int]  # row index -> line number
     objmode_lines: set[int] = field(default_factory=set)  # lines whose times fold into their with line
-
-
-def _marker(lineno: int) -> ast.stmt:
-    call = ast.Call(func=ast.Name(id="_nlp_marker", ctx=ast.Load()), args=[], keywords=[])
-    stmt = ast.Expr(value=call)
-    for node in (stmt, call, call.func):
-        node.lineno = node.end_lineno = lineno
-        node.col_offset, node.end_col_offset = 0, 1
-    return stmt
-
-
-def _instructions(node: ast.stmt, after: list[ast.stmt]) -> list:
-    """The instructions (with line numbers) of ``node`` compiled alone in a function,
-    followed by the ``after`` statements; None if it does not compile alone."""
-    probe_fn = ast.FunctionDef(
-        name="_nlp_seq",
-        args=ast.arguments(posonlyargs=[], args=[], kwonlyargs=[], kw_defaults=[], defaults=[]),
-        body=[node, *after],
-        decorator_list=[],
-        returns=None,
-        type_comment=None,
-    )
-    ast.copy_location(probe_fn, node)
-    module = ast.Module(body=[probe_fn], type_ignores=[])
-    try:
-        code = compile(ast.fix_missing_locations(module), "<nlp>", "exec")
-    except (SyntaxError, ValueError, TypeError):
-        return None
-    inner = next(c for c in code.co_consts if hasattr(c, "co_code"))
-    return [
-        ins
-        for ins in dis.get_instructions(inner)
-        if ins.opname != "RESUME" and ins.positions and ins.positions.lineno is not None
-    ]
-
-
-def _collapse(instrs: list) -> list[int]:
-    seq: list[int] = []
-    for ins in instrs:
-        if not seq or seq[-1] != ins.positions.lineno:
-            seq.append(ins.positions.lineno)
-    return seq
-
-
-def line_sequence(stmt: ast.stmt) -> list[int]:
-    """The line events CPython fires while executing ``stmt`` once (its own code only).
-
-    Statements on one line fire that line. A statement spread over several lines
-    is compiled on its own and its bytecode's line numbers are read in order.
-    Where it branches over lines (``and``, ``or``, ``x if c else y`` as values,
-    chained comparisons) the order depends on the data, and only the first line
-    is used: a known limitation. Branches within one line change nothing.
-    """
-    if getattr(stmt, "end_lineno", stmt.lineno) == stmt.lineno:
-        return [stmt.lineno]
-    instrs = _instructions(stmt, [_marker(stmt.end_lineno + 1)])
-    if instrs is None:
-        return [stmt.lineno]
-    own = []
-    for ins in instrs:
-        own.append(ins)
-        if ins.positions.lineno > stmt.end_lineno:
-            break  # the marker after the statement: where its jumps may go
-    if len(own) < 2:
-        return [stmt.lineno]
-    if isinstance(stmt, ast.Assert):  # counted as it passes: drop the code that raises
-        passes = [i for i, ins in enumerate(own) if ins.opcode in _JUMPS and ins.argval == own[-1].offset]
-        if passes:
-            own = own[: passes[-1] + 1] + own[-1:]
-    if any(ins.opcode in _JUMPS for ins in own) and not _straight(own):
-        return [stmt.lineno]
-    return _collapse(own[:-1])
-
-
-def _header_sequence(node: ast.stmt, expr: ast.expr | None) -> list[int]:
-    """Line events of a compound statement's header expression, ending on its line
-    (the fallback for tests whose events are not known leaf by leaf)."""
-    if expr is None or expr.end_lineno == expr.lineno == node.lineno:
-        return [node.lineno]
-    stand_in = ast.copy_location(ast.Expr(value=expr), expr)
-    seq = line_sequence(stand_in)
-    if seq[0] != node.lineno:
-        seq.insert(0, node.lineno)
-    return seq
-
-
-def _for_sequences(node: ast.For | ast.AsyncFor) -> tuple[list[int], list[int]]:
-    """A ``for`` loop's events on entry (the iterable, ``GET_ITER``, ``FOR_ITER`` and
-    the store to the target) and on each back edge (``FOR_ITER`` and the store)."""
-    fallback = (_header_sequence(node, node.iter), [node.lineno])
-    if isinstance(node, ast.AsyncFor) or node.end_lineno == node.lineno:
-        return fallback
-    body_line = node.end_lineno + 1
-    stand_in = ast.For(target=node.target, iter=node.iter, body=[_marker(body_line)], orelse=[])
-    instrs = _instructions(ast.copy_location(stand_in, node), [])
-    lines = [ins.positions.lineno for ins in instrs or []]
-    if body_line not in lines:
-        return fallback
-    head = instrs[: lines.index(body_line)]
-    loop = [i for i, ins in enumerate(head) if ins.opname == "FOR_ITER"]
-    if len(loop) != 1 or any(ins.opcode in _JUMPS for ins in head[loop[0] + 1 :]):
-        return fallback
-    return _collapse(head), _collapse(head[loop[0] :])
-
-
-BODY, EXIT = "body", "exit"  # where a test's last jump goes: into the body, or past it
-
-
-@dataclass
-class _TestPlan:
-    """The line events of an ``if``/``while`` test, leaf by leaf.
-
-    In a test, ``and``/``or``/``not`` compile to jumps, one per *leaf* (an operand
-    that is not itself ``and``/``or``/``not``), so which lines fire depends on the
-    data when the test spans lines. ``top[j]`` is the line sequence of leaf ``j``'s
-    code ending with its jump's line; ``bottom`` the same for the copy of a while
-    loop's test that CPython 3.11 evaluates after the body; ``targets[j]`` is where
-    leaf ``j`` goes when true and when false (another leaf's index, BODY or EXIT).
-    """
-
-    test: ast.expr
-    leaves: list[ast.expr]
-    targets: list[tuple[object, object]]
-    top: list[list[int]]
-    bottom: list[list[int]] | None = None
-
-    def same_line(self) -> int | None:
-        """The one line every event of the test is on, if there is one."""
-        lines = {line for segs in (self.top, self.bottom or []) for seg in segs for line in seg}
-        return lines.pop() if len(lines) == 1 else None
-
-    def static(self) -> list[int] | None:
-        """The test's events when they do not depend on the data (one leaf, or one line)."""
-        if len(self.leaves) == 1 and (self.bottom is None or self.bottom == self.top):
-            return self.top[0]
-        line = self.same_line()
-        return [line] if line is not None else None
-
-
-def _leaves(test: ast.expr) -> list[ast.expr]:
-    if isinstance(test, ast.BoolOp):
-        return [leaf for value in test.values for leaf in _leaves(value)]
-    if isinstance(test, ast.UnaryOp) and isinstance(test.op, ast.Not):
-        return _leaves(test.operand)
-    return [test]
-
-
-def _targets(test: ast.expr, index: dict[int, int]) -> list[tuple[object, object]]:
-    """Per leaf (in order): where evaluation goes when it is true, and when false."""
-    out: dict[int, tuple[object, object]] = {}
-
-    def first(e: ast.expr) -> int:
-        return index[id(_leaves(e)[0])]
-
-    def walk(e: ast.expr, if_true: object, if_false: object) -> None:
-        if isinstance(e, ast.UnaryOp) and isinstance(e.op, ast.Not):
-            walk(e.operand, if_false, if_true)
-        elif isinstance(e, ast.BoolOp):
-            values = e.values
-            for i, value in enumerate(values[:-1]):
-                nxt = first(values[i + 1])
-                walk(value, nxt, if_false) if isinstance(e.op, ast.And) else walk(value, if_true, nxt)
-            walk(values[-1], if_true, if_false)
-        else:
-            out[index[id(e)]] = (if_true, if_false)
-
-    walk(test, BODY, EXIT)
-    return [out[i] for i in range(len(out))]
-
-
-def _inside(pos, node: ast.expr) -> bool:
-    if pos.col_offset is None or pos.end_lineno is None or pos.end_col_offset is None:
-        return False
-    start = (node.lineno, node.col_offset)
-    end = (node.end_lineno, node.end_col_offset)
-    return start <= (pos.lineno, pos.col_offset) and (pos.end_lineno, pos.end_col_offset) <= end
-
-
-def _straight(part: list) -> bool:
-    """Whether every path through ``part`` (a test leaf's code ending with its own jump,
-    or a statement's code and the next instruction) fires the same line events: each
-    jump before the last goes forward, within ``part``, and skips only instructions
-    on its own line (an ``assert`` that holds, a one-line ``x if c else y``)."""
-    where = {ins.offset: i for i, ins in enumerate(part)}
-    for i, ins in enumerate(part[:-1]):
-        if ins.opcode not in _JUMPS:
-            continue
-        target = where.get(ins.argval)
-        if target is None or target <= i:
-            return False
-        if len({other.positions.lineno for other in part[i:target]}) > 1:
-            return False
-    return True
-
-
-def _segments(instrs: list, leaves: list[ast.expr]) -> list[list[int]] | None:
-    """Split a test's instructions into per-leaf line sequences, or None if they
-    cannot be told apart or a leaf's own lines depend on the data."""
-    starts, at = [], 0
-    for leaf in leaves:
-        while at < len(instrs) and (instrs[at].opcode in _JUMPS or not _inside(instrs[at].positions, leaf)):
-            at += 1
-        if at == len(instrs):
-            return None
-        starts.append(at)
-        at += 1
-    starts[0] = 0
-    segs = []
-    for j, start in enumerate(starts):
-        part = instrs[start : starts[j + 1] if j + 1 < len(starts) else len(instrs)]
-        if len({ins.positions.lineno for ins in part}) == 1:
-            segs.append([part[0].positions.lineno])  # one line, whatever jumps it holds
-            continue
-        if not part[-1].opname.startswith("POP_JUMP") or not _straight(part):
-            return None  # the leaf branches over several lines: its own events depend on the data
-        seq: list[int] = []
-        for ins in part:
-            if not seq or seq[-1] != ins.positions.lineno:
-                seq.append(ins.positions.lineno)
-        segs.append(seq)
-    return segs
-
-
-def _plan_test(node: ast.If | ast.While) -> _TestPlan | None:
-    """Compile the test in a stand-in statement and read its line events, leaf by leaf."""
-    body_line = node.end_lineno + 1
-    stand_in = type(node)(test=node.test, body=[_marker(body_line)], orelse=[])
-    instrs = _instructions(ast.copy_location(stand_in, node), [_marker(body_line + 1)])
-    if instrs is None:
-        return None
-    lines = [ins.positions.lineno for ins in instrs]
-    if body_line not in lines:
-        return None
-    first_body = lines.index(body_line)
-    last_body = len(lines) - 1 - lines[::-1].index(body_line)
-    leaves = _leaves(node.test)
-    top = _segments(instrs[:first_body], leaves)
-    if top is None:
-        return None
-    bottom = None
-    if isinstance(node, ast.While):
-        after = lines.index(body_line + 1) if body_line + 1 in lines else len(lines)
-        bottom = _segments(instrs[last_body + 1 : after], leaves)
-        if bottom is None:
-            return None
-    index = {id(leaf): i for i, leaf in enumerate(leaves)}
-    return _TestPlan(node.test, leaves, _targets(node.test, index), top, bottom)
-
-
-def _body_fires(plan: _TestPlan, segs: list[list[int]], first: int | None) -> bool:
-    """Whether every jump into the body changes the line, so the body fires its own first line."""
-    into = [seg[-1] for seg, outcomes in zip(segs, plan.targets, strict=True) if BODY in outcomes]
-    return first is not None and all(line != first for line in into)
 
 
 def _load(name: str, at: ast.AST) -> ast.expr:
@@ -313,7 +60,7 @@ class _Loop:
     flag: str | None = None
 
 
-class _Rewriter:
+class _Rewriter(ConditionProbes):
     """Walks one def's body, emitting probe calls before and after statements."""
 
     def __init__(self, timing_lines: bool, objmode_names: frozenset[str]):
@@ -323,7 +70,9 @@ class _Rewriter:
         self.objmode_lines: set[int] = set()
         self.n_returns = 0
         self.n_flags = 0
-        self.plans: dict[int, _TestPlan | None] = {}
+        self.plans: dict[int, TestPlan | None] = {}
+        # VERSION: whether a jump back to the line that jumped fires (the profiling core)
+        self.backward = E.backward_jumps_fire() if timing_lines else True
 
     # -- probe statements -------------------------------------------------------
     def line_arg(self, lineno: int) -> ast.Constant:
@@ -360,23 +109,6 @@ class _Rewriter:
         name = P.PYHIT if in_py else P.LINE
         return [self.call(name, at, self.line_arg(line)) for line in seq]
 
-    def probe_expr(self, line: int, at: ast.AST, in_py: bool, value: bool = True) -> ast.expr:
-        """``_nlp_line(row) is None``: fires the line event and is True (False with ``value=False``)."""
-        call = ast.Call(func=ast.Name(id=P.PYHIT if in_py else P.LINE, ctx=ast.Load()), args=[], keywords=[])
-        call.args.append(self.line_arg(line))
-        op = ast.Is() if value else ast.IsNot()
-        test = ast.Compare(left=call, ops=[op], comparators=[ast.Constant(value=None)])
-        for node in ast.walk(test):
-            ast.copy_location(node, at)
-        return test
-
-    def probes_expr(self, lines: list[int], at: ast.AST, in_py: bool, value: bool) -> ast.expr:
-        """Fire ``lines`` in order, then be ``value``."""
-        parts = [
-            self.probe_expr(line, at, in_py, value or i < len(lines) - 1) for i, line in enumerate(lines)
-        ]
-        return parts[0] if len(parts) == 1 else ast.copy_location(ast.BoolOp(op=ast.And(), values=parts), at)
-
     def flag_stmt(self, flag: str, value: bool, at: ast.AST) -> ast.stmt:
         target = ast.copy_location(ast.Name(id=flag, ctx=ast.Store()), at)
         return ast.copy_location(
@@ -392,15 +124,21 @@ class _Rewriter:
             out.extend(self.stmt(stmt, prev, loop, in_py))
             if isinstance(stmt, _NO_CODE):
                 continue
-            is_simple = not hasattr(stmt, "body")
-            prev = stmt.lineno if is_simple and stmt.end_lineno == stmt.lineno else None
+            prev = self.last_line(stmt)
         return out
 
-    def back_edge(self, loop: _Loop | None, at: ast.AST, in_py: bool) -> list[ast.stmt]:
-        """A ``continue``: the jump back to the loop header fires its first events."""
+    @staticmethod
+    def last_line(stmt: ast.stmt) -> int | None:
+        """The line of the last event of ``stmt`` when known (a one-line simple statement)."""
+        is_simple = not hasattr(stmt, "body")
+        return stmt.lineno if is_simple and stmt.end_lineno == stmt.lineno else None
+
+    def back_edge(self, loop: _Loop | None, at: ast.AST, in_py: bool, last: int | None) -> list[ast.stmt]:
+        """The jump back to the loop header (end of body, ``continue``) fires its first
+        events: always under settrace, else only if ``last``, the line jumped from, differs."""
         if loop is None:
             return []
-        out = self.events(loop.back, None, at, in_py)
+        out = self.events(loop.back, None if self.backward else last, at, in_py)
         if loop.flag is not None:
             out.append(self.flag_stmt(loop.flag, False, at))
         return out
@@ -416,15 +154,16 @@ class _Rewriter:
     ) -> list[ast.stmt]:
         new = self.block(body, prev, loop, in_py)
         if not isinstance(body[-1], _TERMINATORS):
-            new.extend(self.back_edge(loop, body[-1], in_py) if fall_off is None else fall_off)
+            last = self.last_line(body[-1])
+            new.extend(self.back_edge(loop, body[-1], in_py, last) if fall_off is None else fall_off)
         return new or [ast.copy_location(ast.Pass(), at)]
 
-    def plan(self, s: ast.If | ast.While) -> _TestPlan | None:
+    def plan(self, s: ast.If | ast.While) -> TestPlan | None:
         """The per-leaf events of ``s``'s test (None for a constant test, or when unknown)."""
         if not self.timing_lines or isinstance(s.test, ast.Constant):
             return None
         if id(s) not in self.plans:
-            self.plans[id(s)] = _plan_test(s)
+            self.plans[id(s)] = E.plan_test(s)
         return self.plans[id(s)]
 
     def first_event(self, stmts: list[ast.stmt]) -> int | None:
@@ -433,86 +172,24 @@ class _Rewriter:
             if isinstance(s, _NO_CODE):
                 continue
             if isinstance(s, (ast.For, ast.AsyncFor)):
-                return _for_sequences(s)[0][0]
+                return E.for_events(s).entry[0]
             if isinstance(s, (ast.If, ast.While)):
                 plan = self.plan(s)
-                return plan.top[0][0] if plan is not None else _header_sequence(s, s.test)[0]
+                return plan.top[0][0] if plan is not None else header_sequence(s, s.test)[0]
             if isinstance(s, (ast.With, ast.AsyncWith, ast.Try)):
                 return s.lineno
             return line_sequence(s)[0]
         return None
 
-    def probed_test(
-        self,
-        plan: _TestPlan,
-        segs: list[list[int]],
-        body_first: int | None,
-        body_fires: bool,
-        backward: bool,
-        in_py: bool,
-    ) -> ast.expr:
-        """A copy of the test that fires its line events as CPython does, data-dependently.
-
-        Each leaf fires its own line sequence as it is evaluated, except the first
-        event when the jump that led to it was on that line already. Where that
-        depends on which leaf jumped there (or, for the body's first line, when
-        ``body_fires`` is False), the event goes on the jumps instead: fired on the
-        outcome of the leaf that jumps, when it changes the line (always, for a
-        backward jump into a while body). Truth values and the order of evaluation
-        are unchanged, and a leaf whose jumps carry no events is left as it is, so
-        Numba still prunes a branch on a constant leaf as in the original.
-        """
-        incoming: dict[int, list[bool]] = {}  # leaf -> whether each jump to it changes the line
-        for i, outcomes in enumerate(plan.targets):
-            for target in outcomes:
-                if isinstance(target, int):
-                    incoming.setdefault(target, []).append(segs[target][0] != segs[i][-1])
-        own_first = {j: all(changes) for j, changes in incoming.items()}
-
-        def entering(target: object, jump_line: int) -> list[int]:
-            if target == EXIT:
-                return []
-            if target == BODY:
-                if body_fires or body_first is None or (body_first == jump_line and not backward):
-                    return []
-                return [body_first]
-            first = segs[target][0]
-            return [first] if first != jump_line and not own_first[target] else []
-
-        wrapped: dict[int, ast.expr] = {}
-        for j, (leaf, seg, (if_true, if_false)) in enumerate(
-            zip(plan.leaves, segs, plan.targets, strict=True)
-        ):
-            expr = copy.deepcopy(leaf)
-            own = seg if own_first.get(j) else seg[1:]
-            if own:
-                expr = ast.BoolOp(op=ast.And(), values=[self.probes_expr(own, leaf, in_py, True), expr])
-            on_true, on_false = entering(if_true, seg[-1]), entering(if_false, seg[-1])
-            if on_true:
-                expr = ast.BoolOp(op=ast.And(), values=[expr, self.probes_expr(on_true, leaf, in_py, True)])
-            if on_false:
-                expr = ast.BoolOp(op=ast.Or(), values=[expr, self.probes_expr(on_false, leaf, in_py, False)])
-            wrapped[j] = ast.copy_location(expr, leaf)
-        index = {id(leaf): j for j, leaf in enumerate(plan.leaves)}
-
-        def rebuild(e: ast.expr) -> ast.expr:
-            if isinstance(e, ast.BoolOp):
-                return ast.copy_location(ast.BoolOp(op=e.op, values=[rebuild(v) for v in e.values]), e)
-            if isinstance(e, ast.UnaryOp) and isinstance(e.op, ast.Not):
-                return ast.copy_location(ast.UnaryOp(op=ast.Not(), operand=rebuild(e.operand)), e)
-            return wrapped[index[id(e)]]
-
-        return rebuild(plan.test)
-
     def if_stmt(self, s: ast.If, prev: int | None, loop: _Loop | None, in_py: bool) -> list[ast.stmt]:
         plan = self.plan(s)
-        head = plan.static() if plan is not None else _header_sequence(s, s.test)
+        head = plan.static() if plan is not None else header_sequence(s, s.test)
         if head is not None:
             s.body = self.block(s.body, head[-1], loop, in_py) or [ast.copy_location(ast.Pass(), s)]
             s.orelse = self.block(s.orelse, head[-1], loop, in_py)
             return self.events(head, prev, s, in_py) + [s]
         first = self.first_event(s.body)
-        fires = _body_fires(plan, plan.top, first)
+        fires = body_fires(plan, plan.top, first)
         s.test = self.probed_test(plan, plan.top, first, fires, False, in_py)
         s.body = self.block(s.body, None if fires else first, loop, in_py) or [
             ast.copy_location(ast.Pass(), s)
@@ -521,22 +198,24 @@ class _Rewriter:
         return self.events([plan.top[0][0]], prev, s, in_py) + [s]
 
     def while_stmt(self, s: ast.While, prev: int | None, loop: _Loop | None, in_py: bool) -> list[ast.stmt]:
-        """A while loop. CPython 3.11 evaluates the test at the top on entry and after
-        ``continue``, and a copy of it after the body, which jumps back into the body
-        (a backward jump: the body's first line always fires). When the test's events
-        depend on the data, or the body starts on the test's last line (``while k < 3:
-        k += 1``), the top and bottom evaluations fire differently: a flag set at the
-        end of the body selects the bottom one."""
+        """A while loop. CPython (3.11-3.13) evaluates the test at the top on entry and
+        after ``continue``, and a copy of it after the body, which jumps back into the
+        body (a backward jump: under settrace the body's first line always fires, under
+        sys.monitoring only if the line changes). When the test's events depend on the
+        data, or the body starts on the test's last line (``while k < 3: k += 1``), the
+        top and bottom evaluations may fire differently: a flag set at the end of the
+        body selects the bottom one."""
         plan = self.plan(s)
         first = self.first_event(s.body)
-        head = plan.static() if plan is not None else _header_sequence(s, s.test)
+        head = plan.static() if plan is not None else header_sequence(s, s.test)
         if head is not None and (plan is None or first != head[-1]):
             s.body = self.loop_body(s.body, head[-1], _Loop(head), s, in_py)
             s.orelse = self.block(s.orelse, head[-1], loop, in_py)
             return self.events(head, prev, s, in_py) + [s]
-        fires = _body_fires(plan, plan.top, first)  # the jumps back from the bottom always fire
+        # the jumps back from the bottom fire the body's first line always under settrace
+        fires = body_fires(plan, plan.top, first) and (self.backward or body_fires(plan, plan.bottom, first))
         top = self.probed_test(plan, plan.top, first, fires, False, in_py)
-        bottom = self.probed_test(plan, plan.bottom, first, fires, True, in_py)
+        bottom = self.probed_test(plan, plan.bottom, first, fires, self.backward, in_py)
         flag = None
         if ast.dump(top) != ast.dump(bottom):
             self.n_flags += 1
@@ -565,10 +244,12 @@ class _Rewriter:
         if isinstance(s, _NO_CODE):
             return [s]
         if isinstance(s, (ast.For, ast.AsyncFor)):
-            head, back = _for_sequences(s) if self.timing_lines else ([s.lineno], [s.lineno])
-            s.body = self.loop_body(s.body, back[-1], _Loop(back), s, in_py)
+            ev = E.for_events(s) if self.timing_lines else E.ForEvents([s.lineno], s.lineno, [])
+            bind = self.events(ev.bind, ev.test, s, in_py)  # each iteration, after FOR_ITER
+            body = self.loop_body(s.body, ev.bind[-1] if ev.bind else ev.test, _Loop([ev.test]), s, in_py)
+            s.body = bind + body
             s.orelse = self.block(s.orelse, None, loop, in_py)
-            return self.events(head, prev, s, in_py) + [s]
+            return self.events(ev.entry, prev, s, in_py) + [s]
         if isinstance(s, ast.While):
             return self.while_stmt(s, prev, loop, in_py)
         if isinstance(s, ast.If):
@@ -586,7 +267,7 @@ class _Rewriter:
         seq = line_sequence(s)
         pre = self.events(seq, prev, s, in_py)
         if isinstance(s, ast.Continue):
-            return pre + self.back_edge(loop, s, in_py) + [s]
+            return pre + self.back_edge(loop, s, in_py, seq[-1]) + [s]
         if isinstance(s, ast.Return) and not in_py:
             return pre + self.return_stmt(s)
         return pre + [s]

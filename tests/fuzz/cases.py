@@ -189,3 +189,17 @@ def pruned_constant_test_over_lines(m):
             x < 6):
         x, y = y, x
     return x, y
+
+
+# 10. A while test over two lines whose last operand is a chained comparison (found on
+#     3.12, which puts a copy of the loop's exit block between the test and the body:
+#     the continuation line was not counted there).
+@njit
+def while_chained_test_over_lines(k1, b):
+    while (k1 < 3 and
+           0 <= len(b) < 0):
+        k1 += 1
+    while (k1 < 6 or
+           len(b) > k1 + 5):
+        k1 += 1
+    return k1

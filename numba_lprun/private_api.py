@@ -14,6 +14,7 @@ Checked against: numba 0.68.1 (llvmlite 0.50.0), pyelftools 0.32.
 
 from __future__ import annotations
 
+import functools
 import importlib
 from dataclasses import dataclass
 
@@ -92,6 +93,11 @@ USES: list[PrivateUse] = [
         "run/snapshot.py: Numba's random state of the calling thread, saved and put back",
     ),
     PrivateUse(
+        "numba.cpython.randomimpl",
+        "get_state_ptr",
+        "run/snapshot.py: the random states of parallel worker threads (read on each worker)",
+    ),
+    PrivateUse(
         "elftools.dwarf.dwarfinfo",
         "DWARFInfo._parse_line_program_at_offset",
         "sampling/dwarf.py: line programs that no compile unit points at (directives-only tables)",
@@ -116,3 +122,59 @@ def numba_random_state_addresses() -> list[tuple[str, int]]:
         ("np.random", _helperlib.rnd_get_np_state_ptr()),
         ("random", _helperlib.rnd_get_py_state_ptr()),
     ]
+
+
+@functools.cache
+def _worker_state_reader():
+    """A ``parallel=True`` function that writes each worker thread's random-state addresses.
+
+    The states are thread-local, so only code running on a worker can find its
+    own; prange hands every thread a share of the iterations. Compiled once per
+    process (about a second), and only when a parallel function is profiled.
+    """
+    from llvmlite import ir
+    from numba import get_thread_id, njit, prange, types
+    from numba.cpython.randomimpl import get_state_ptr
+    from numba.extending import intrinsic
+
+    def reader(kind: str):
+        @intrinsic
+        def address(typingctx):
+            def codegen(context, builder, sig, args):
+                return builder.ptrtoint(get_state_ptr(context, builder, kind), ir.IntType(64))
+
+            return types.int64(), codegen
+
+        return address
+
+    np_state, py_state = reader("np"), reader("py")
+
+    @njit(parallel=True)
+    def read(np_out, py_out):
+        for _ in prange(np_out.size * 64):
+            thread = get_thread_id()
+            np_out[thread] = np_state()
+            py_out[thread] = py_state()
+
+    return read
+
+
+def worker_random_state_addresses() -> list[tuple[str, int]]:
+    """Addresses of Numba's random states in its parallel worker threads (not the caller's).
+
+    Reading an address initializes a state that was never used (from entropy,
+    as Numba would on first use), which changes nothing a program can observe.
+    """
+    import numpy as np
+    from numba import config, get_num_threads
+
+    n = max(get_num_threads(), config.NUMBA_NUM_THREADS)
+    np_out, py_out = np.zeros(n, np.int64), np.zeros(n, np.int64)
+    _worker_state_reader()(np_out, py_out)
+    mine = {address for _, address in numba_random_state_addresses()}
+    found = []
+    for thread in range(n):
+        for label, address in (("np.random", int(np_out[thread])), ("random", int(py_out[thread]))):
+            if address and address not in mine:
+                found.append((f"{label} (worker thread {thread})", address))
+    return found

@@ -208,7 +208,8 @@ class LineProfiler:
         happens; KeyboardInterrupt in a baseline run restores the state and stops.
         """
         if self.baseline:
-            snapshot = take_snapshot(reach or Reach(), self.snapshot_budget)
+            parallel = any(t.original.targetoptions.get("parallel") for t in self._runner.targets.values())
+            snapshot = take_snapshot(reach or Reach(), self.snapshot_budget, parallel)
             if snapshot.unrestorable is not None:
                 self.isolation.single_run = snapshot.unrestorable
                 if self.sampling is not None:

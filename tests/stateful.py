@@ -165,3 +165,17 @@ CASES = [
     Case("jitclass mutated by a method", bump_all, lambda: (Counter(4), 25), "bump_all(a, b)"),
     Case("typed List append", push_all, _typed_list, "push_all(a, b)"),
 ]
+
+
+@njit(parallel=True)
+def seed_workers(n_threads):
+    """Seeds every thread's np.random state (each thread seeds its own) from its thread id."""
+    for _ in numba.prange(n_threads * 64):
+        np.random.seed(numba.get_thread_id() + 1)
+
+
+@njit(parallel=True)
+def parallel_noise(out):
+    for i in numba.prange(out.size):
+        out[i] = np.random.random()
+    return out.sum()

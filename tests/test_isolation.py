@@ -146,3 +146,28 @@ def test_over_the_snapshot_budget_runs_once():
     assert "snapshot budget" in prof.profile.isolation.single_run
     assert prof.profile.functions[0].hits  # the one run was profiled
     assert swaps > 0
+
+
+def test_parallel_workers_random_states_are_put_back():
+    """prange workers draw from their own thread-local states: each run must start from them."""
+    import numba
+
+    from numba_lprun.private_api import worker_random_state_addresses
+    from tests.stateful import parallel_noise, seed_workers
+
+    def worker_states():
+        import ctypes
+
+        return {label: ctypes.string_at(address, 2512) for label, address in worker_random_state_addresses()}
+
+    threads = numba.get_num_threads()
+    seed_workers(threads)
+    expected = parallel_noise(np.zeros(4000))
+    after = worker_states()
+    seed_workers(threads)
+    out = np.zeros(4000)
+    prof = numba_lprun.LineProfiler(parallel_noise, **QUICK)
+    got = prof.runcall(parallel_noise, out)
+    assert got == expected  # the instrumented run drew the same numbers as one plain call
+    assert worker_states() == after
+    assert hits_of(prof.get_stats(), "parallel_noise")

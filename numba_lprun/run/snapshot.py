@@ -32,7 +32,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from ..private_api import numba_random_state_addresses
+from ..private_api import numba_random_state_addresses, worker_random_state_addresses
 
 _ATOMS = (int, float, complex, bool, str, bytes, type(None), range, slice, np.generic, np.dtype)
 _CODE = (
@@ -374,13 +374,15 @@ class _RandomStateStruct(ctypes.Structure):
     ]
 
 
-def _numba_random_states(w: _Walker) -> None:
-    """Numba's own random states of the calling thread, saved byte for byte.
+def _numba_random_states(w: _Walker, workers: bool) -> None:
+    """Numba's own random states of the calling thread (and of its parallel workers), byte for byte.
 
     ``rnd_get_state`` would drop the cached Gaussian, so the struct is copied whole.
+    A worker's state lives as long as its thread, which Numba keeps for the process.
     """
     size = ctypes.sizeof(_RandomStateStruct)
-    for label, address in numba_random_state_addresses():
+    found = numba_random_state_addresses() + (worker_random_state_addresses() if workers else [])
+    for label, address in found:
 
         def read(address: int = address) -> np.ndarray:
             return np.frombuffer(ctypes.string_at(address, size), np.uint8).copy()
@@ -453,14 +455,18 @@ def _bindings(w: _Walker, ns: dict, names: list[str]) -> None:
     w.add(_Item("names the statement binds", "bindings", 0, read, write, same))
 
 
-def take_snapshot(reach: Reach, budget: int | None = None) -> Snapshot:
-    """Save the state ``reach`` leads to (``unrestorable`` says why if it cannot be)."""
+def take_snapshot(reach: Reach, budget: int | None = None, parallel: bool = False) -> Snapshot:
+    """Save the state ``reach`` leads to (``unrestorable`` says why if it cannot be).
+
+    With ``parallel`` (a ``parallel=True`` function is profiled) the random states
+    of Numba's worker threads are saved too.
+    """
     walker = _Walker(default_budget() if budget is None else budget)
     for ns, names in reach.bindings:
         _bindings(walker, ns, names)
     for name, value in reach.values:
         walker.walk(name, value)
-    _numba_random_states(walker)
+    _numba_random_states(walker, parallel)
     return walker.snapshot
 
 

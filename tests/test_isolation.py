@@ -171,3 +171,21 @@ def test_parallel_workers_random_states_are_put_back():
     assert got == expected  # the instrumented run drew the same numbers as one plain call
     assert worker_states() == after
     assert hits_of(prof.get_stats(), "parallel_noise")
+
+
+def test_statement_drawing_from_numpys_global_state_sees_the_users_draw(ipshell):
+    ns = ipshell.user_ns
+    ns.update(bubble_sort=bubble_sort, np=np)
+    try:
+        np.random.seed(5)
+        expected = bubble_sort(np.random.rand(50))
+        after = np.random.rand()
+        np.random.seed(5)
+        ipshell.run_line_magic(
+            "nlprun", "--sample-time 0.05 -f bubble_sort swaps = bubble_sort(np.random.rand(50))"
+        )
+        assert ns["swaps"] == expected  # sorted the data one call would have drawn
+        assert np.random.rand() == after  # and the global state moved on by one draw
+    finally:
+        for name in ("bubble_sort", "swaps"):
+            ns.pop(name, None)

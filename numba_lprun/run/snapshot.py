@@ -455,6 +455,21 @@ def _bindings(w: _Walker, ns: dict, names: list[str]) -> None:
     w.add(_Item("names the statement binds", "bindings", 0, read, write, same))
 
 
+def _global_random_states(w: _Walker) -> None:
+    """NumPy's and Python's global random states: a statement may draw its data from them
+    (``np.random.rand(n)``) through a module it names, which the walk does not enter."""
+    w.add(
+        _Item(
+            "NumPy's global np.random state",
+            "random state",
+            5000,
+            lambda: np.random.get_state(legacy=False),
+            np.random.set_state,
+        )
+    )
+    w.add(_Item("Python's global random state", "random state", 5000, random.getstate, random.setstate))
+
+
 def take_snapshot(reach: Reach, budget: int | None = None, parallel: bool = False) -> Snapshot:
     """Save the state ``reach`` leads to (``unrestorable`` says why if it cannot be).
 
@@ -467,6 +482,7 @@ def take_snapshot(reach: Reach, budget: int | None = None, parallel: bool = Fals
     for name, value in reach.values:
         walker.walk(name, value)
     _numba_random_states(walker, parallel)
+    _global_random_states(walker)
     return walker.snapshot
 
 

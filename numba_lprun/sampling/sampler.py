@@ -19,7 +19,6 @@ from __future__ import annotations
 
 import ctypes
 import os
-import random
 import threading
 import time
 from dataclasses import dataclass, field
@@ -291,7 +290,9 @@ class Sampler:
         ctrl[H.NFRAMES] = nframes
         ctrl[H.STACK_WORDS] = _STACK_WORDS
         ctrl[H.LAST_CPU] = 0  # set with NTHREADS when the timers are armed
-        ctrl[H.MAGIC] = random.randrange(1, 2**31)
+        ctrl[H.MAGIC] = (
+            int.from_bytes(os.urandom(4), "little") % (2**31 - 1) + 1
+        )  # leaves random's state alone
         lo, hi = N.mapped_range("libgcc_s")
         ctrl[H.SKIP_LO], ctrl[H.SKIP_HI] = lo, hi
 

@@ -51,7 +51,11 @@ class LineProfiler:
     ``snapshot_budget`` bytes) makes the call run once, instrumented only, and
     the profile says why. ``timing=False`` counts hits only, leaving the
     optimizer almost alone. Times have the probes' own cost taken out unless
-    ``corrected=False``.
+    ``corrected=False``. With ``asm=True`` the profile also holds each plain
+    twin's machine code by line, with samples per instruction, call targets named
+    and hints about the hot lines (``FunctionStats.code``, ``.hints``): a few tenths
+    of a second per function, so it is off by default; ``describe_code()`` builds it
+    on demand.
     """
 
     def __init__(
@@ -66,7 +70,11 @@ class LineProfiler:
         sample_time: float = DEFAULT_SAMPLE_TIME,
         min_samples: int = DEFAULT_MIN_SAMPLES,
         snapshot_budget: int | None = None,
+        asm: bool = False,
     ):
+        self.asm = asm
+        self._described: dict[Key, tuple] = {}
+        self.allocations: dict[Key, dict[int, int]] | None = None
         self.baseline = baseline
         self.timing = timing
         self.corrected = corrected
@@ -231,6 +239,30 @@ class LineProfiler:
         sampling = self._new_sampling()
         if sampling is not None:
             self._sampled_repeats(execute, namespaces, progress, snapshot, sampling)
+        if self.asm:
+            self._counted_run(execute, namespaces, progress, snapshot)
+
+    def _counted_run(self, execute, namespaces: list[dict], progress: Progress | None, snapshot) -> None:
+        """One more plain run, counting the allocations of each line (``machine.allocations``)."""
+        from .machine.allocations import allocations_per_line, counting
+
+        try:
+            with self._runner.phase(PLAIN, namespaces, progress) as run:
+                with counting() as counted, quiet():
+                    try:
+                        execute(run)
+                    except (Exception, SystemExit):
+                        pass
+                self._note_restored(snapshot.restore(run.replacements))
+        finally:
+            self._runner.take_counts(PLAIN)
+        if counted.get("dropped", 1) == 0:  # counts are exact only when every record fitted
+            per_key = allocations_per_line(counted["stacks"], line_maps(self._plain_code()))
+            self.allocations = self.allocations or {}
+            for key, lines in per_key.items():
+                mine = self.allocations.setdefault(key, {})
+                for line, count in lines.items():
+                    mine[line] = mine.get(line, 0) + count
 
     def _sampled_repeats(
         self,
@@ -328,6 +360,8 @@ class LineProfiler:
                 stats.sampled[line] = stats.sampled.get(line, 0.0) + secs
             for line, count in charged.lines.get(key, {}).items():
                 stats.sample_counts[line] = stats.sample_counts.get(line, 0) + count
+            for address, count in charged.addresses.get(key, {}).items():
+                stats.sample_addresses[address] = stats.sample_addresses.get(address, 0) + count
 
     def _collect(self, phase: str) -> None:
         counts = self._runner.take_counts(phase)
@@ -362,9 +396,29 @@ class LineProfiler:
                         stats.signatures.append(text)
 
     # -- results ------------------------------------------------------------------
+    def describe_code(self) -> None:
+        """Read each plain twin's machine code into its stats (``code``, ``hints``).
+
+        Done by ``profile`` when ``asm=True``; again only when something changed.
+        """
+        from .machine import describe
+
+        where = self._plain_code()
+        hosts = [w[0] for w in where.values()]
+        for key, (dispatcher, *_rest) in where.items():
+            stats = self._stats[key]
+            state = (len(dispatcher.signatures), stats.samples, stats.calls, self.allocations is not None)
+            if self._described.get(key) == state:
+                continue
+            allocations = self.allocations.get(key, {}) if self.allocations is not None else None
+            describe(stats, dispatcher, hosts, allocations)
+            self._described[key] = state
+
     @property
     def profile(self) -> ProfileStats:
         """The plain-data profile (what renderers take), with diagnostics filled in."""
+        if self.asm:
+            self.describe_code()
         for stats in self._stats.values():
             diagnose(stats, self._clock.seconds_per_tick, self.threshold, self.corrected)
         functions = list(self._stats.values())

@@ -1,0 +1,109 @@
+"""The plain twin's machine code by line: instructions, samples, call names, hints, inlining."""
+
+import inspect
+
+import numpy as np
+import pytest
+
+import numba_lprun
+from numba_lprun.sampling import Sampler, line_map
+from tests import machine_kernels as K
+
+
+def sampling_works() -> bool:
+    with Sampler(rate_hz=100) as probe:
+        pass
+    return probe.unavailable is None
+
+
+SAMPLING = sampling_works()
+needs_samples = pytest.mark.skipif(not SAMPLING, reason="native sampling unavailable here")
+
+
+def line_of(func, marker):
+    source, first = inspect.getsourcelines(func.py_func)
+    (line,) = [first + i for i, text in enumerate(source) if text.rstrip().endswith("# " + marker)]
+    return line
+
+
+def profiled(*funcs, args, **options):
+    funcs[0](*args)
+    prof = numba_lprun.LineProfiler(*funcs, sample_time=0.3, asm=True, **options)
+    prof.runcall(funcs[0], *args)
+    return prof, {s.name: s for s in prof.profile.functions}
+
+
+@pytest.fixture(scope="module")
+def conv():
+    x, k = np.random.default_rng(0).random(3000), np.random.default_rng(1).random(31)
+    return profiled(K.conv, args=(x, k))[1]["conv"], x.size - k.size + 1
+
+
+@pytest.fixture(scope="module")
+def inlined():
+    prof, stats = profiled(K.three_lines, K.spin, args=(4000, 1, 2, 3))
+    where = prof._plain_code()
+    hosts = [w[0] for w in where.values()]
+    spin_map = [line_map(*w, hosts=hosts) for w in where.values() if w[0].py_func.__name__ == "spin"][0]
+    stats["inlined into"] = {f.library for f in spin_map.functions}
+    return stats
+
+
+def test_hot_line_allocates_on_every_iteration_with_the_exact_count(conv):
+    stats, n = conv
+    hot = line_of(K.conv, "HOT")
+    code = stats.code[hot]
+    assert code.allocations == n and code.executions == n
+    assert any(c.startswith("NRT_MemInfo_alloc") for c in code.calls)
+    said = [h.text for h in stats.hints if h.kind == "alloc" and h.line == hot]
+    assert said and f"allocates on each of its {n:,} executions" in said[0]
+    assert stats.code[line_of(K.conv, "HOT") - 3].allocations == 1  # out = np.empty(n), once
+
+
+@needs_samples
+def test_instruction_samples_add_up_to_the_line(conv, inlined):
+    for stats in (conv[0], inlined["three_lines"], inlined["spin"]):
+        assert stats.samples > 0
+        for line, count in stats.sample_counts.items():
+            assert stats.code[line].samples == count, (stats.name, line)
+        assert sum(c.samples for c in stats.code.values()) == stats.samples
+
+
+def test_packed_instructions_on_a_vectorized_loop_not_on_a_scalar_one():
+    _, vec = profiled(K.sum_squares, args=(np.random.default_rng(2).random(50_000),))
+    _, scalar = profiled(K.scalar_chain, args=(50_000,))
+    body = line_of(K.sum_squares, "BODY")
+    packed = {line for line, code in vec["sum_squares"].code.items() if code.packed}
+    assert body in packed, {line: c.packed for line, c in vec["sum_squares"].code.items()}
+    assert not any(code.packed for code in scalar["scalar_chain"].code.values())
+    assert any(h.kind == "simd" and "scalar" in h.text for h in scalar["scalar_chain"].hints)
+
+
+def test_a_line_calling_math_sin_names_the_libm_call():
+    _, got = profiled(K.sines, args=(np.random.default_rng(3).random(20_000),))
+    stats = got["sines"]
+    code = stats.code[line_of(K.sines, "SIN")]
+    assert "sin" in code.calls and "libm" in code.call_origins["sin"]
+    assert any(h.kind == "call" and "sin (libm" in h.text for h in stats.hints) or not stats.hints
+
+
+@needs_samples
+def test_inlined_callee_gets_its_own_samples_and_the_caller_keeps_them(inlined):
+    caller, callee = inlined["three_lines"], inlined["spin"]
+    assert "three_lines" in inlined["inlined into"]  # LLVM did inline spin into the caller
+    calling = {line_of(K.three_lines, m) for m in ("ONE", "TWO", "THREE")}
+    loop = line_of(K.spin, "LOOP")
+    assert callee.samples > 0.5 * caller.samples, (callee.sample_counts, caller.sample_counts)
+    in_loop = callee.sample_counts.get(loop, 0) + callee.sample_counts.get(loop - 1, 0)  # body or header
+    assert in_loop > 0.5 * callee.samples
+    in_calls = sum(caller.sample_counts.get(line, 0) for line in calling)
+    assert in_calls >= callee.samples  # every callee sample also counts on a calling line
+
+
+def test_a_line_without_code_says_so(conv):
+    stats, _ = conv
+    from numba_lprun.machine import line_hints
+
+    lines = [line for line in stats.hits if line not in stats.code]
+    for line in lines:
+        assert line_hints(stats, line)[0].kind == "no-code"

@@ -436,17 +436,24 @@ class LineProfiler:
         return {s.name: s.overhead for s in self._stats.values()}
 
     def print_stats(
-        self, stream: io.TextIOBase | None = None, output_unit: float | None = None, stripzeros: bool = False
+        self,
+        stream: io.TextIOBase | None = None,
+        output_unit: float | None = None,
+        stripzeros: bool = False,
+        asm_lines: int | None = None,
     ) -> None:
         """Write line_profiler's text report, with the same marks and notes as the magic.
 
         Times print in nanoseconds unless ``output_unit`` says otherwise, as
-        line_profiler's own reports do (the raw unit is one clock tick).
+        line_profiler's own reports do (the raw unit is one clock tick). With
+        ``asm=True`` the hints follow, and the ``asm_lines`` (default 3) hottest
+        lines are listed instruction by instruction.
         """
         from .renderers.text import profile_text
 
         stream = sys.stdout if stream is None else stream
-        stream.write(profile_text(self.profile, output_unit, stripzeros))
+        lines = (3 if self.asm else 0) if asm_lines is None else asm_lines
+        stream.write(profile_text(self.profile, output_unit, stripzeros, asm_lines=lines))
 
     def dump_stats(self, filename: str) -> None:
         """Write a ``.lprof`` file that ``python -m line_profiler FILE`` shows.

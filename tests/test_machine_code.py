@@ -1,6 +1,7 @@
 """The plain twin's machine code by line: instructions, samples, call names, hints, inlining."""
 
 import inspect
+import io
 
 import numpy as np
 import pytest
@@ -36,7 +37,8 @@ def profiled(*funcs, args, **options):
 @pytest.fixture(scope="module")
 def conv():
     x, k = np.random.default_rng(0).random(3000), np.random.default_rng(1).random(31)
-    return profiled(K.conv, args=(x, k))[1]["conv"], x.size - k.size + 1
+    prof, stats = profiled(K.conv, args=(x, k))
+    return stats["conv"], x.size - k.size + 1, prof
 
 
 @pytest.fixture(scope="module")
@@ -50,7 +52,7 @@ def inlined():
 
 
 def test_hot_line_allocates_on_every_iteration_with_the_exact_count(conv):
-    stats, n = conv
+    stats, n, _ = conv
     hot = line_of(K.conv, "HOT")
     code = stats.code[hot]
     assert code.allocations == n and code.executions == n
@@ -101,9 +103,24 @@ def test_inlined_callee_gets_its_own_samples_and_the_caller_keeps_them(inlined):
 
 
 def test_a_line_without_code_says_so(conv):
-    stats, _ = conv
+    stats, _, _ = conv
     from numba_lprun.machine import line_hints
 
     lines = [line for line in stats.hits if line not in stats.code]
     for line in lines:
         assert line_hints(stats, line)[0].kind == "no-code"
+
+
+def test_text_and_rich_show_hints_and_the_hot_lines_instructions(conv):
+    from numba_lprun.renderers import print_profile, profile_text
+
+    stats, n, prof = conv
+    hot = line_of(K.conv, "HOT")
+    text = profile_text(prof.profile, asm_lines=1, width=0)
+    assert f"hint: line {hot} allocates on each of its {n:,} executions" in text
+    assert f"line {hot} (" in text and "-> NRT_MemInfo_alloc_aligned (Numba's runtime)" in text
+    assert "hint:" not in profile_text(numba_lprun.LineProfiler(K.conv, sample=False).profile)
+    out = io.StringIO()
+    print_profile(prof.profile, file=out, width=100, asm_lines=1)
+    assert "hint: line" in out.getvalue() and "NRT_MemInfo_alloc_aligned" in out.getvalue()
+    assert all(len(line) <= 100 for line in out.getvalue().splitlines())

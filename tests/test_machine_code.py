@@ -124,3 +124,13 @@ def test_text_and_rich_show_hints_and_the_hot_lines_instructions(conv):
     print_profile(prof.profile, file=out, width=100, asm_lines=1)
     assert "hint: line" in out.getvalue() and "NRT_MemInfo_alloc_aligned" in out.getvalue()
     assert all(len(line) <= 100 for line in out.getvalue().splitlines())
+
+
+def test_html_expands_every_line_with_code_to_its_instructions(conv):
+    from numba_lprun.renderers import profile_html
+
+    stats, _, prof = conv
+    page = profile_html(prof.profile, page=True)
+    assert page.count('<details class="asm">') == len([c for c in stats.code.values() if c.instructions])
+    assert "NRT_MemInfo_alloc_aligned" in page and "allocates on each of its" in page
+    assert "<script" not in page

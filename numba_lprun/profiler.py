@@ -75,6 +75,7 @@ class LineProfiler:
         self.asm = asm
         self._described: dict[Key, tuple] = {}
         self.allocations: dict[Key, dict[int, int]] | None = None
+        self.allocations_unavailable: str | None = None
         self.baseline = baseline
         self.timing = timing
         self.corrected = corrected
@@ -256,7 +257,13 @@ class LineProfiler:
                 self._note_restored(snapshot.restore(run.replacements))
         finally:
             self._runner.take_counts(PLAIN)
-        if counted.get("dropped", 1) == 0:  # counts are exact only when every record fitted
+        dropped = counted.get("dropped")
+        if dropped:
+            total = len(counted["stacks"]) + dropped
+            self.allocations_unavailable = (
+                f"the counted run allocated {total:,} times, more than it can record"
+            )
+        if dropped == 0:  # counts are exact only when every record fitted
             per_key = allocations_per_line(counted["stacks"], line_maps(self._plain_code()))
             self.allocations = self.allocations or {}
             for key, lines in per_key.items():
@@ -407,11 +414,11 @@ class LineProfiler:
         hosts = [w[0] for w in where.values()]
         for key, (dispatcher, *_rest) in where.items():
             stats = self._stats[key]
-            state = (len(dispatcher.signatures), stats.samples, stats.calls, self.allocations is not None)
+            state = (len(dispatcher.signatures), stats.samples, stats.calls, str(self.allocations))
             if self._described.get(key) == state:
                 continue
             allocations = self.allocations.get(key, {}) if self.allocations is not None else None
-            describe(stats, dispatcher, hosts, allocations)
+            describe(stats, dispatcher, hosts, allocations, self.allocations_unavailable)
             self._described[key] = state
 
     @property

@@ -122,6 +122,7 @@ class FunctionStats:
     code: dict[int, LineCode] = field(default_factory=dict)  # line -> plain twin's machine code
     code_seconds: float = 0.0  # time spent disassembling and reading the code
     code_unavailable: str | None = None  # why there is no machine code view
+    allocations_unavailable: str | None = None  # why allocations per line were not counted
     hints: list[Hint] = field(default_factory=list)  # facts about the hot lines' code
 
     @property

@@ -28,7 +28,11 @@ __all__ = ["describe", "function_code", "function_hints", "hot_lines", "is_packe
 
 
 def describe(
-    stats: FunctionStats, dispatcher: object, hosts: list[object], allocations: dict[int, int] | None = None
+    stats: FunctionStats,
+    dispatcher: object,
+    hosts: list[object],
+    allocations: dict[int, int] | None = None,
+    allocations_unavailable: str | None = None,
 ) -> None:
     """Fill ``stats.code`` (the plain twin ``dispatcher``'s code by line), ``code_seconds``,
     ``code_unavailable`` and ``hints``; ``allocations`` (line -> count, from a counted run)
@@ -39,6 +43,7 @@ def describe(
         dispatcher, stats.filename, stats.first_lineno, last, stats.sample_addresses, hosts
     )
     stats.code, stats.code_unavailable = code, why
+    stats.allocations_unavailable = allocations_unavailable
     if allocations is not None:
         for line, lc in code.items():
             lc.allocations = allocations.get(line, 0)

@@ -34,7 +34,7 @@ from ..sampling.attribution import _innermost
 from ..sampling.dwarf import LineMap
 
 DEPTH = 10  # frames per record: the hook, CPython's and Numba's allocator, the jitted caller...
-CAPACITY = 200_000  # records; a run that allocates more is not counted exactly
+CAPACITY = 400_000  # records (32 MB, allocated on first use); a run allocating more is not counted
 PYMEM_DOMAIN_RAW = 0
 
 

@@ -60,7 +60,8 @@ def line_hints(stats: FunctionStats, line: int) -> list[Hint]:
         via = f" ({', '.join(allocators)})" if allocators else " (in what it calls)"
         out.append(Hint(line, "alloc", said + via + ": a new array or buffer each time"))
     elif allocators:
-        out.append(Hint(line, "alloc", f"line {line} calls Numba's allocator ({', '.join(allocators)})"))
+        why = f" (not counted: {stats.allocations_unavailable})" if stats.allocations_unavailable else ""
+        out.append(Hint(line, "alloc", f"line {line} calls Numba's allocator ({', '.join(allocators)}){why}"))
     packed = code.packed
     loop_line = hits > max(stats.calls, 1) * 1
     if packed:

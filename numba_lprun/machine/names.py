@@ -17,6 +17,7 @@ import os
 import re
 
 _NUMBA_NAME = re.compile(r"(\d+)")
+_ESCAPES = re.compile(r"_(3c|3e|24)")  # Numba writes <, > and $ as _3c, _3e, _24 in symbol names
 
 
 def pretty(name: str) -> str:
@@ -36,7 +37,8 @@ def pretty(name: str) -> str:
                 break
             i = tag.end() + int(tag.group(1))
     parts = [p for p in parts if p and not p.startswith("0")]
-    return ".".join(parts) if parts else name
+    text = ".".join(parts) if parts else name
+    return _ESCAPES.sub(lambda m: chr(int(m.group(1), 16)), text)
 
 
 class _DlInfo(ctypes.Structure):

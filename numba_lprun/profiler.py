@@ -24,6 +24,7 @@ from numba.core.registry import CPUDispatcher
 from .diagnose import DEFAULT_THRESHOLD, diagnose
 from .instrument.calibrate import probe_cost_ticks
 from .instrument.clock import current_clock
+from .run.counted_run import count_allocations
 from .run.quiet import quiet
 from .run.runner import INSTRUMENTED, PLAIN, Key, PhaseRun, Progress, Runner, Target
 from .run.sampled_run import SegmentedSampling, Where, charge, line_maps, samples_inside
@@ -244,32 +245,18 @@ class LineProfiler:
             self._counted_run(execute, namespaces, progress, snapshot)
 
     def _counted_run(self, execute, namespaces: list[dict], progress: Progress | None, snapshot) -> None:
-        """One more plain run, counting the allocations of each line (``machine.allocations``)."""
-        from .machine.allocations import allocations_per_line, counting
+        def restore(run: PhaseRun) -> None:
+            self._note_restored(snapshot.restore(run.replacements))
 
-        try:
-            with self._runner.phase(PLAIN, namespaces, progress) as run:
-                with counting() as counted, quiet():
-                    try:
-                        execute(run)
-                    except (Exception, SystemExit):
-                        pass
-                self._note_restored(snapshot.restore(run.replacements))
-        finally:
-            self._runner.take_counts(PLAIN)
-        dropped = counted.get("dropped")
-        if dropped:
-            total = len(counted["stacks"]) + dropped
-            self.allocations_unavailable = (
-                f"the counted run allocated {total:,} times, more than it can record"
-            )
-        if dropped == 0:  # counts are exact only when every record fitted
-            per_key = allocations_per_line(counted["stacks"], line_maps(self._plain_code()))
-            self.allocations = self.allocations or {}
-            for key, lines in per_key.items():
-                mine = self.allocations.setdefault(key, {})
-                for line, count in lines.items():
-                    mine[line] = mine.get(line, 0) + count
+        maps = lambda: line_maps(self._plain_code())  # noqa: E731
+        counts, why = count_allocations(self._runner, execute, namespaces, progress, restore, maps)
+        self.allocations_unavailable = why
+        if counts is not None and self.allocations is None:
+            self.allocations = {}
+        for key, lines in (counts or {}).items():
+            mine = self.allocations.setdefault(key, {})
+            for line, count in lines.items():
+                mine[line] = mine.get(line, 0) + count
 
     def _sampled_repeats(
         self,

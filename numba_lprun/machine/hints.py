@@ -64,9 +64,13 @@ def line_hints(stats: FunctionStats, line: int) -> list[Hint]:
         out.append(Hint(line, "alloc", f"line {line} calls Numba's allocator ({', '.join(allocators)}){why}"))
     packed = code.packed
     loop_line = hits > max(stats.calls, 1) * 1
+    scalar = list(dict.fromkeys(i.text.split()[0] for i in code.instructions if _is_float_arith(i.text)))
     if packed:
-        out.append(Hint(line, "simd", f"line {line} runs packed SIMD arithmetic ({', '.join(packed[:4])})"))
-    elif loop_line and any(_is_float_arith(i.text) for i in code.instructions):
+        said = f"line {line} runs packed SIMD arithmetic ({', '.join(packed[:4])})"
+        if scalar:
+            said += f" and scalar floating-point arithmetic ({', '.join(scalar[:4])})"
+        out.append(Hint(line, "simd", said))
+    elif loop_line and scalar:
         out.append(Hint(line, "simd", f"line {line} runs in a loop with scalar arithmetic only (no SIMD)"))
     refcounts = [c for c in calls if c in REFCOUNT]
     if refcounts:

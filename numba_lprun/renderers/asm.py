@@ -62,5 +62,5 @@ def listing_lines(stats: FunctionStats, count: int) -> list[str]:
             samples = str(ins.samples) if ins.samples else ""
             out.append(f"  {samples:>7}  {ins.address:#014x}  {instruction_text(ins)}")
         if left:
-            out.append(f"  ... {left} more instruction(s) without samples, calls or packed arithmetic")
+            out.append(f"  ... {left} more instruction(s) with fewer samples (or none), not shown")
     return out

@@ -3,7 +3,7 @@
 import math
 
 import numpy as np
-from numba import njit
+from numba import njit, prange
 
 
 @njit
@@ -56,3 +56,12 @@ def sines(a):
     for i in range(a.size):
         s += math.sin(a[i])  # SIN
     return s
+
+
+@njit(parallel=True)
+def par_roots(a, reps):
+    out = np.empty(a.size)
+    for _ in range(reps):
+        for i in prange(a.size):
+            out[i] = math.sqrt(a[i]) * 2.0 + math.sin(a[i])  # BODY
+    return out

@@ -134,3 +134,15 @@ def test_html_expands_every_line_with_code_to_its_instructions(conv):
     assert page.count('<details class="asm">') == len([c for c in stats.code.values() if c.instructions])
     assert "NRT_MemInfo_alloc_aligned" in page and "allocates on each of its" in page
     assert "<script" not in page
+
+
+def test_prange_body_code_is_attributed_to_its_line():
+    _, got = profiled(K.par_roots, args=(np.random.default_rng(4).random(200_000), 20))
+    stats = got["par_roots"]
+    body = line_of(K.par_roots, "BODY")
+    assert stats.code_unavailable is None
+    code = stats.code[body]
+    assert "sin" in code.calls  # the gufunc's call of libm, on the body's own line
+    assert any(c.calls and "numba_parallel_for" in c.calls for c in stats.code.values())
+    for line, count in stats.sample_counts.items():
+        assert stats.code[line].samples == count

@@ -35,7 +35,9 @@ def build(original, line_tables_only: bool):
             base.__mro__[1].__init__(self, typingctx, targetctx, library, args, return_type, flags, locals)
 
         pipeline = type("Directives" + base.__name__, (base,), {"__init__": __init__})
-    return type(original)(original.py_func, locals=dict(original.locals), targetoptions=options, pipeline_class=pipeline)
+    return type(original)(
+        original.py_func, locals=dict(original.locals), targetoptions=options, pipeline_class=pipeline
+    )
 
 
 def main() -> None:

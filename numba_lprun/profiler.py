@@ -401,7 +401,14 @@ class LineProfiler:
         hosts = [w[0] for w in where.values()]
         for key, (dispatcher, *_rest) in where.items():
             stats = self._stats[key]
-            state = (len(dispatcher.signatures), stats.samples, stats.calls, str(self.allocations))
+            counted = sum(sum(v.values()) for v in (self.allocations or {}).values())
+            state = (
+                len(dispatcher.signatures),
+                stats.samples,
+                stats.calls,
+                counted,
+                self.allocations_unavailable,
+            )
             if self._described.get(key) == state:
                 continue
             allocations = self.allocations.get(key, {}) if self.allocations is not None else None

@@ -72,7 +72,11 @@ STYLE = f"""
 .nlprun .key {{ opacity: .8; font-size: 12px; }}
 .nlprun .key i {{ display: inline-block; width: 18px; height: 6px; margin: 0 4px 1px 10px; }}
 .nlprun .summary td, .nlprun .summary th {{ padding: 2px 10px; }}
-.nlprun details.asm > summary {{ cursor: pointer; list-style-position: outside; }}
+.nlprun details.asm > summary {{ cursor: pointer; list-style: none; }}
+.nlprun details.asm > summary::-webkit-details-marker {{ display: none; }}
+.nlprun details.asm > summary::before {{ content: '\\25B8'; position: absolute; margin-left: -0.6em;
+  font-size: 10px; opacity: .6; }}
+.nlprun details.asm[open] > summary::before {{ content: '\\25BE'; }}
 .nlprun details.asm > summary code {{ display: inline; }}
 .nlprun details.asm table {{ margin: 2px 0 6px; font-size: 11px; text-indent: 0; white-space: nowrap; }}
 .nlprun details.asm td, .nlprun details.asm th {{ border-bottom: none; padding: 0 6px; }}

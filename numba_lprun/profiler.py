@@ -76,7 +76,6 @@ class LineProfiler:
         self.asm = asm
         self._described: dict[Key, tuple] = {}
         self.allocations: dict[Key, dict[int, int]] | None = None
-        self.allocations_unavailable: str | None = None
         self.baseline = baseline
         self.timing = timing
         self.corrected = corrected
@@ -87,6 +86,9 @@ class LineProfiler:
         self.sampling = SamplingInfo(sample_rate, target=min_samples) if sample else None
         if sample and not baseline:
             self.sampling.unavailable = "sampling rides on the plain run, which --once skips"
+        self.allocations_unavailable = (
+            None if baseline else "counting rides on the plain run, which --once skips"
+        )
         self.isolation = IsolationInfo()
         self._clock = current_clock()
         self._probe_ticks = probe_cost_ticks(self._clock.kind) if timing else 0.0
@@ -212,6 +214,7 @@ class LineProfiler:
             snapshot = take_snapshot(reach or Reach(), self.snapshot_budget)
             if snapshot.unrestorable is not None:
                 self.isolation.single_run = snapshot.unrestorable
+                self.allocations, self.allocations_unavailable = None, "the call ran once (see Runs)"
                 if self.sampling is not None:
                     self.sampling.not_repeated = "the call ran once (see Runs)"
             else:
@@ -250,8 +253,10 @@ class LineProfiler:
 
         maps = lambda: line_maps(self._plain_code())  # noqa: E731
         counts, why = count_allocations(self._runner, execute, namespaces, progress, restore, maps)
-        self.allocations_unavailable = why
-        if counts is not None and self.allocations is None:
+        if why is not None or self.allocations_unavailable is not None:  # counts must cover every run
+            self.allocations, self.allocations_unavailable = None, self.allocations_unavailable or why
+            return
+        if self.allocations is None:
             self.allocations = {}
         for key, lines in (counts or {}).items():
             mine = self.allocations.setdefault(key, {})

@@ -113,17 +113,34 @@ def _build() -> tuple[np.ndarray, np.ndarray, object, _Allocator]:
         return _hook
 
 
+_switched = False  # Numba's runtime allocates through PyMem_RawMalloc (set once, for good)
+
+
+def unavailable() -> str | None:
+    """Why allocations cannot be counted in this process, or None."""
+    from numba.core.runtime import _nrt_python
+
+    if not _switched and _nrt_python.memsys_stats_enabled():
+        # switching the allocator with statistics on and arrays alive is a fatal error in NRT
+        return "Numba's allocation statistics are on (NUMBA_NRT_STATS), so its allocator cannot be switched"
+    return None
+
+
 @contextlib.contextmanager
 def counting() -> Iterator[dict]:
     """Record every allocation Numba's runtime makes inside the block.
 
     Yields a dict that holds, after the block, ``stacks`` (n, DEPTH) return
     addresses and ``dropped`` (records that did not fit: then counts are not exact).
+    Check ``unavailable()`` first.
     """
+    global _switched
     from numba.core.runtime import _nrt_python
 
     buffer, counter, traced, old = _build()
-    _nrt_python.memsys_use_cpython_allocator()
+    if not _switched:
+        _nrt_python.memsys_use_cpython_allocator()
+        _switched = True
     hooked = _Allocator(old.ctx, traced.address, old.calloc, old.realloc, old.free)
     result: dict = {}
     counter[0] = 0

@@ -26,8 +26,11 @@ def count_allocations(
 ) -> tuple[dict[Hashable, dict[int, int]] | None, str | None]:
     """Run ``execute`` on the plain twins with allocations recorded; (key -> line -> count,
     None), or (None, why the counts would not be exact)."""
-    from ..machine.allocations import allocations_per_line, counting
+    from ..machine.allocations import allocations_per_line, counting, unavailable
 
+    why = unavailable()
+    if why is not None:
+        return None, why
     try:
         with runner.phase(PLAIN, namespaces, progress) as run:
             with counting() as counted, quiet():

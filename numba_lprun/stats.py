@@ -83,8 +83,8 @@ class LineCode:
 
 @dataclass
 class Hint:
-    """One fact read from a line's machine code, as a sentence (``kind``: alloc, simd, call,
-    refcount, check, no-code)."""
+    """One fact read from a line's machine code, as a sentence (``kind``: alloc, simd,
+    hot-call, refcount, call, no-code)."""
 
     line: int
     kind: str

@@ -11,6 +11,8 @@ Only what the code shows for certain is said:
   functions, helpers), by name;
 * reference counting: calls of ``NRT_incref``/``NRT_decref`` on a line that runs
   more often than the function is called (inside a loop);
+* where a line's samples went: the share inside one callee (the samples of a
+  ``call`` instruction are the time spent in what it calls);
 * a line that ran but owns no instruction: its work was merged into other lines or
   optimized away.
 """
@@ -75,6 +77,12 @@ def line_hints(stats: FunctionStats, line: int) -> list[Hint]:
     refcounts = [c for c in calls if c in REFCOUNT]
     if refcounts:
         out.append(Hint(line, "refcount", f"line {line} updates reference counts ({', '.join(refcounts)})"))
+    calls_hot = [i for i in code.instructions if i.target and i.samples]
+    if calls_hot and code.samples >= 20:
+        top = max(calls_hot, key=lambda i: i.samples)
+        if top.samples >= 0.2 * code.samples:
+            said = f"line {line} spends {top.samples} of its {code.samples} samples inside {top.target}"
+            out.append(Hint(line, "hot-call", said))
     origins = code.call_origins
     others = [c for c in calls if not c.startswith(ALLOCATORS) and c not in REFCOUNT]
     if others:

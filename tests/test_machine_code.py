@@ -146,3 +146,14 @@ def test_prange_body_code_is_attributed_to_its_line():
     assert any(c.calls and "numba_parallel_for" in c.calls for c in stats.code.values())
     for line, count in stats.sample_counts.items():
         assert stats.code[line].samples == count
+
+
+def test_off_by_default_and_on_demand():
+    a = np.random.default_rng(5).random(1000)
+    K.sum_squares(a)
+    prof = numba_lprun.LineProfiler(K.sum_squares, sample=False)
+    prof.runcall(K.sum_squares, a)
+    (stats,) = prof.profile.functions
+    assert not stats.code and not stats.hints and prof.allocations is None
+    prof.describe_code()  # the code can still be read afterwards (no allocation counts then)
+    assert stats.code and all(c.allocations is None for c in stats.code.values())

@@ -9,6 +9,8 @@ Data flows one way; each part imports only from the parts before it:
 - ``run/``: swap the twins in, run the call (baseline, sampled repeats,
   instrumented run) keeping one call's effects, put everything back;
 - ``sampling/``: the native sampler and the DWARF line maps it is read with;
+- ``machine/``: the plain twins' machine code by line (capstone), allocation counts
+  and the hints read from them (``LineProfiler(asm=True)``);
 - ``stats``, ``diagnose``: the profile as plain data, and what can be trusted in it;
 - ``renderers/``: text, rich and HTML views of the stats (the only users of rich);
 - ``profiler``: the ``LineProfiler`` API that ties the stages together;

@@ -21,7 +21,7 @@ from collections.abc import Callable, Iterable
 
 from .decorator import is_marked
 from .errors import NotProfilableError, TwinCompileError
-from .options import CLI, add_to_parser, profiler_kwargs, write_reports
+from .options import CLI, add_to_parser, asm_lines, profiler_kwargs, write_reports
 from .profiler import LineProfiler, defined_in
 from .renderers import print_profile, profile_text
 
@@ -189,8 +189,10 @@ def _run_unprofiled(program: _Program) -> int:
 
 def _report(prof: LineProfiler, opts: argparse.Namespace) -> None:
     profile = prof.profile
-    said = write_reports(prof, profile, opts, profile_text(profile, opts.unit, opts.stripzeros, width=0))
-    print_profile(profile, opts.unit, opts.stripzeros)
+    lines = asm_lines(opts)
+    text = profile_text(profile, opts.unit, opts.stripzeros, width=0, asm_lines=lines)
+    said = write_reports(prof, profile, opts, text)
+    print_profile(profile, opts.unit, opts.stripzeros, asm_lines=lines)
     for sentence in said:
         print(sentence)
 

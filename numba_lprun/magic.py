@@ -21,11 +21,20 @@ from numba.core.registry import CPUDispatcher
 
 from .errors import NotProfilableError, TwinCompileError
 from .instrument.source import python_function_of
-from .options import MAGIC, options_for, profiler_kwargs, value_flags, write_reports
+from .options import (
+    MAGIC,
+    asm_lines,
+    optional_value_flags,
+    options_for,
+    profiler_kwargs,
+    value_flags,
+    write_reports,
+)
 from .profiler import LineProfiler, defined_in
 from .renderers import print_profile, profile_html, profile_text
 
 _VALUE_OPTIONS = value_flags(MAGIC)
+_OPTIONAL_VALUE_OPTIONS = optional_value_flags(MAGIC)
 _OPTION_START = re.compile(r"-[A-Za-z]|--[A-Za-z]")
 
 
@@ -67,6 +76,11 @@ def split_options(line: str) -> tuple[list[str], str]:
             if not value:
                 raise UsageError(f"nlprun: option {token} needs a value")
             tokens.append(value)
+        elif token in _OPTIONAL_VALUE_OPTIONS:  # --asm or --asm 5: a number right after is its value
+            value, after = _read_token(line, pos)
+            if value.isdigit():
+                tokens.append(value)
+                pos = after
 
 
 class _Progress:
@@ -237,7 +251,8 @@ class NlprunMagics(Magics):
 
     def _show(self, prof: LineProfiler, args, interrupted: str | None) -> None:
         profile = prof.profile
-        text = profile_text(profile, args.unit, args.stripzeros, width=0)  # files and text/plain: unwrapped
+        lines = asm_lines(args)
+        text = profile_text(profile, args.unit, args.stripzeros, width=0, asm_lines=lines)  # unwrapped
         if interrupted:
             text = f"numba_lprun: {interrupted}; showing the profile gathered so far\n\n{text}"
         for sentence in write_reports(prof, profile, args, text):
@@ -250,7 +265,7 @@ class NlprunMagics(Magics):
             return
         if interrupted:
             print(f"numba_lprun: {interrupted}; showing the profile gathered so far")
-        print_profile(profile, args.unit, args.stripzeros)
+        print_profile(profile, args.unit, args.stripzeros, asm_lines=lines)
 
 
 def register(ipython) -> None:

@@ -39,6 +39,7 @@ class Option:
     default: Any = None
     metavar: str | None = None
     front_ends: frozenset[str] = BOTH
+    optional_value: Any = None  # the value when the flag is given without one (nargs="?")
 
     def argparse_kwargs(self) -> dict[str, Any]:
         kwargs: dict[str, Any] = {"dest": self.dest, "help": self.help, "action": self.action}
@@ -46,6 +47,8 @@ class Option:
             kwargs["metavar"] = self.metavar
             if self.type is not None:
                 kwargs["type"] = self.type
+            if self.optional_value is not None:
+                kwargs["nargs"], kwargs["const"] = "?", self.optional_value
         if self.action == "append":
             kwargs["default"] = []
         elif self.action == "store":
@@ -54,7 +57,8 @@ class Option:
 
     @property
     def takes_value(self) -> bool:
-        return self.action in ("store", "append")
+        """Whether the next token is always this option's value."""
+        return self.action in ("store", "append") and self.optional_value is None
 
 
 OPTIONS: list[Option] = [
@@ -146,6 +150,16 @@ OPTIONS: list[Option] = [
         metavar="MB",
     ),
     Option(
+        ("--asm",),
+        "asm",
+        "Read the plain twins' machine code: hints about the hot lines (allocations per execution, "
+        "SIMD, calls that stayed calls) and the instructions of the N hottest lines (default 3) with "
+        "samples per instruction; runs the statement once more to count allocations.",
+        type=int,
+        metavar="N",
+        optional_value=3,
+    ),
+    Option(
         ("--keep-going",),
         "keep_going",
         "If profiling fails, say why and run the script unprofiled.",
@@ -164,6 +178,16 @@ def value_flags(front_end: str) -> set[str]:
     return {flag for opt in options_for(front_end) if opt.takes_value for flag in opt.flags}
 
 
+def optional_value_flags(front_end: str) -> set[str]:
+    """Flags of ``front_end`` whose value may be left out (``--asm`` or ``--asm 5``)."""
+    return {flag for opt in options_for(front_end) if opt.optional_value is not None for flag in opt.flags}
+
+
+def asm_lines(opts: argparse.Namespace) -> int:
+    """How many hottest lines to list instruction by instruction (0 without ``--asm``)."""
+    return opts.asm or 0
+
+
 def add_to_parser(parser: argparse.ArgumentParser, front_end: str) -> None:
     for opt in options_for(front_end):
         parser.add_argument(*opt.flags, **opt.argparse_kwargs())
@@ -180,6 +204,7 @@ def profiler_kwargs(opts: argparse.Namespace) -> dict[str, Any]:
         "sample_rate": opts.rate,
         "sample_time": opts.sample_time,
         "snapshot_budget": None if opts.snapshot_mb is None else int(opts.snapshot_mb * 1e6),
+        "asm": opts.asm is not None,
     }
 
 

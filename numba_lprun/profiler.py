@@ -24,9 +24,10 @@ from .diagnose import DEFAULT_THRESHOLD, diagnose
 from .instrument.calibrate import probe_cost_ticks
 from .instrument.clock import current_clock
 from .instrument.twins import Twin
-from .run.baseline import SampledRepeats, plain_run, sampled_repeats
+from .run.baseline import SampledRepeats, plain_code, plain_run, sampled_repeats
+from .run.counted_run import count_allocations
 from .run.runner import INSTRUMENTED, PLAIN, Key, PhaseRun, Progress, Runner, Target
-from .run.sampled_run import SegmentedSampling
+from .run.sampled_run import SegmentedSampling, line_maps
 from .run.snapshot import Reach, call_reach, describe, statement_reach, take_snapshot
 from .stats import FunctionStats, IsolationInfo, ProfileStats, SamplingInfo
 from .vectorized import vectorized_lines
@@ -51,7 +52,12 @@ class LineProfiler:
     ``snapshot_budget`` bytes) makes the call run once, instrumented only, and
     the profile says why. ``timing=False`` counts hits only, leaving the
     optimizer almost alone. Times have the probes' own cost taken out unless
-    ``corrected=False``.
+    ``corrected=False``. With ``asm=True`` the profile also holds each plain
+    twin's machine code by line, with samples per instruction, call targets named
+    and hints about the hot lines (``FunctionStats.code``, ``.hints``), and the call
+    runs once more on the plain twins to count each line's allocations: reading
+    the code costs about 0.01-0.12 s per function, so it is off by default;
+    ``describe_code()`` builds it on demand.
     """
 
     def __init__(
@@ -66,7 +72,11 @@ class LineProfiler:
         sample_time: float = DEFAULT_SAMPLE_TIME,
         min_samples: int = DEFAULT_MIN_SAMPLES,
         snapshot_budget: int | None = None,
+        asm: bool = False,
     ):
+        self.asm = asm
+        self._described: dict[Key, tuple] = {}
+        self.allocations: dict[Key, dict[int, int]] | None = None
         self.baseline = baseline
         self.timing = timing
         self.corrected = corrected
@@ -77,6 +87,9 @@ class LineProfiler:
         self.sampling = SamplingInfo(sample_rate, target=min_samples) if sample else None
         if sample and not baseline:
             self.sampling.unavailable = "sampling rides on the plain run, which --once skips"
+        self.allocations_unavailable = (
+            None if baseline else "counting rides on the plain run, which --once skips"
+        )
         self.isolation = IsolationInfo()
         self._clock = current_clock()
         self._probe_ticks = probe_cost_ticks(self._clock.kind) if timing else 0.0
@@ -212,6 +225,7 @@ class LineProfiler:
             snapshot = take_snapshot(reach or Reach(), self.snapshot_budget, parallel)
             if snapshot.unrestorable is not None:
                 self.isolation.single_run = snapshot.unrestorable
+                self.allocations, self.allocations_unavailable = None, "the call ran once (see Runs)"
                 if self.sampling is not None:
                     self.sampling.not_repeated = "the call ran once (see Runs)"
             else:
@@ -232,8 +246,15 @@ class LineProfiler:
             self._runner, execute, namespaces, progress, lambda: self._collect(PLAIN), snapshot
         )
         self._note_restored(restored)
-        if self.sampling is None or self.sampling.unavailable is not None:
-            return
+        if self.sampling is not None and self.sampling.unavailable is None:
+            self._sample(execute, namespaces, progress, snapshot)
+        if self.asm:
+            self._counted_run(execute, namespaces, progress, snapshot)
+
+    def _sample(
+        self, execute: Callable[[PhaseRun], Any], namespaces: list[dict], progress: Progress | None, snapshot
+    ) -> None:
+        """Sampled repeats of the plain run, folded into the stats."""
         parallel = any(t.original.targetoptions.get("parallel") for t in self._runner.targets.values())
         sampling = SegmentedSampling(self.sampling.rate_hz, parallel)
         repeats = None
@@ -252,6 +273,22 @@ class LineProfiler:
             if repeats is not None:
                 self._note_restored(repeats.restored)
                 self._add_samples(repeats)
+
+    def _counted_run(self, execute, namespaces: list[dict], progress: Progress | None, snapshot) -> None:
+        def restore(run: PhaseRun) -> None:
+            self._note_restored(snapshot.restore(run.replacements))
+
+        maps = lambda: line_maps(plain_code(self._runner))  # noqa: E731
+        counts, why = count_allocations(self._runner, execute, namespaces, progress, restore, maps)
+        if why is not None or self.allocations_unavailable is not None:  # counts must cover every run
+            self.allocations, self.allocations_unavailable = None, self.allocations_unavailable or why
+            return
+        if self.allocations is None:
+            self.allocations = {}
+        for key, lines in (counts or {}).items():
+            mine = self.allocations.setdefault(key, {})
+            for line, count in lines.items():
+                mine[line] = mine.get(line, 0) + count
 
     def _note_restored(self, items: list) -> None:
         info = self.isolation
@@ -282,6 +319,8 @@ class LineProfiler:
                 stats.sampled[line] = stats.sampled.get(line, 0.0) + secs
             for line, count in charged.lines.get(key, {}).items():
                 stats.sample_counts[line] = stats.sample_counts.get(line, 0) + count
+            for address, count in charged.addresses.get(key, {}).items():
+                stats.sample_addresses[address] = stats.sample_addresses.get(address, 0) + count
 
     def _collect(self, phase: str) -> None:
         counts = self._runner.take_counts(phase)
@@ -316,6 +355,31 @@ class LineProfiler:
                         stats.signatures.append(text)
 
     # -- results ------------------------------------------------------------------
+    def describe_code(self) -> None:
+        """Read each plain twin's machine code into its stats (``code``, ``hints``).
+
+        Done by ``profile`` when ``asm=True``; again only when something changed.
+        """
+        from .machine import describe
+
+        where = plain_code(self._runner)
+        hosts = [w[0] for w in where.values()]
+        for key, (dispatcher, *_rest) in where.items():
+            stats = self._stats[key]
+            counted = sum(sum(v.values()) for v in (self.allocations or {}).values())
+            state = (
+                len(dispatcher.signatures),
+                stats.samples,
+                stats.calls,
+                counted,
+                self.allocations_unavailable,
+            )
+            if self._described.get(key) == state:
+                continue
+            allocations = self.allocations.get(key, {}) if self.allocations is not None else None
+            describe(stats, dispatcher, hosts, allocations, self.allocations_unavailable)
+            self._described[key] = state
+
     @property
     def profile(self) -> ProfileStats:
         """A snapshot of the profile so far (what renderers take), with diagnostics filled in.
@@ -323,6 +387,8 @@ class LineProfiler:
         The snapshot is a copy: later runs of this profiler accumulate into its own
         counters and never change a ``ProfileStats`` a caller already holds.
         """
+        if self.asm:
+            self.describe_code()
         functions = []
         for stats in self._stats.values():
             snapshot = copy.deepcopy(stats)
@@ -346,17 +412,24 @@ class LineProfiler:
         return {s.name: s.overhead for s in self._stats.values()}
 
     def print_stats(
-        self, stream: io.TextIOBase | None = None, output_unit: float | None = None, stripzeros: bool = False
+        self,
+        stream: io.TextIOBase | None = None,
+        output_unit: float | None = None,
+        stripzeros: bool = False,
+        asm_lines: int | None = None,
     ) -> None:
         """Write line_profiler's text report, with the same marks and notes as the magic.
 
         Times print in nanoseconds unless ``output_unit`` says otherwise, as
-        line_profiler's own reports do (the raw unit is one clock tick).
+        line_profiler's own reports do (the raw unit is one clock tick). With
+        ``asm=True`` the hints follow, and the ``asm_lines`` (default 3) hottest
+        lines are listed instruction by instruction.
         """
         from .renderers.text import profile_text
 
         stream = sys.stdout if stream is None else stream
-        stream.write(profile_text(self.profile, output_unit, stripzeros))
+        lines = (3 if self.asm else 0) if asm_lines is None else asm_lines
+        stream.write(profile_text(self.profile, output_unit, stripzeros, asm_lines=lines))
 
     def dump_stats(self, filename: str) -> None:
         """Write a ``.lprof`` file that ``python -m line_profiler FILE`` shows.

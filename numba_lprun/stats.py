@@ -32,6 +32,66 @@ class Note:
 
 
 @dataclass
+class Instruction:
+    """One machine instruction of the plain twin, as the disassembler wrote it."""
+
+    address: int  # where it runs
+    size: int  # bytes
+    text: str  # mnemonic and operands
+    samples: int = 0  # samples charged here (the interrupted pc, or a call whose callee was running)
+    target: str | None = None  # the called function's name, for a call or jump out of the function
+    origin: str | None = None  # where that function comes from: libm.so.6, Numba's runtime, jitted code
+    packed: bool = False  # packed (SIMD) arithmetic on several lanes at once
+
+
+@dataclass
+class LineCode:
+    """The plain twin's machine code for one source line, and what it can be said to do."""
+
+    line: int
+    instructions: list[Instruction] = field(default_factory=list)
+    allocations: int | None = None  # arrays allocated from this line in a counted run (None: not counted)
+    executions: int | None = None  # the line's hits in that same counted run
+
+    @property
+    def samples(self) -> int:
+        return sum(i.samples for i in self.instructions)
+
+    @property
+    def calls(self) -> list[str]:
+        """Names of what the line's code calls, each once, in address order."""
+        return list(self.call_origins)
+
+    @property
+    def call_origins(self) -> dict[str, str]:
+        """Name -> origin of what the line's code calls, in address order."""
+        seen: dict[str, str] = {}
+        for ins in self.instructions:
+            if ins.target is not None:
+                seen.setdefault(ins.target, ins.origin or "")
+        return seen
+
+    @property
+    def packed(self) -> list[str]:
+        """Mnemonics of the line's packed (SIMD) arithmetic, each once."""
+        seen: dict[str, None] = {}
+        for ins in self.instructions:
+            if ins.packed:
+                seen.setdefault(ins.text.split()[0])
+        return list(seen)
+
+
+@dataclass
+class Hint:
+    """One fact read from a line's machine code, as a sentence (``kind``: alloc, simd,
+    hot-call, refcount, call, no-code)."""
+
+    line: int
+    kind: str
+    text: str
+
+
+@dataclass
 class FunctionStats:
     """Per-line counts and times of one profiled function, over all runs so far."""
 
@@ -58,6 +118,12 @@ class FunctionStats:
     sampled: dict[int, float] = field(default_factory=dict)  # line -> CPU seconds sampled (plain run)
     sample_counts: dict[int, int] = field(default_factory=dict)  # line -> samples
     disagree: set[int] = field(default_factory=set)  # instrumented share outside the sampled interval
+    sample_addresses: dict[int, int] = field(default_factory=dict)  # address charged -> samples
+    code: dict[int, LineCode] = field(default_factory=dict)  # line -> plain twin's machine code
+    code_seconds: float = 0.0  # time spent disassembling and reading the code
+    code_unavailable: str | None = None  # why there is no machine code view
+    allocations_unavailable: str | None = None  # why allocations per line were not counted
+    hints: list[Hint] = field(default_factory=list)  # facts about the hot lines' code
 
     @property
     def key(self) -> tuple[str, int, str]:

@@ -17,7 +17,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 
 import numba
-from numba.core import transforms
+from numba.core import debuginfo, transforms
 from numba.core.compiler_machinery import register_pass
 from numba.core.registry import CPUDispatcher
 from numba.core.untyped_passes import WithLifting
@@ -163,17 +163,47 @@ class _WithLiftingNoObjmodeDebug(WithLifting):
         return True
 
 
+class _LineTablesDIBuilder(debuginfo.DIBuilder):
+    """Numba's DIBuilder, emitting LLVM's ``LineTablesOnly`` kind where Numba asks for directives.
+
+    Numba offers full debug info or ``DebugDirectivesOnly``; the second keeps
+    codegen as without debug info but emits no ``.debug_info`` at all, so code that
+    LLVM inlined from another jitted function cannot be told from its caller's.
+    ``LineTablesOnly`` adds just the subprograms and their inlined-call records
+    (``DW_TAG_inlined_subroutine`` with the call's line): the lowering stays the
+    directives-only one (no ``noinline``). Variables are not declared at all:
+    LLVM asserts on a variable in a ``LineTablesOnly`` unit, and the plain build
+    has none either.
+    """
+
+    def __init__(self, module, filepath, cgctx, directives_only):
+        self._line_tables = directives_only
+        super().__init__(module, filepath, cgctx, directives_only)
+
+    def initialize(self):
+        if self._line_tables:
+            self.emission_kind = "LineTablesOnly"
+        super().initialize()
+
+    def mark_variable(self, builder, allocavalue, name, lltype, size, line, datamodel=None, argidx=None):
+        if self._line_tables:
+            return None
+        return super().mark_variable(builder, allocavalue, name, lltype, size, line, datamodel, argidx)
+
+
 @functools.cache
 def _line_tables_only(base: type) -> type:
-    """``base`` with debug info reduced to line directives (no variable info).
+    """``base`` with debug info reduced to line tables and inlining records (no variable info).
 
     Full debug info declares every variable (``llvm.dbg.declare``), which keeps
     LLVM from pruning reference counts and other work: a convolution ran 2x slower
-    with it. Line directives give the same line tables and leave codegen alone.
+    with it. Line directives give the same line tables and leave codegen alone;
+    ``_LineTablesDIBuilder`` adds the records of inlined calls.
     """
 
     def __init__(self, typingctx, targetctx, library, args, return_type, flags, locals):
         flags.dbg_directives_only = True
+        targetctx = targetctx.subtarget(DIBuilder=_LineTablesDIBuilder)
         base.__init__(self, typingctx, targetctx, library, args, return_type, flags, locals)
 
     def define_pipelines(self):

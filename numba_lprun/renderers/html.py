@@ -72,6 +72,16 @@ STYLE = f"""
 .nlprun .key {{ opacity: .8; font-size: 12px; }}
 .nlprun .key i {{ display: inline-block; width: 18px; height: 6px; margin: 0 4px 1px 10px; }}
 .nlprun .summary td, .nlprun .summary th {{ padding: 2px 10px; }}
+.nlprun details.asm > summary {{ cursor: pointer; list-style: none; }}
+.nlprun details.asm > summary::-webkit-details-marker {{ display: none; }}
+.nlprun details.asm > summary::before {{ content: '\\25B8'; position: absolute; margin-left: -0.6em;
+  font-size: 10px; opacity: .6; }}
+.nlprun details.asm[open] > summary::before {{ content: '\\25BE'; }}
+.nlprun details.asm > summary code {{ display: inline; }}
+.nlprun details.asm table {{ margin: 2px 0 6px; font-size: 11px; text-indent: 0; white-space: nowrap; }}
+.nlprun details.asm td, .nlprun details.asm th {{ border-bottom: none; padding: 0 6px; }}
+.nlprun details.asm .ad {{ opacity: .6; }} .nlprun details.asm .tgt {{ color: #0891b2; }}
+.nlprun .note.hint {{ border-left-color: #0891b2; }}
 .nlprun .folded {{ display: none; font-size: 12px; opacity: .8; }}
 @media (max-width: {FOLD_WIDTHS[0]}px) {{ .nlprun .f1, .nlprun .f2 {{ display: none; }}
   .nlprun .folded.at1 {{ display: block; }} .nlprun th.n {{ white-space: normal; }}
@@ -149,6 +159,12 @@ def _notes(view: FunctionView) -> str:
             boxes.append(f'<div class="note warning"><b>distortion warning</b>{escape(note.text)}</div>')
         else:
             boxes.append(f'<div class="note">{escape(note.text)}</div>')
+    for hint in view.stats.hints:
+        boxes.append(f'<div class="note hint">{escape(hint.text)}</div>')
+    if view.stats.code:
+        boxes.append(
+            '<div class="key">click a line for its machine code (plain twin), hot instructions shaded</div>'
+        )
     return "".join(boxes)
 
 

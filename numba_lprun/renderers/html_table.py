@@ -92,6 +92,31 @@ def _bars(line: LineView, timed: bool, sampled: bool) -> str:
     return f'<td class="bars" title="{escape("; ".join(said))}">{"".join(parts)}</td>'
 
 
+def _asm(view: FunctionView, lineno: int, code_html: str, hottest: int) -> str:
+    """The source cell: the line, expandable (``<details>``, no script) to its instructions,
+    each with its samples and a background as hot as its share of the hottest one."""
+    code = view.stats.code.get(lineno)
+    if code is None or not code.instructions:
+        return f"<code>{code_html}</code>"
+    rows = []
+    for ins in code.instructions:
+        heat = ins.samples / hottest if hottest else 0.0
+        style = f' style="background:rgba(232,89,12,{0.08 + 0.6 * heat:.2f})"' if ins.samples else ""
+        target = ""
+        if ins.target:
+            target = f' <span class="tgt">&rarr; {escape(ins.target)} ({escape(ins.origin or "")})</span>'
+        rows.append(
+            f'<tr{style}><td class="n">{ins.samples or ""}</td><td class="ad">{ins.address:#x}</td>'
+            f"<td>{escape(ins.text)}{target}</td></tr>"
+        )
+    said = f"{len(code.instructions)} instructions, {code.samples} samples"
+    return (
+        f'<details class="asm"><summary><code>{code_html}</code></summary>'
+        f'<table><thead><tr><th class="n">samples</th><th>address</th><th>instruction ({said})</th></tr>'
+        f"</thead><tbody>{''.join(rows)}</tbody></table></details>"
+    )
+
+
 def _num(text: str, extra: str = "") -> str:
     return f'<td class="n{extra}">{text}</td>'
 
@@ -119,6 +144,7 @@ def function_table(view: FunctionView) -> str:
         head += f'<th class="bars" title="{key} as bars on one 0-100% scale">{label}</th>'
     head += '<th class="src">Line Contents</th>'
     rows = []
+    hottest = max((i.samples for c in view.stats.code.values() for i in c.instructions), default=0)
     for line, code in zip(view.lines, highlighted_lines(view), strict=True):
         cells = [f'<td class="n ln">{line.lineno}</td>', _num("" if line.hits is None else str(line.hits))]
         if timed:
@@ -139,7 +165,7 @@ def function_table(view: FunctionView) -> str:
                 cells += [_num(number(line.sampled_time), " f2"), _num(number(line.sampled_per_hit), " f1")]
         if timed or sampled:
             cells.append(_bars(line, timed, sampled))
-        cells.append(f'<td class="src"><code>{code}</code></td>')
+        cells.append(f'<td class="src">{_asm(view, line.lineno, code, hottest)}</td>')
         classes = " ".join(c for c, on in (("heavy", line.heavy), ("disagree", line.disagree)) if on)
         title = f' title="{HEAVY}"' if line.heavy else ""
         rows.append(f'<tr class="{classes}"{title}>' if classes else "<tr>")

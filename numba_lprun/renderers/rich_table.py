@@ -29,6 +29,7 @@ from rich.table import Table
 from rich.text import Text
 
 from ..stats import ProfileStats
+from .asm import hint_lines, listing_lines
 from .text import output_width
 from .view import (
     FunctionView,
@@ -138,8 +139,9 @@ def layout(cols: list[_Column], code_natural: int, width: int) -> tuple[list[_Co
     return shown, True, max(1, min(code_natural, room(True, 1))), 1
 
 
-def function_renderable(view: FunctionView, width: int) -> RenderableType:
-    """One function's header, table and notes, fitted to ``width`` columns."""
+def function_renderable(view: FunctionView, width: int, asm_lines: int = 0) -> RenderableType:
+    """One function's header, table and notes, fitted to ``width`` columns; then the hints
+    and the ``asm_lines`` hottest lines' instructions (``renderers.asm``)."""
     stats = view.stats
     header = Table.grid(padding=(0, 1))
     header.add_column(style="bold", no_wrap=True)
@@ -173,6 +175,11 @@ def function_renderable(view: FunctionView, width: int) -> RenderableType:
             parts.append(panel)
         else:
             parts.append(Text(note.text, style="dim"))
+    for hint in hint_lines(stats):
+        parts.append(Text(hint, style="cyan"))
+    if asm_lines and (stats.code or stats.code_unavailable):
+        listing = listing_lines(stats, asm_lines)
+        parts.append(Text("\n".join(listing), style="dim", no_wrap=True, overflow="ellipsis"))
     return Group(*parts)
 
 
@@ -187,7 +194,11 @@ def natural_width(profile: ProfileStats, output_unit: float | None = None, strip
 
 
 def profile_renderables(
-    profile: ProfileStats, output_unit: float | None = None, stripzeros: bool = False, width: int = 120
+    profile: ProfileStats,
+    output_unit: float | None = None,
+    stripzeros: bool = False,
+    width: int = 120,
+    asm_lines: int = 0,
 ) -> list[RenderableType]:
     """Everything :func:`print_profile` prints, laid out for ``width`` columns."""
     views = profile_views(profile, output_unit, stripzeros)
@@ -195,7 +206,7 @@ def profile_renderables(
         return [Text("numba_lprun: no profiled function ran", style="dim")]
     out: list[RenderableType] = []
     for view in views:
-        out += [function_renderable(view, width), Text("")]
+        out += [function_renderable(view, width, asm_lines), Text("")]
     return out
 
 
@@ -205,8 +216,10 @@ def print_profile(
     stripzeros: bool = False,
     file: TextIO | None = None,
     width: int | None = None,
+    asm_lines: int = 0,
 ) -> None:
-    """Print the profile to ``file`` (stdout) at ``width`` columns.
+    """Print the profile to ``file`` (stdout) at ``width`` columns (``asm_lines``: see
+    :func:`function_renderable`).
 
     By default that is the terminal's real width; a file or pipe has none, so
     the table is printed at its natural width, nothing cropped or folded.
@@ -215,5 +228,5 @@ def print_profile(
     if width is None:
         width = output_width(file) or natural_width(profile, output_unit, stripzeros)
     console = Console(file=file, width=width, highlight=False, force_jupyter=False)
-    for renderable in profile_renderables(profile, output_unit, stripzeros, width):
+    for renderable in profile_renderables(profile, output_unit, stripzeros, width, asm_lines):
         console.print(renderable)

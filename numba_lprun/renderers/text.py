@@ -17,6 +17,7 @@ import textwrap
 from typing import TextIO
 
 from ..stats import ProfileStats
+from .asm import hint_lines, listing_lines
 from .view import DEFAULT_OUTPUT_UNIT, FunctionView, LineView, function_view
 
 #: line_profiler 5's default minimum column widths (``get_column_widths()``).
@@ -138,12 +139,16 @@ def profile_text(
     output_unit: float | None = None,
     stripzeros: bool = False,
     width: int | None = None,
+    asm_lines: int = 0,
 ) -> str:
     """The whole profile as line_profiler prints it (``Timer unit`` first), plus notes.
 
     The notes and the sampled view's lines are wrapped to ``width``: by default
     the terminal's width when stdout is a terminal, otherwise not at all (``0``:
-    never). The table itself keeps line_profiler's layout at any width.
+    never). The table itself keeps line_profiler's layout at any width. Hints
+    about the hot lines' machine code follow the notes (when the profiler read
+    it: ``asm=True``), and ``asm_lines`` hottest lines are listed instruction by
+    instruction (listings are not wrapped).
     """
     width = (output_width(sys.stdout) or 0) if width is None else width
     out = io.StringIO()
@@ -162,5 +167,9 @@ def profile_text(
         for note in stats.notes:
             prefix = "WARNING: " if note.level == "warning" else ""
             below.write(f"{prefix}{note.text}\n")
-        out.write(_wrapped(below.getvalue(), width) + "\n")
+        for hint in hint_lines(stats):
+            below.write(hint + "\n")
+        out.write(_wrapped(below.getvalue(), width))
+        listing = listing_lines(stats, asm_lines) if stats.code or stats.code_unavailable else []
+        out.write("".join(line + "\n" for line in listing) + "\n")
     return out.getvalue()

@@ -62,8 +62,12 @@ Where = tuple[object, str, int, int]  # dispatcher, filename, first line, last l
 
 
 def line_maps(functions: dict[Hashable, Where]) -> dict[Hashable, LineMap]:
-    """Address-to-line maps of each function's compiled code (key -> where its code is)."""
-    return {key: line_map(*where) for key, where in functions.items()}
+    """Address-to-line maps of each function's compiled code (key -> where its code is).
+
+    Each map also covers the function's code inlined into the others' (so a
+    profiled callee inlined into a profiled caller keeps its samples)."""
+    hosts = [where[0] for where in functions.values()]
+    return {key: line_map(*where, hosts=hosts) for key, where in functions.items()}
 
 
 def samples_inside(segments: list[RawSamples], maps: dict[Hashable, LineMap]) -> int:
@@ -92,4 +96,7 @@ def charge(sampling: SegmentedSampling, maps: dict[Hashable, LineMap]) -> Sample
                 total.lines.setdefault(key, {})[line] = total.lines.get(key, {}).get(line, 0) + count
             for line, secs in part.seconds.get(key, {}).items():
                 total.seconds.setdefault(key, {})[line] = total.seconds.get(key, {}).get(line, 0.0) + secs
+            addresses = total.addresses.setdefault(key, {})
+            for address, count in part.addresses.get(key, {}).items():
+                addresses[address] = addresses.get(address, 0) + count
     return total

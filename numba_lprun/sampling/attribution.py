@@ -41,12 +41,15 @@ class SampledLines:
     function's samples on it. ``outside`` counts samples in none of the profiled
     functions (other code, idle threads), ``total`` all samples; ``*_seconds`` the
     same in CPU seconds. A sample inside a profiled function called from another
-    one counts for both.
+    one counts for both. ``addresses[key]`` counts the same samples by the address
+    they were charged at (a caller frame's return address less one, so inside its
+    call instruction): what the per-instruction view is built from.
     """
 
     lines: dict[Hashable, dict[int, int]] = field(default_factory=dict)
     seconds: dict[Hashable, dict[int, float]] = field(default_factory=dict)
     threads: dict[Hashable, dict[int, int]] = field(default_factory=dict)
+    addresses: dict[Hashable, dict[int, int]] = field(default_factory=dict)
     outside: int = 0
     total: int = 0
     outside_seconds: float = 0.0
@@ -69,6 +72,7 @@ def attribute(raw: RawSamples, maps: dict[Hashable, LineMap]) -> SampledLines:
         result.lines = {key: {} for key in maps}
         result.seconds = {key: {} for key in maps}
         result.threads = {key: {} for key in maps}
+        result.addresses = {key: {} for key in maps}
         return result
     weights = raw.weights()
     lookup = raw.addresses.astype(np.uint64, copy=True)
@@ -80,11 +84,14 @@ def attribute(raw: RawSamples, maps: dict[Hashable, LineMap]) -> SampledLines:
     scan = np.flatnonzero(recovered)
     returns = recovered[scan] - np.uint64(1)  # inside the call instruction
     for key, lmap in maps.items():
-        line = _innermost(lmap.lookup(lookup))
+        line, address = _innermost(lmap.lookup(lookup), lookup)
         unplaced = line[scan] < 0
         line[scan[unplaced]] = lmap.lookup(returns[unplaced])
+        address[scan[unplaced]] = returns[unplaced]
         inside = line >= 0
         line = line[inside]
+        a_values, a_counts = np.unique(address[inside], return_counts=True)
+        result.addresses[key] = {int(v): int(c) for v, c in zip(a_values, a_counts, strict=True)}
         anywhere |= inside
         values, where, counts = np.unique(line, return_inverse=True, return_counts=True)
         result.lines[key] = {int(v): int(c) for v, c in zip(values, counts, strict=True)}
@@ -99,9 +106,12 @@ def attribute(raw: RawSamples, maps: dict[Hashable, LineMap]) -> SampledLines:
     return result
 
 
-def _innermost(found: np.ndarray) -> np.ndarray:
-    """Per row, the first line that is not -1 (innermost frame), or -1."""
+def _innermost(found: np.ndarray, addresses: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Per row, the first line that is not -1 (innermost frame), or -1; and its address (or 0)."""
     if found.shape[1] == 0:
-        return np.full(found.shape[0], -1, np.int32)
+        return np.full(found.shape[0], -1, np.int32), np.zeros(found.shape[0], np.uint64)
     hit = found >= 0
-    return np.where(hit.any(axis=1), found[np.arange(found.shape[0]), hit.argmax(axis=1)], -1)
+    rows, first = np.arange(found.shape[0]), hit.argmax(axis=1)
+    anywhere = hit.any(axis=1)
+    line = np.where(anywhere, found[rows, first], -1)
+    return line, np.where(anywhere, addresses[rows, first], np.uint64(0)).astype(np.uint64)

@@ -81,12 +81,16 @@ class LineMap:
         return out.reshape(np.shape(addresses))
 
 
-def line_map(dispatcher: object, filename: str, first_line: int, last_line: int) -> LineMap:
+def line_map(
+    dispatcher: object, filename: str, first_line: int, last_line: int, hosts: list[object] | None = None
+) -> LineMap:
     """The line map of every compiled overload of ``dispatcher``.
 
     ``filename`` and the inclusive line range select which line-table rows belong to
     the profiled function. The overloads must have been compiled with debug info
     (``debug=True``); otherwise the map is empty and says so in ``unavailable``.
+    ``hosts`` are other dispatchers (with line tables) whose code may hold this
+    function inlined: that code is mapped too (``inlined``).
     """
     result = LineMap(filename, first_line, last_line)
     pieces: list[tuple[int, int, int]] = []
@@ -116,6 +120,14 @@ def line_map(dispatcher: object, filename: str, first_line: int, last_line: int)
             for func, ranges in found:
                 result.functions.append(func)
                 pieces.extend(ranges)
+    if hosts:
+        from .inlined import inlined_ranges
+
+        functions, ranges = inlined_ranges(
+            [h for h in hosts if h is not dispatcher], filename, first_line, last_line
+        )
+        result.functions += functions
+        pieces += ranges
     if pieces:
         pieces.sort()
         arr = np.array(pieces, dtype=np.int64)

@@ -1,0 +1,137 @@
+"""Code of a profiled function that LLVM inlined into other profiled functions.
+
+Why: a small jitted callee is often inlined into its caller, and its code then
+lives in the caller's library, where the callee's own line map never looks: a
+profiled callee got no samples at all. Its twin carries line tables with inlining
+records (``LineTablesOnly``, see ``instrument.twins``), so in the caller's code:
+
+* a line-table row naming the callee's file and a line in the callee's range is the
+  callee's own line (the innermost frame of an inlined call);
+* code that the callee itself inlined (NumPy implementations, from other files) sits
+  inside a ``DW_TAG_inlined_subroutine`` whose call site is a line of the callee:
+  the innermost such record gives the callee's line.
+
+Rows matching neither are not the callee's: nothing is guessed. The caller keeps
+these samples too (its map charges inlined code to its calling line), so one
+sample counts for the callee's line and the caller's calling line.
+"""
+
+from __future__ import annotations
+
+import io
+import os
+from dataclasses import dataclass
+
+from . import dwarf as D
+
+
+@dataclass
+class _Call:
+    start: int
+    end: int
+    path: str
+    line: int
+    depth: int
+
+
+def inlined_ranges(
+    hosts: list[object], filename: str, first: int, last: int
+) -> tuple[list[D.FunctionCode], list[tuple[int, int, int]]]:
+    """(host functions holding inlined code, [(start, end, line)]) of the function at
+    ``filename`` lines ``first``-``last``, in the compiled code of ``hosts``."""
+    functions: list[D.FunctionCode] = []
+    pieces: list[tuple[int, int, int]] = []
+    seen: set[int] = set()
+    for host in hosts:
+        for cres in list(getattr(host, "overloads", {}).values()):
+            for library, _ in D._libraries(cres.library):
+                if id(library) in seen:
+                    continue
+                seen.add(id(library))
+                try:
+                    obj = library._get_compiled_object()
+                except (ValueError, RuntimeError, AttributeError):
+                    continue
+                if os.path.basename(filename).encode() not in obj:
+                    continue  # no row of this file inside
+                try:
+                    found = _host_library(library, obj, filename, first, last)
+                except Exception:  # malformed or unexpected DWARF: this host adds nothing
+                    continue
+                for func, ranges in found:
+                    functions.append(func)
+                    pieces.extend(ranges)
+    return functions, pieces
+
+
+def _host_library(library, obj: bytes, filename: str, first: int, last: int):
+    from elftools.elf.elffile import ELFFile
+
+    elf = ELFFile(io.BytesIO(D._relocate_debug(obj)))
+    symbols = D._function_symbols(elf)
+    bases = D._runtime_bases(library, symbols)
+    dwarf = elf.get_dwarf_info(relocate_dwarf_sections=False)
+    rows, _ = D._rows_and_inlines(dwarf)
+    calls = _all_calls(dwarf)
+    ours: dict[str, bool] = {}
+
+    def in_range(path: str, line: int) -> bool:
+        if not first <= line <= last:
+            return False
+        if path not in ours:
+            ours[path] = D._same_file(path, filename)
+        return ours[path]
+
+    out = []
+    for name, fake_start, size, bind in symbols:
+        section = fake_start >> D._SECTION_SHIFT
+        if section not in bases:
+            continue
+        shift = bases[section] - (section << D._SECTION_SHIFT)
+        if bind != "STB_LOCAL" and library.get_pointer_to_function(name) != fake_start + shift:
+            continue
+        fake_end = fake_start + size
+        ranges = []
+        for row in rows:
+            if not fake_start <= row.start < fake_end:
+                continue
+            line = row.line if in_range(row.path, row.line) else None
+            if line is None:
+                inner = [c for c in calls if c.start <= row.start < c.end and in_range(c.path, c.line)]
+                if inner:
+                    line = max(inner, key=lambda c: c.depth).line
+            if line is None:
+                continue
+            start, end = row.start + shift, min(row.end, fake_end) + shift
+            if ranges and ranges[-1][1] == start and ranges[-1][2] == line:
+                ranges[-1] = (ranges[-1][0], end, line)
+            else:
+                ranges.append((start, end, line))
+        if ranges:
+            out.append((D.FunctionCode(name, fake_start + shift, fake_end + shift, library.name), ranges))
+    return out
+
+
+def _all_calls(dwarf) -> list[_Call]:
+    """Every inlined call (nested ones too), with its call site and nesting depth."""
+    out: list[_Call] = []
+    for cu in dwarf.iter_CUs():
+        program = dwarf.line_program_for_CU(cu)
+        if program is None:
+            continue
+        top = cu.get_top_DIE()
+        comp_dir = top.attributes["DW_AT_comp_dir"].value if "DW_AT_comp_dir" in top.attributes else b""
+        paths = D._file_paths(program, comp_dir.decode() if isinstance(comp_dir, bytes) else str(comp_dir))
+        cu_base = top.attributes["DW_AT_low_pc"].value if "DW_AT_low_pc" in top.attributes else 0
+        stack = [(child, 0) for child in top.iter_children()]
+        while stack:
+            die, depth = stack.pop()
+            if die.tag == "DW_TAG_inlined_subroutine":
+                attrs = die.attributes
+                if "DW_AT_call_line" in attrs:
+                    path = paths.get(attrs["DW_AT_call_file"].value, "") if "DW_AT_call_file" in attrs else ""
+                    for start, end in D._die_ranges(dwarf, die, cu_base):
+                        out.append(_Call(start, end, path, attrs["DW_AT_call_line"].value, depth))
+                depth += 1
+            stack.extend((child, depth) for child in die.iter_children())
+    return out

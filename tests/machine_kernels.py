@@ -1,0 +1,67 @@
+"""Kernels for the machine-code view, on disk so their source can be read."""
+
+import math
+
+import numpy as np
+from numba import njit, prange
+
+
+@njit
+def spin(units, seed):
+    x = 1.0 + seed * 1e-9
+    for _ in range(units * 200):
+        x = x * 0.9999999 + 1e-7  # LOOP
+    return x
+
+
+@njit
+def three_lines(n, one, two, three):
+    acc = 0.0
+    for i in range(n):
+        acc += spin(one, i)  # ONE
+        acc += spin(two, i)  # TWO
+        acc += spin(three, i)  # THREE
+    return acc
+
+
+@njit
+def conv(x, k):
+    n = x.size - k.size + 1
+    out = np.empty(n)
+    for i in range(n):
+        window = x[i : i + k.size]
+        out[i] = np.sum(np.multiply(window, k))  # HOT
+    return out
+
+
+@njit(fastmath=True)
+def sum_squares(a):
+    s = 0.0
+    for i in range(a.size):
+        s += a[i] * a[i]  # BODY
+    return s
+
+
+@njit
+def scalar_chain(n):
+    x = 0.5
+    for _ in range(n):
+        x = x * 0.9999999 + 1e-7  # BODY
+    return x
+
+
+@njit
+def sines(a):
+    s = 0.0
+    for i in range(a.size):
+        s += math.sin(a[i])  # SIN
+    return s
+
+
+@njit(parallel=True)
+def par_roots(a, reps):
+    out = np.empty(a.size)
+    for _ in range(reps):
+        for i in prange(a.size):
+            out[i] = math.sqrt(a[i]) * 2.0 + math.sin(a[i])  # BODY
+    return out

@@ -1,0 +1,191 @@
+"""The plain twin's machine code by line: instructions, samples, call names, hints, inlining."""
+
+import inspect
+import io
+
+import numpy as np
+import pytest
+
+import numba_lprun
+from numba_lprun.sampling import Sampler, line_map
+from tests import machine_kernels as K
+
+
+def sampling_works() -> bool:
+    with Sampler(rate_hz=100) as probe:
+        pass
+    return probe.unavailable is None
+
+
+SAMPLING = sampling_works()
+needs_samples = pytest.mark.skipif(not SAMPLING, reason="native sampling unavailable here")
+
+
+def line_of(func, marker):
+    source, first = inspect.getsourcelines(func.py_func)
+    (line,) = [first + i for i, text in enumerate(source) if text.rstrip().endswith("# " + marker)]
+    return line
+
+
+def profiled(*funcs, args, **options):
+    funcs[0](*args)
+    prof = numba_lprun.LineProfiler(*funcs, sample_time=0.3, asm=True, **options)
+    prof.runcall(funcs[0], *args)
+    return prof, {s.name: s for s in prof.profile.functions}
+
+
+def plain_where(prof):
+    """(plain twin, file, first line, last line) of each profiled function, from the public API."""
+    out = []
+    for twin in prof.twins():
+        if twin.kind == "plain":
+            lines, first = inspect.getsourcelines(twin.original.py_func)
+            out.append(
+                (twin.dispatcher, twin.original.py_func.__code__.co_filename, first, first + len(lines) - 1)
+            )
+    return out
+
+
+@pytest.fixture(scope="module")
+def conv():
+    x, k = np.random.default_rng(0).random(3000), np.random.default_rng(1).random(31)
+    prof, stats = profiled(K.conv, args=(x, k))
+    return stats["conv"], x.size - k.size + 1, prof
+
+
+@pytest.fixture(scope="module")
+def inlined():
+    prof, stats = profiled(K.three_lines, K.spin, args=(4000, 1, 2, 3))
+    where = plain_where(prof)
+    hosts = [w[0] for w in where]
+    spin_map = [line_map(*w, hosts=hosts) for w in where if w[0].py_func.__name__ == "spin"][0]
+    stats["inlined into"] = {f.library for f in spin_map.functions}
+    return stats
+
+
+def test_hot_line_allocates_on_every_iteration_with_the_exact_count(conv):
+    stats, n, _ = conv
+    hot = line_of(K.conv, "HOT")
+    code = stats.code[hot]
+    assert code.allocations == n and code.executions == n
+    assert any(c.startswith("NRT_MemInfo_alloc") for c in code.calls)
+    said = [h.text for h in stats.hints if h.kind == "alloc" and h.line == hot]
+    assert said and f"allocates on each of its {n:,} executions" in said[0]
+    assert stats.code[line_of(K.conv, "HOT") - 3].allocations == 1  # out = np.empty(n), once
+
+
+@needs_samples
+def test_instruction_samples_add_up_to_the_line(conv, inlined):
+    for stats in (conv[0], inlined["three_lines"], inlined["spin"]):
+        assert stats.samples > 0
+        for line, count in stats.sample_counts.items():
+            assert stats.code[line].samples == count, (stats.name, line)
+        assert sum(c.samples for c in stats.code.values()) == stats.samples
+
+
+def test_packed_instructions_on_a_vectorized_loop_not_on_a_scalar_one():
+    _, vec = profiled(K.sum_squares, args=(np.random.default_rng(2).random(50_000),))
+    _, scalar = profiled(K.scalar_chain, args=(50_000,))
+    body = line_of(K.sum_squares, "BODY")
+    packed = {line for line, code in vec["sum_squares"].code.items() if code.packed}
+    assert body in packed, {line: c.packed for line, c in vec["sum_squares"].code.items()}
+    assert not any(code.packed for code in scalar["scalar_chain"].code.values())
+    assert any(h.kind == "simd" and "scalar" in h.text for h in scalar["scalar_chain"].hints)
+
+
+def test_a_line_calling_math_sin_names_the_libm_call():
+    _, got = profiled(K.sines, args=(np.random.default_rng(3).random(20_000),))
+    stats = got["sines"]
+    code = stats.code[line_of(K.sines, "SIN")]
+    assert "sin" in code.calls and "libm" in code.call_origins["sin"]
+    assert any(h.kind == "call" and "sin (libm" in h.text for h in stats.hints) or not stats.hints
+
+
+@needs_samples
+def test_inlined_callee_gets_its_own_samples_and_the_caller_keeps_them(inlined):
+    caller, callee = inlined["three_lines"], inlined["spin"]
+    assert "three_lines" in inlined["inlined into"]  # LLVM did inline spin into the caller
+    calling = {line_of(K.three_lines, m) for m in ("ONE", "TWO", "THREE")}
+    loop = line_of(K.spin, "LOOP")
+    assert callee.samples > 0.5 * caller.samples, (callee.sample_counts, caller.sample_counts)
+    in_loop = callee.sample_counts.get(loop, 0) + callee.sample_counts.get(loop - 1, 0)  # body or header
+    assert in_loop > 0.5 * callee.samples
+    in_calls = sum(caller.sample_counts.get(line, 0) for line in calling)
+    assert in_calls >= callee.samples  # every callee sample also counts on a calling line
+
+
+def test_a_line_without_code_says_so(conv):
+    stats, _, _ = conv
+    from numba_lprun.machine import line_hints
+
+    lines = [line for line in stats.hits if line not in stats.code]
+    for line in lines:
+        assert line_hints(stats, line)[0].kind == "no-code"
+
+
+def test_text_and_rich_show_hints_and_the_hot_lines_instructions(conv):
+    from numba_lprun.renderers import print_profile, profile_text
+
+    stats, n, prof = conv
+    hot = line_of(K.conv, "HOT")
+    text = profile_text(prof.profile, asm_lines=1, width=0)
+    assert f"hint: line {hot} allocates on each of its {n:,} executions" in text
+    assert f"line {hot} (" in text and "-> NRT_MemInfo_alloc_aligned (Numba's runtime)" in text
+    assert "hint:" not in profile_text(numba_lprun.LineProfiler(K.conv, sample=False).profile)
+    out = io.StringIO()
+    print_profile(prof.profile, file=out, width=100, asm_lines=1)
+    assert "hint: line" in out.getvalue() and "NRT_MemInfo_alloc_aligned" in out.getvalue()
+    assert all(len(line) <= 100 for line in out.getvalue().splitlines())
+
+
+def test_html_expands_every_line_with_code_to_its_instructions(conv):
+    from numba_lprun.renderers import profile_html
+
+    stats, _, prof = conv
+    page = profile_html(prof.profile, page=True)
+    assert page.count('<details class="asm">') == len([c for c in stats.code.values() if c.instructions])
+    assert "NRT_MemInfo_alloc_aligned" in page and "allocates on each of its" in page
+    assert "<script" not in page
+
+
+def test_prange_body_code_is_attributed_to_its_line():
+    _, got = profiled(K.par_roots, args=(np.random.default_rng(4).random(200_000), 20))
+    stats = got["par_roots"]
+    body = line_of(K.par_roots, "BODY")
+    assert stats.code_unavailable is None
+    code = stats.code[body]
+    assert "sin" in code.calls  # the gufunc's call of libm, on the body's own line
+    assert any(c.calls and "numba_parallel_for" in c.calls for c in stats.code.values())
+    for line, count in stats.sample_counts.items():
+        assert stats.code[line].samples == count
+
+
+def test_off_by_default_and_on_demand():
+    a = np.random.default_rng(5).random(1000)
+    K.sum_squares(a)
+    prof = numba_lprun.LineProfiler(K.sum_squares, sample=False)
+    prof.runcall(K.sum_squares, a)
+    (stats,) = prof.profile.functions
+    assert not stats.code and not stats.hints and prof.allocations is None
+    prof.describe_code()  # the code can still be read afterwards (no allocation counts then)
+    assert not stats.code  # a profile already taken is a snapshot: it does not change
+    (stats,) = prof.profile.functions
+    assert stats.code and all(c.allocations is None for c in stats.code.values())
+
+
+def test_asm_option_in_the_magic_and_the_command_line(ipshell, capsys):
+    """--asm N, parsed by the shared options: hints and the N hottest lines' instructions."""
+    x, k = np.random.default_rng(0).random(3000), np.random.default_rng(1).random(31)
+    ipshell.user_ns.update(conv=K.conv, x=x, k=k)
+    try:
+        capsys.readouterr()
+        ipshell.run_line_magic("nlprun", "--asm 1 --sample-time 0.2 -f conv y = conv(x, k)")
+        out = capsys.readouterr().out
+    finally:
+        for name in ("conv", "x", "k", "y"):
+            ipshell.user_ns.pop(name, None)
+    assert "allocates on each of its 2,970 executions" in out
+    assert out.count("instructions,") == 1  # one listed line, with its instruction count
+    from numba_lprun.options import CLI, optional_value_flags
+
+    assert "--asm" in optional_value_flags(CLI)

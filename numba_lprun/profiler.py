@@ -6,13 +6,8 @@ the instrumented twins, and fold their counters into plain-data stats.
 
 from __future__ import annotations
 
-import ast
 import copy
-import hashlib
 import io
-import linecache
-import os
-import re
 import sys
 from collections.abc import Callable, Iterable
 from typing import Any
@@ -24,11 +19,13 @@ from .diagnose import DEFAULT_THRESHOLD, diagnose
 from .instrument.calibrate import probe_cost_ticks
 from .instrument.clock import current_clock
 from .instrument.twins import Twin
+from .lprof import write_lprof
 from .run.baseline import SampledRepeats, plain_code, plain_run, sampled_repeats
 from .run.counted_run import count_allocations
 from .run.runner import INSTRUMENTED, PLAIN, Key, PhaseRun, Progress, Runner, Target
 from .run.sampled_run import SegmentedSampling, line_maps
 from .run.snapshot import Reach, call_reach, describe, statement_reach, take_snapshot
+from .run.statements import statement_run
 from .stats import FunctionStats, IsolationInfo, ProfileStats, SamplingInfo
 from .vectorized import vectorized_lines
 
@@ -177,33 +174,8 @@ class LineProfiler:
         then). The source is registered in linecache under ``filename`` so its
         functions' source can be read back.
         """
-        lines = source.splitlines(keepends=True)
-        linecache.cache[filename] = (len(source), None, lines, filename)
-        tree = ast.parse(source, filename)
-        codes = [compile(ast.Module(body=[stmt], type_ignores=[]), filename, "exec") for stmt in tree.body]
-        fixed = namespace if isinstance(namespace, dict) else None
-
-        def execute(run: PhaseRun) -> None:
-            ns = fixed if fixed is not None else namespace()
-            run.add_namespace(ns)
-            try:
-                for code in codes:
-                    before = {k: id(v) for k, v in ns.items()}
-                    exec(code, ns)
-                    found = [
-                        v
-                        for k, v in list(ns.items())
-                        if before.get(k) != id(v) and pick is not None and pick(v)
-                    ]
-                    found += list(discover()) if discover is not None else []
-                    for func in found:
-                        self._track(run.adopt(func))
-            finally:
-                if fixed is None:  # a fresh namespace per run: let it go with its run
-                    run.drop_namespace(ns)
-
-        reach = statement_reach(codes, [fixed]) if fixed is not None else Reach()
-        self.run_phases(execute, [fixed] if fixed is not None else [], progress, reach)
+        execute, namespaces, reach = statement_run(source, filename, namespace, pick, discover, self._track)
+        self.run_phases(execute, namespaces, progress, reach)
         return self
 
     def run_phases(
@@ -440,32 +412,7 @@ class LineProfiler:
         stats name those files, so the lines still show when the file is read in
         another process later.
         """
-        stats = self.get_stats()
-        by_key = {s.key: s for s in self._stats.values()}
-        timings = {}
-        for key, rows in stats.timings.items():
-            path, first, name = key
-            if not os.path.exists(path) and key in by_key:
-                path = _save_source(filename, by_key[key])
-            timings[(path, first, name)] = rows
-        LineStats(timings, stats.unit).to_file(filename)
-
-
-def _save_source(stats_file: str, stats: FunctionStats) -> str:
-    """Write the source of ``stats``' file next to ``stats_file``; return its path."""
-    lines = linecache.getlines(stats.filename)
-    if not lines:  # keep line numbers: pad up to the def, then the def's own lines
-        lines = ["\n"] * (stats.first_lineno - 1) + [
-            ln if ln.endswith("\n") else ln + "\n" for ln in stats.source_lines
-        ]
-    folder = stats_file + ".sources"
-    os.makedirs(folder, exist_ok=True)
-    stem = re.sub(r"[^A-Za-z0-9_.-]+", "_", stats.filename).strip("_.")[-60:] or "source"
-    digest = hashlib.sha1(stats.filename.encode()).hexdigest()[:8]
-    path = os.path.abspath(os.path.join(folder, f"{stem}-{digest}.py"))
-    with open(path, "w", encoding="utf-8") as handle:
-        handle.writelines(lines)
-    return path
+        write_lprof(self.profile, filename)
 
 
 def defined_in(filename: str) -> Callable[[object], bool]:

@@ -5,6 +5,7 @@
 - ``runner``: targets, their twins and counters, and one phase (plain or instrumented);
 - ``snapshot``: save the state a call can reach and put back what an extra run changed;
 - ``quiet``: silence the extra runs' output;
+- ``statements``: run a cell or script statement by statement, adopting the functions it defines;
 - ``sampled_run``: sample the plain run's repeats and charge samples to lines;
 - ``baseline``: the timed plain run and its sampled repeats, before the user's run;
 - ``counted_run``: one more plain run that counts each line's allocations (``asm=True``).

@@ -23,18 +23,15 @@ which name reached it, and the profiler runs the call once instead of guessing.
 
 from __future__ import annotations
 
-import ctypes
 import os
-import random
 import types as pytypes
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 
 import numpy as np
 
-from ..private_api import numba_random_state_addresses, worker_random_state_addresses
+from .state_types import ATOMS, HANDLERS, Item, global_random_states, numba_random_states
 
-_ATOMS = (int, float, complex, bool, str, bytes, type(None), range, slice, np.generic, np.dtype)
 _CODE = (
     pytypes.ModuleType,
     pytypes.FunctionType,
@@ -66,57 +63,15 @@ def default_budget() -> int:
 
 
 @dataclass
-class _Item:
-    """One piece of state: how to read it, compare it and put it back."""
-
-    name: str  # where the user sees it: "x", "state[2]", "p.pos", "numba's np.random state"
-    kind: str
-    nbytes: int
-    read: Callable[[], object]
-    write: Callable[[object], None]
-    same: Callable[[object], bool] | None = None  # live state equals a saved copy (default: read and compare)
-    saved: object = None
-
-    def changed(self) -> bool:
-        if self.same is not None:
-            return not self.same(self.saved)
-        return not _same(self.read(), self.saved)
-
-
-def _same(a: object, b: object) -> bool:
-    """Exact equality of saved state (byte-wise for arrays, so NaNs compare equal)."""
-    if isinstance(a, np.ndarray) or isinstance(b, np.ndarray):
-        if not (isinstance(a, np.ndarray) and isinstance(b, np.ndarray)):
-            return False
-        if a.shape != b.shape or a.dtype != b.dtype:
-            return False
-        if a.dtype.hasobject:
-            return all(x is y for x, y in zip(a.ravel(), b.ravel(), strict=True))
-        return np.array_equal(_bytes(a), _bytes(b))
-    if isinstance(a, dict) and isinstance(b, dict):
-        return a.keys() == b.keys() and all(_same(a[k], b[k]) for k in a)
-    if isinstance(a, (list, tuple)) and isinstance(b, (list, tuple)):
-        return len(a) == len(b) and all(_same(x, y) for x, y in zip(a, b, strict=True))
-    if isinstance(a, _ATOMS) and isinstance(b, _ATOMS):
-        return type(a) is type(b) and (a == b or (a != a and b != b))
-    return a is b
-
-
-def _bytes(a: np.ndarray) -> np.ndarray:
-    flat = np.ascontiguousarray(a).reshape(-1)
-    return flat.view(np.uint8) if flat.size else np.zeros(0, np.uint8)
-
-
-@dataclass
 class Snapshot:
     """State a call can reach, saved so that each extra run can be undone."""
 
-    items: list[_Item] = field(default_factory=list)
+    items: list[Item] = field(default_factory=list)
     unrestorable: str | None = None  # why the call cannot be isolated (names the object)
     nbytes: int = 0
     swapped: Mapping[int, object] = field(default_factory=dict)  # id(original) -> twin, while swapped in
 
-    def restore(self, swapped: Mapping[int, object] | None = None) -> list[_Item]:
+    def restore(self, swapped: Mapping[int, object] | None = None) -> list[Item]:
         """Put back every item the last run changed; return those items.
 
         ``swapped`` maps the originals that are swapped for twins right now (in a
@@ -142,7 +97,7 @@ class _Walker:
         self.seen: set[int] = set()
         self.keep: list[object] = []  # objects whose ids are in ``seen`` stay alive while walking
 
-    def add(self, item: _Item) -> None:
+    def add(self, item: Item) -> None:
         self.snapshot.nbytes += item.nbytes
         if self.snapshot.nbytes > self.budget and self.snapshot.unrestorable is None:
             self.snapshot.unrestorable = (
@@ -161,7 +116,7 @@ class _Walker:
             )
 
     def walk(self, name: str, obj: object, depth: int = 0) -> None:
-        if self.snapshot.unrestorable is not None or isinstance(obj, _ATOMS) or isinstance(obj, _CODE):
+        if self.snapshot.unrestorable is not None or isinstance(obj, ATOMS) or isinstance(obj, _CODE):
             return
         if id(obj) in self.seen:
             return
@@ -170,227 +125,11 @@ class _Walker:
             return
         self.seen.add(id(obj))
         self.keep.append(obj)
-        for handles, handler in _HANDLERS:
+        for handles, handler in HANDLERS:
             if handles(obj):
                 handler(self, name, obj, depth + 1)
                 return
         self.refuse(name, obj)
-
-
-def _array(w: _Walker, name: str, a: np.ndarray, depth: int) -> None:
-    owner = a
-    while isinstance(owner.base, np.ndarray):  # save the whole buffer: views of it are covered
-        owner = owner.base
-    if owner is not a:
-        if id(owner) in w.seen:
-            return
-        w.seen.add(id(owner))
-        w.keep.append(owner)
-    if not owner.flags.writeable:
-        return
-
-    def same(saved: np.ndarray) -> bool:
-        if owner.dtype.hasobject:
-            return all(x is y for x, y in zip(owner.ravel(), saved.ravel(), strict=True))
-        return np.array_equal(_bytes(owner), _bytes(saved))
-
-    w.add(_Item(name, "array", owner.nbytes, owner.copy, lambda s: np.copyto(owner, s), same))
-
-
-def _list(w: _Walker, name: str, obj: list, depth: int) -> None:
-    w.add(_Item(name, "list", 8 * len(obj), lambda: list(obj), lambda s: obj.__setitem__(slice(None), s)))
-    for i, value in enumerate(list(obj)):
-        w.walk(f"{name}[{i}]", value, depth)
-
-
-def _replace_mapping(obj, saved: dict) -> None:
-    obj.clear()
-    for key, value in saved.items():
-        obj[key] = value
-
-
-def _dict(w: _Walker, name: str, obj: dict, depth: int) -> None:
-    w.add(_Item(name, "dict", 16 * len(obj), lambda: dict(obj), lambda s: _replace_mapping(obj, s)))
-    for key, value in list(obj.items()):
-        w.walk(f"{name}[{key!r}]", value, depth)
-
-
-def _set(w: _Walker, name: str, obj: set, depth: int) -> None:
-    def write(saved: set) -> None:
-        obj.clear()
-        obj.update(saved)
-
-    w.add(_Item(name, "set", 8 * len(obj), lambda: set(obj), write))
-
-
-def _bytearray(w: _Walker, name: str, obj: bytearray, depth: int) -> None:
-    w.add(_Item(name, "bytearray", len(obj), lambda: bytes(obj), lambda s: obj.__setitem__(slice(None), s)))
-
-
-def _tuple(w: _Walker, name: str, obj: tuple, depth: int) -> None:
-    fields = getattr(obj, "_fields", None)
-    for i, value in enumerate(obj):
-        label = f"{name}.{fields[i]}" if fields and i < len(fields) else f"{name}[{i}]"
-        w.walk(label, value, depth)
-
-
-def _typed_list(w: _Walker, name: str, obj, depth: int) -> None:
-    """Saved as a typed copy: extending from a typed List needs no reflected-list compile."""
-
-    def write(saved) -> None:
-        obj.clear()
-        obj.extend(saved)
-
-    def same(saved) -> bool:
-        return len(obj) == len(saved) and all(_same(x, y) for x, y in zip(obj, saved, strict=True))
-
-    w.add(_Item(name, "typed List", 8 * len(obj), obj.copy, write, same))
-    for i, value in enumerate(list(obj)):
-        w.walk(f"{name}[{i}]", value, depth)
-
-
-def _typed_dict(w: _Walker, name: str, obj, depth: int) -> None:
-    w.add(
-        _Item(
-            name, "typed Dict", 16 * len(obj), lambda: dict(obj.items()), lambda s: _replace_mapping(obj, s)
-        )
-    )
-    for key, value in list(obj.items()):
-        w.walk(f"{name}[{key!r}]", value, depth)
-
-
-def _jitclass(w: _Walker, name: str, obj, depth: int) -> None:
-    fields = list(type(obj)._numba_type_.struct)
-
-    def read() -> dict:
-        return {f: getattr(obj, f) for f in fields}
-
-    def write(saved: dict) -> None:
-        for f, value in saved.items():
-            setattr(obj, f, value)
-
-    w.add(_Item(name, "jitclass instance", 8 * len(fields), read, write))
-    for f, value in read().items():
-        w.walk(f"{name}.{f}", value, depth)
-
-
-def _bit_generator_state(w: _Walker, name: str, bitgen, kind: str) -> None:
-    def write(saved: dict) -> None:
-        bitgen.state = saved
-
-    w.add(_Item(name, kind, 5000, lambda: bitgen.state, write))
-
-
-def _generator(w: _Walker, name: str, obj: np.random.Generator, depth: int) -> None:
-    _bit_generator_state(w, name, obj.bit_generator, "Generator state")
-
-
-def _bitgen(w: _Walker, name: str, obj, depth: int) -> None:
-    _bit_generator_state(w, name, obj, "BitGenerator state")
-
-
-def _random_state(w: _Walker, name: str, obj: np.random.RandomState, depth: int) -> None:
-    w.add(_Item(name, "RandomState state", 5000, lambda: obj.get_state(legacy=False), obj.set_state))
-
-
-def _py_random(w: _Walker, name: str, obj: random.Random, depth: int) -> None:
-    w.add(_Item(name, "random.Random state", 5000, obj.getstate, obj.setstate))
-
-
-def _instance(w: _Walker, name: str, obj: object, depth: int) -> None:
-    attrs = vars(obj)
-    w.add(_Item(name, "object", 16 * len(attrs), lambda: dict(attrs), lambda s: _replace_mapping(attrs, s)))
-    for key, value in list(attrs.items()):
-        w.walk(f"{name}.{key}", value, depth)
-
-
-def _method(w: _Walker, name: str, obj: pytypes.MethodType, depth: int) -> None:
-    w.walk(f"{name}.__self__", obj.__self__, depth)
-
-
-def _is_jitclass(obj: object) -> bool:
-    return hasattr(type(obj), "_numba_type_") and type(obj).__mro__[-2].__name__ == "Box"
-
-
-_PLAIN_SIZE = object.__basicsize__ + 2 * ctypes.sizeof(ctypes.c_void_p)  # object + dict and weakref slots
-
-
-def _is_plain_instance(obj: object) -> bool:
-    """A Python-level object whose whole state is its ``__dict__`` (a user's class).
-
-    Every class of its MRO must have object's memory layout (plus the dict and
-    weakref pointers some Pythons add): a C type (a file, a lock) keeps state that
-    ``__dict__`` does not show, and ``__slots__`` keep it outside the dict.
-    """
-    if not isinstance(getattr(obj, "__dict__", None), dict):
-        return False
-    return all(c.__basicsize__ <= _PLAIN_SIZE and "__slots__" not in vars(c) for c in type(obj).__mro__[:-1])
-
-
-def _is_dispatcher(obj: object) -> bool:
-    from numba.core.dispatcher import Dispatcher
-
-    return isinstance(obj, Dispatcher)
-
-
-def _typed(name: str) -> Callable[[object], bool]:
-    def check(obj: object) -> bool:
-        cls = type(obj)
-        return cls.__module__.startswith("numba.typed") and cls.__name__ == name
-
-    return check
-
-
-_HANDLERS: list[tuple[Callable[[object], bool], Callable]] = [
-    (_is_dispatcher, lambda w, n, o, d: None),
-    (lambda o: isinstance(o, np.ndarray), _array),
-    (lambda o: type(o) is list, _list),
-    (lambda o: type(o) is dict, _dict),
-    (lambda o: type(o) is set, _set),
-    (lambda o: isinstance(o, frozenset), lambda w, n, o, d: None),
-    (lambda o: type(o) is bytearray, _bytearray),
-    (lambda o: isinstance(o, tuple), _tuple),
-    (_typed("List"), _typed_list),
-    (_typed("Dict"), _typed_dict),
-    (_is_jitclass, _jitclass),
-    (lambda o: isinstance(o, np.random.Generator), _generator),
-    (lambda o: isinstance(o, np.random.BitGenerator), _bitgen),
-    (lambda o: isinstance(o, np.random.RandomState), _random_state),
-    (lambda o: isinstance(o, random.Random), _py_random),
-    (lambda o: isinstance(o, pytypes.MethodType), _method),
-    (_is_plain_instance, _instance),
-]
-
-
-class _RandomStateStruct(ctypes.Structure):
-    """Numba's ``rnd_state_t`` (numba/_random.c): Mersenne Twister plus Box-Muller cache."""
-
-    _fields_ = [
-        ("index", ctypes.c_int),
-        ("mt", ctypes.c_uint * 624),
-        ("has_gauss", ctypes.c_int),
-        ("gauss", ctypes.c_double),
-        ("is_initialized", ctypes.c_int),
-    ]
-
-
-def _numba_random_states(w: _Walker, workers: bool) -> None:
-    """Numba's own random states of the calling thread (and of its parallel workers), byte for byte.
-
-    ``rnd_get_state`` would drop the cached Gaussian, so the struct is copied whole.
-    A worker's state lives as long as its thread, which Numba keeps for the process.
-    """
-    size = ctypes.sizeof(_RandomStateStruct)
-    found = numba_random_state_addresses() + (worker_random_state_addresses() if workers else [])
-    for label, address in found:
-
-        def read(address: int = address) -> np.ndarray:
-            return np.frombuffer(ctypes.string_at(address, size), np.uint8).copy()
-
-        def write(saved: np.ndarray, address: int = address) -> None:
-            ctypes.memmove(address, saved.ctypes.data, size)
-
-        w.add(_Item(f"Numba's {label} state", "random state", size, read, write))
 
 
 @dataclass
@@ -452,22 +191,7 @@ def _bindings(w: _Walker, ns: dict, names: list[str]) -> None:
     def same(saved: dict) -> bool:
         return all(ns.get(n, _MISSING) is expected(value) for n, value in saved.items())
 
-    w.add(_Item("names the statement binds", "bindings", 0, read, write, same))
-
-
-def _global_random_states(w: _Walker) -> None:
-    """NumPy's and Python's global random states: a statement may draw its data from them
-    (``np.random.rand(n)``) through a module it names, which the walk does not enter."""
-    w.add(
-        _Item(
-            "NumPy's global np.random state",
-            "random state",
-            5000,
-            lambda: np.random.get_state(legacy=False),
-            np.random.set_state,
-        )
-    )
-    w.add(_Item("Python's global random state", "random state", 5000, random.getstate, random.setstate))
+    w.add(Item("names the statement binds", "bindings", 0, read, write, same))
 
 
 def take_snapshot(reach: Reach, budget: int | None = None, parallel: bool = False) -> Snapshot:
@@ -481,8 +205,8 @@ def take_snapshot(reach: Reach, budget: int | None = None, parallel: bool = Fals
         _bindings(walker, ns, names)
     for name, value in reach.values:
         walker.walk(name, value)
-    _numba_random_states(walker, parallel)
-    _global_random_states(walker)
+    numba_random_states(walker, parallel)
+    global_random_states(walker)
     return walker.snapshot
 
 
@@ -494,7 +218,7 @@ def _size(nbytes: float) -> str:
     return f"{nbytes:.1f} GB"
 
 
-def describe(items: Iterable[_Item]) -> str:
+def describe(items: Iterable[Item]) -> str:
     """``a (array, 1.6 MB), rng (Generator state)``: what was put back."""
     parts = []
     for item in items:

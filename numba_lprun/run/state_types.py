@@ -1,0 +1,300 @@
+"""How each kind of state is saved, compared and put back in place.
+
+``snapshot`` walks from a call's arguments (or a statement's names) into what
+they hold; for each object it meets, the first handler here that accepts it
+records an ``Item``: how to read a copy, how to tell whether a run changed the
+live object, and how to write the copy back without replacing the object
+(arrays by ``copyto``, lists by slice assignment, jitclass fields by setattr,
+generators by their ``state``). Random states that no name leads to (Numba's,
+NumPy's and Python's global ones) are items too.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import random
+import types as pytypes
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+import numpy as np
+
+from ..private_api import numba_random_state_addresses, worker_random_state_addresses
+
+if TYPE_CHECKING:
+    from .snapshot import _Walker as Walker
+
+#: Values that are not state: immutable, or compared by value.
+ATOMS = (int, float, complex, bool, str, bytes, type(None), range, slice, np.generic, np.dtype)
+
+
+@dataclass
+class Item:
+    """One piece of state: how to read it, compare it and put it back."""
+
+    name: str  # where the user sees it: "x", "state[2]", "p.pos", "numba's np.random state"
+    kind: str
+    nbytes: int
+    read: Callable[[], object]
+    write: Callable[[object], None]
+    same: Callable[[object], bool] | None = None  # live state equals a saved copy (default: read and compare)
+    saved: object = None
+
+    def changed(self) -> bool:
+        if self.same is not None:
+            return not self.same(self.saved)
+        return not same_state(self.read(), self.saved)
+
+
+def same_state(a: object, b: object) -> bool:
+    """Exact equality of saved state (byte-wise for arrays, so NaNs compare equal)."""
+    if isinstance(a, np.ndarray) or isinstance(b, np.ndarray):
+        if not (isinstance(a, np.ndarray) and isinstance(b, np.ndarray)):
+            return False
+        if a.shape != b.shape or a.dtype != b.dtype:
+            return False
+        if a.dtype.hasobject:
+            return all(x is y for x, y in zip(a.ravel(), b.ravel(), strict=True))
+        return np.array_equal(_bytes(a), _bytes(b))
+    if isinstance(a, dict) and isinstance(b, dict):
+        return a.keys() == b.keys() and all(same_state(a[k], b[k]) for k in a)
+    if isinstance(a, (list, tuple)) and isinstance(b, (list, tuple)):
+        return len(a) == len(b) and all(same_state(x, y) for x, y in zip(a, b, strict=True))
+    if isinstance(a, ATOMS) and isinstance(b, ATOMS):
+        return type(a) is type(b) and (a == b or (a != a and b != b))
+    return a is b
+
+
+def _bytes(a: np.ndarray) -> np.ndarray:
+    flat = np.ascontiguousarray(a).reshape(-1)
+    return flat.view(np.uint8) if flat.size else np.zeros(0, np.uint8)
+
+
+def _array(w: Walker, name: str, a: np.ndarray, depth: int) -> None:
+    owner = a
+    while isinstance(owner.base, np.ndarray):  # save the whole buffer: views of it are covered
+        owner = owner.base
+    if owner is not a:
+        if id(owner) in w.seen:
+            return
+        w.seen.add(id(owner))
+        w.keep.append(owner)
+    if not owner.flags.writeable:
+        return
+
+    def same(saved: np.ndarray) -> bool:
+        if owner.dtype.hasobject:
+            return all(x is y for x, y in zip(owner.ravel(), saved.ravel(), strict=True))
+        return np.array_equal(_bytes(owner), _bytes(saved))
+
+    w.add(Item(name, "array", owner.nbytes, owner.copy, lambda s: np.copyto(owner, s), same))
+
+
+def _list(w: Walker, name: str, obj: list, depth: int) -> None:
+    w.add(Item(name, "list", 8 * len(obj), lambda: list(obj), lambda s: obj.__setitem__(slice(None), s)))
+    for i, value in enumerate(list(obj)):
+        w.walk(f"{name}[{i}]", value, depth)
+
+
+def _replace_mapping(obj, saved: dict) -> None:
+    obj.clear()
+    for key, value in saved.items():
+        obj[key] = value
+
+
+def _dict(w: Walker, name: str, obj: dict, depth: int) -> None:
+    w.add(Item(name, "dict", 16 * len(obj), lambda: dict(obj), lambda s: _replace_mapping(obj, s)))
+    for key, value in list(obj.items()):
+        w.walk(f"{name}[{key!r}]", value, depth)
+
+
+def _set(w: Walker, name: str, obj: set, depth: int) -> None:
+    def write(saved: set) -> None:
+        obj.clear()
+        obj.update(saved)
+
+    w.add(Item(name, "set", 8 * len(obj), lambda: set(obj), write))
+
+
+def _bytearray(w: Walker, name: str, obj: bytearray, depth: int) -> None:
+    w.add(Item(name, "bytearray", len(obj), lambda: bytes(obj), lambda s: obj.__setitem__(slice(None), s)))
+
+
+def _tuple(w: Walker, name: str, obj: tuple, depth: int) -> None:
+    fields = getattr(obj, "_fields", None)
+    for i, value in enumerate(obj):
+        label = f"{name}.{fields[i]}" if fields and i < len(fields) else f"{name}[{i}]"
+        w.walk(label, value, depth)
+
+
+def _typed_list(w: Walker, name: str, obj, depth: int) -> None:
+    """Saved as a typed copy: extending from a typed List needs no reflected-list compile."""
+
+    def write(saved) -> None:
+        obj.clear()
+        obj.extend(saved)
+
+    def same(saved) -> bool:
+        return len(obj) == len(saved) and all(same_state(x, y) for x, y in zip(obj, saved, strict=True))
+
+    w.add(Item(name, "typed List", 8 * len(obj), obj.copy, write, same))
+    for i, value in enumerate(list(obj)):
+        w.walk(f"{name}[{i}]", value, depth)
+
+
+def _typed_dict(w: Walker, name: str, obj, depth: int) -> None:
+    w.add(
+        Item(name, "typed Dict", 16 * len(obj), lambda: dict(obj.items()), lambda s: _replace_mapping(obj, s))
+    )
+    for key, value in list(obj.items()):
+        w.walk(f"{name}[{key!r}]", value, depth)
+
+
+def _jitclass(w: Walker, name: str, obj, depth: int) -> None:
+    fields = list(type(obj)._numba_type_.struct)
+
+    def read() -> dict:
+        return {f: getattr(obj, f) for f in fields}
+
+    def write(saved: dict) -> None:
+        for f, value in saved.items():
+            setattr(obj, f, value)
+
+    w.add(Item(name, "jitclass instance", 8 * len(fields), read, write))
+    for f, value in read().items():
+        w.walk(f"{name}.{f}", value, depth)
+
+
+def _bit_generator_state(w: Walker, name: str, bitgen, kind: str) -> None:
+    def write(saved: dict) -> None:
+        bitgen.state = saved
+
+    w.add(Item(name, kind, 5000, lambda: bitgen.state, write))
+
+
+def _generator(w: Walker, name: str, obj: np.random.Generator, depth: int) -> None:
+    _bit_generator_state(w, name, obj.bit_generator, "Generator state")
+
+
+def _bitgen(w: Walker, name: str, obj, depth: int) -> None:
+    _bit_generator_state(w, name, obj, "BitGenerator state")
+
+
+def _random_state(w: Walker, name: str, obj: np.random.RandomState, depth: int) -> None:
+    w.add(Item(name, "RandomState state", 5000, lambda: obj.get_state(legacy=False), obj.set_state))
+
+
+def _py_random(w: Walker, name: str, obj: random.Random, depth: int) -> None:
+    w.add(Item(name, "random.Random state", 5000, obj.getstate, obj.setstate))
+
+
+def _instance(w: Walker, name: str, obj: object, depth: int) -> None:
+    attrs = vars(obj)
+    w.add(Item(name, "object", 16 * len(attrs), lambda: dict(attrs), lambda s: _replace_mapping(attrs, s)))
+    for key, value in list(attrs.items()):
+        w.walk(f"{name}.{key}", value, depth)
+
+
+def _method(w: Walker, name: str, obj: pytypes.MethodType, depth: int) -> None:
+    w.walk(f"{name}.__self__", obj.__self__, depth)
+
+
+def _is_jitclass(obj: object) -> bool:
+    return hasattr(type(obj), "_numba_type_") and type(obj).__mro__[-2].__name__ == "Box"
+
+
+_PLAIN_SIZE = object.__basicsize__ + 2 * ctypes.sizeof(ctypes.c_void_p)  # object + dict and weakref slots
+
+
+def _is_plain_instance(obj: object) -> bool:
+    """A Python-level object whose whole state is its ``__dict__`` (a user's class).
+
+    Every class of its MRO must have object's memory layout (plus the dict and
+    weakref pointers some Pythons add): a C type (a file, a lock) keeps state that
+    ``__dict__`` does not show, and ``__slots__`` keep it outside the dict.
+    """
+    if not isinstance(getattr(obj, "__dict__", None), dict):
+        return False
+    return all(c.__basicsize__ <= _PLAIN_SIZE and "__slots__" not in vars(c) for c in type(obj).__mro__[:-1])
+
+
+def _is_dispatcher(obj: object) -> bool:
+    from numba.core.dispatcher import Dispatcher
+
+    return isinstance(obj, Dispatcher)
+
+
+def _typed(name: str) -> Callable[[object], bool]:
+    def check(obj: object) -> bool:
+        cls = type(obj)
+        return cls.__module__.startswith("numba.typed") and cls.__name__ == name
+
+    return check
+
+
+HANDLERS: list[tuple[Callable[[object], bool], Callable]] = [
+    (_is_dispatcher, lambda w, n, o, d: None),
+    (lambda o: isinstance(o, np.ndarray), _array),
+    (lambda o: type(o) is list, _list),
+    (lambda o: type(o) is dict, _dict),
+    (lambda o: type(o) is set, _set),
+    (lambda o: isinstance(o, frozenset), lambda w, n, o, d: None),
+    (lambda o: type(o) is bytearray, _bytearray),
+    (lambda o: isinstance(o, tuple), _tuple),
+    (_typed("List"), _typed_list),
+    (_typed("Dict"), _typed_dict),
+    (_is_jitclass, _jitclass),
+    (lambda o: isinstance(o, np.random.Generator), _generator),
+    (lambda o: isinstance(o, np.random.BitGenerator), _bitgen),
+    (lambda o: isinstance(o, np.random.RandomState), _random_state),
+    (lambda o: isinstance(o, random.Random), _py_random),
+    (lambda o: isinstance(o, pytypes.MethodType), _method),
+    (_is_plain_instance, _instance),
+]
+
+
+class _RandomStateStruct(ctypes.Structure):
+    """Numba's ``rnd_state_t`` (numba/_random.c): Mersenne Twister plus Box-Muller cache."""
+
+    _fields_ = [
+        ("index", ctypes.c_int),
+        ("mt", ctypes.c_uint * 624),
+        ("has_gauss", ctypes.c_int),
+        ("gauss", ctypes.c_double),
+        ("is_initialized", ctypes.c_int),
+    ]
+
+
+def numba_random_states(w: Walker, workers: bool) -> None:
+    """Numba's own random states of the calling thread (and of its parallel workers), byte for byte.
+
+    ``rnd_get_state`` would drop the cached Gaussian, so the struct is copied whole.
+    A worker's state lives as long as its thread, which Numba keeps for the process.
+    """
+    size = ctypes.sizeof(_RandomStateStruct)
+    found = numba_random_state_addresses() + (worker_random_state_addresses() if workers else [])
+    for label, address in found:
+
+        def read(address: int = address) -> np.ndarray:
+            return np.frombuffer(ctypes.string_at(address, size), np.uint8).copy()
+
+        def write(saved: np.ndarray, address: int = address) -> None:
+            ctypes.memmove(address, saved.ctypes.data, size)
+
+        w.add(Item(f"Numba's {label} state", "random state", size, read, write))
+
+
+def global_random_states(w: Walker) -> None:
+    """NumPy's and Python's global random states: a statement may draw its data from them
+    (``np.random.rand(n)``) through a module it names, which the walk does not enter."""
+    w.add(
+        Item(
+            "NumPy's global np.random state",
+            "random state",
+            5000,
+            lambda: np.random.get_state(legacy=False),
+            np.random.set_state,
+        )
+    )
+    w.add(Item("Python's global random state", "random state", 5000, random.getstate, random.setstate))

@@ -178,3 +178,16 @@ def worker_random_state_addresses() -> list[tuple[str, int]]:
             if address and address not in mine:
                 found.append((f"{label} (worker thread {thread})", address))
     return found
+
+
+def compiled_object(library) -> bytes | None:
+    """The ELF object code Numba kept for ``library`` (None where it kept none, e.g. wrappers)."""
+    try:
+        return library._get_compiled_object()
+    except (ValueError, RuntimeError, AttributeError):
+        return None
+
+
+def parse_line_program_at(dwarf, offset: int, structs):
+    """pyelftools' line program at ``offset`` of ``.debug_line`` (no compile unit needed)."""
+    return dwarf._parse_line_program_at_offset(offset, structs)

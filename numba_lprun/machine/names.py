@@ -16,6 +16,8 @@ import io
 import os
 import re
 
+from ..private_api import compiled_object
+
 _NUMBA_NAME = re.compile(r"(\d+)")
 _ESCAPES = re.compile(r"_(3c|3e|24)")  # Numba writes <, > and $ as _3c, _3e, _24 in symbol names
 
@@ -89,9 +91,8 @@ def call_names(libraries: list[object]) -> dict[int, tuple[str, str]]:
 
     out: dict[int, str] = {}
     for library in libraries:
-        try:
-            obj = library._get_compiled_object()
-        except (ValueError, RuntimeError, AttributeError):
+        obj = compiled_object(library)
+        if obj is None:
             continue
         try:
             elf = ELFFile(io.BytesIO(obj))

@@ -37,6 +37,8 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from ..private_api import compiled_object, parse_line_program_at
+
 _SECTION_SHIFT = 36
 _GUFUNC_PARTS = ("parallelgufuncwrapper", "_GufuncWrapper", "__numba_parfor_gufunc")
 _R_X86_64_64, _R_X86_64_32, _R_X86_64_32S = 1, 10, 11
@@ -106,9 +108,8 @@ def line_map(
         return result
     for cres in overloads:
         for library, is_gufunc in _libraries(cres.library):
-            try:
-                obj = library._get_compiled_object()
-            except (ValueError, RuntimeError, AttributeError):
+            obj = compiled_object(library)
+            if obj is None:
                 continue  # no object code kept (wrapper libraries): nothing of ours inside
             if not is_gufunc and os.path.basename(filename).encode() not in obj:
                 continue
@@ -316,7 +317,7 @@ def _bare_line_programs(dwarf) -> Iterator:
     offset = 0
     while offset + 4 <= section.size:
         try:
-            program = dwarf._parse_line_program_at_offset(offset, structs)
+            program = parse_line_program_at(dwarf, offset, structs)
         except Exception:  # a malformed unit ends the walk, not the profile
             return
         yield program

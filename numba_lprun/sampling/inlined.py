@@ -22,6 +22,7 @@ import io
 import os
 from dataclasses import dataclass
 
+from ..private_api import compiled_object
 from . import dwarf as D
 
 
@@ -48,9 +49,8 @@ def inlined_ranges(
                 if id(library) in seen:
                     continue
                 seen.add(id(library))
-                try:
-                    obj = library._get_compiled_object()
-                except (ValueError, RuntimeError, AttributeError):
+                obj = compiled_object(library)
+                if obj is None:
                     continue
                 if os.path.basename(filename).encode() not in obj:
                     continue  # no row of this file inside

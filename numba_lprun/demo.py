@@ -14,6 +14,8 @@ What to look at: the Hits and Time columns come from probes compiled into an
 instrumented twin; % Samples is a probe-free sampled view of the plain, fully
 optimized twin. The notes under the table say how much the probes slowed the
 run and where the two views disagree (! marks); ~ marks lines too quick to time.
+The hints under them come from the optimized machine code (--asm): what the hot
+line does on every execution (`--asm N` also lists its hottest instructions).
 """
 
 
@@ -32,7 +34,7 @@ def main() -> None:
     x, k = rng.random(200_000), rng.random(32)
     conv(x, k)  # compile the original once, as a user would have
     print(INTRO)
-    prof = numba_lprun.LineProfiler(conv)
+    prof = numba_lprun.LineProfiler(conv, asm=True)
     prof.runcall(conv, x, k)
     print_profile(prof.profile)
 

@@ -52,6 +52,7 @@ def test_demo_prints_the_full_view():
     cells = rows[0].split()
     share = float(cells[6] if cells[5] == "!" else cells[5])
     assert share > 0, rows[0]  # the sampled column holds measured shares
+    assert "allocates on each of its 199,969 executions" in text  # the hint that explains line 26
     assert "warning:" not in out.stderr
 
 

@@ -43,7 +43,7 @@ class ProbeConfig:
     n_lines: int
     clock: str  # "tsc" or "monotonic"
     timing: bool = True  # read the clock on every line (False: hit counts only)
-    atomic: bool = False  # counters may be touched by several threads (parallel=True)
+    atomic: bool = False  # counters may be touched by several threads (parallel=True, nogil=True)
 
     @property
     def trash_row(self) -> int:

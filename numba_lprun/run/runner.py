@@ -58,7 +58,18 @@ class Target:
         return self.rewrites[INSTRUMENTED].rows
 
 
-def _twin_for(target: Target, phase: str, clock: str, timing: bool) -> Twin:
+def runs_concurrently(dispatcher: object) -> bool:
+    """Whether calls of ``dispatcher`` may run on several threads at once.
+
+    ``parallel=True`` code runs its ``prange`` bodies on worker threads, and a
+    ``nogil=True`` function can be called from several Python threads at the same
+    time (a thread pool): in both its counters need atomic updates, or hits are lost.
+    """
+    options = getattr(dispatcher, "targetoptions", None) or {}
+    return bool(options.get("parallel") or options.get("nogil"))
+
+
+def _twin_for(target: Target, phase: str, clock: str, timing: bool, concurrent: bool) -> Twin:
     rewritten = target.rewrites[phase]
     counters = target.counters[phase]
     cfg = P.ProbeConfig(
@@ -66,7 +77,7 @@ def _twin_for(target: Target, phase: str, clock: str, timing: bool) -> Twin:
         n_lines=len(rewritten.rows),
         clock=clock,
         timing=timing and phase == INSTRUMENTED,
-        atomic=bool(target.original.targetoptions.get("parallel")),
+        atomic=concurrent or runs_concurrently(target.original),
     )
     extra = P.make_probes(cfg)
     extra[P.PYHIT] = P.make_python_hit(counters)
@@ -198,13 +209,16 @@ class Runner:
     ) -> list[tuple[Twin, FunctionSource | None]]:
         """Twins of ``targets`` and of every jitted caller that reaches one, linked."""
         built: list[tuple[Twin, FunctionSource | None]] = []
+        originals = [t.original for t in self.targets.values()]
+        callers = find_callers(originals, namespaces)
+        # a callee runs without the GIL when a nogil (or parallel) caller reaches it
+        concurrent = any(runs_concurrently(c) for c in callers)
         for target in targets:
             if phase not in target.twins:
-                target.twins[phase] = _twin_for(target, phase, self.clock, self.timing)
+                target.twins[phase] = _twin_for(target, phase, self.clock, self.timing, concurrent)
             built.append((target.twins[phase], target.source))
         relinked = self.relinked[phase]
-        originals = [t.original for t in self.targets.values()]
-        for caller in find_callers(originals, namespaces):
+        for caller in callers:
             if id(caller) not in relinked:
                 relinked[id(caller)] = make_relinked(caller)
             built.append((relinked[id(caller)], None))

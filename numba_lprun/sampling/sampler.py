@@ -13,6 +13,12 @@ timers, sets SIGPROF to SIG_IGN for a moment (which discards pending SIGPROFs on
 every thread), waits until no handler runs, and only then reinstalls the exact
 ``struct sigaction`` found at start. A late SIGPROF therefore can neither hit a
 default disposition (which would kill the process) nor write into a freed buffer.
+
+Why a watcher thread: threads started while the sampler runs (a
+``ThreadPoolExecutor`` calling a ``nogil`` function, a pool made per call) are not
+in ``/proc/self/task`` at start. The watcher lists the threads again every
+millisecond and arms a timer for each new one, so every thread that runs for
+longer than that is sampled; it is stopped before the timers are deleted.
 """
 
 from __future__ import annotations
@@ -35,6 +41,10 @@ DISABLE_ENV = "NUMBA_LPRUN_NO_SAMPLER"
 _HANDLER_FRAMES = 4
 #: How many leading backtrace frames may precede the interrupted pc.
 _SEARCH_FRAMES = 6
+#: Most threads one run can sample (the handler's per-thread CPU-time slots).
+_MAX_THREADS = 4096
+#: Seconds between two looks for threads started during the run.
+_WATCH_PERIOD = 0.001
 #: Words copied from above the interrupted stack pointer when the walk stops short.
 _STACK_WORDS = H.MAX_STACK_WORDS
 
@@ -203,6 +213,8 @@ class Sampler:
         self._timers: list[ctypes.c_void_p] = []
         self._tids: list[int] = []
         self._last_cpu: np.ndarray | None = None
+        self._watcher: threading.Thread | None = None
+        self._watching = threading.Event()
         self._started = 0.0
         self._locked = False
 
@@ -269,10 +281,32 @@ class Sampler:
         self._ctrl[H.ACTIVE] = 1
         self._tids = N.list_threads()
         self._started = time.perf_counter()
-        self._arm_timers()
+        self._last_cpu = np.full(_MAX_THREADS, -1, np.int64)
+        self._ctrl[H.LAST_CPU] = self._last_cpu.ctypes.data
+        self._ctrl[H.NTHREADS] = 0
+        tids, self._tids = self._tids, []
+        self._arm_timers(tids)
         if not self._timers:
             return "timer_create failed for every thread"
+        self._watching.set()
+        self._watcher = threading.Thread(target=self._watch, name="numba_lprun-sampler-watch", daemon=True)
+        self._watcher.start()
         return None
+
+    def _watch(self) -> None:
+        """Arm timers for threads started since the last look, until the sampler stops."""
+        while self._watching.is_set():
+            known = set(self._tids)
+            new = [tid for tid in N.list_threads() if tid not in known]
+            if new:
+                self._arm_timers(new)
+            time.sleep(_WATCH_PERIOD)
+
+    def _stop_watching(self) -> None:
+        self._watching.clear()
+        watcher, self._watcher = self._watcher, None
+        if watcher is not None and watcher is not threading.current_thread():
+            watcher.join()
 
     def _warm_up(self, nframes: int) -> None:
         """Call backtrace once outside the handler: glibc loads libgcc_s on first use,
@@ -295,16 +329,15 @@ class Sampler:
         lo, hi = N.mapped_range("libgcc_s")
         ctrl[H.SKIP_LO], ctrl[H.SKIP_HI] = lo, hi
 
-    def _arm_timers(self) -> None:
+    def _arm_timers(self, tids: list[int]) -> None:
+        """One timer per thread of ``tids``, its index continuing those armed before."""
         libc = self._libc
         period_ns = max(1, int(round(1e9 / self.rate_hz)))
         magic = int(self._ctrl[H.MAGIC])
-        self._last_cpu = np.full(len(self._tids), -1, np.int64)
-        self._ctrl[H.LAST_CPU] = self._last_cpu.ctypes.data
-        self._ctrl[H.NTHREADS] = len(self._tids)
-        armed_tids = []
-        for tid in self._tids:
-            index = len(armed_tids)
+        for position, tid in enumerate(tids):
+            index = len(self._tids)
+            if index >= _MAX_THREADS:
+                return
             event = N.sigevent_t()
             event.sigev_value = (magic << 32) | index
             event.sigev_signo = N.SIGPROF
@@ -314,18 +347,19 @@ class Sampler:
             if libc.timer_create(N.CLOCK_MONOTONIC, ctypes.byref(event), ctypes.byref(timer)) != 0:
                 continue  # the thread exited since it was listed
             self._last_cpu[index] = N.thread_cpu_ns(tid)
-            first_ns = period_ns + period_ns * index // max(1, len(self._tids))  # stagger threads
+            first_ns = period_ns + period_ns * position // max(1, len(tids))  # stagger threads
             spec = N.itimerspec_t()
             spec.it_interval.tv_sec, spec.it_interval.tv_nsec = divmod(period_ns, 1_000_000_000)
             spec.it_value.tv_sec, spec.it_value.tv_nsec = divmod(first_ns, 1_000_000_000)
             self._timers.append(timer)
-            armed_tids.append(tid)
+            self._tids.append(tid)
+            self._ctrl[H.NTHREADS] = len(self._tids)  # after its slot is set: the handler reads it
             libc.timer_settime(timer, 0, ctypes.byref(spec), None)
-        self._tids = armed_tids
 
     # --- stop ----------------------------------------------------------------------
     def _teardown(self) -> None:
         """Undo whatever _start did, in the safe order (see the module docstring)."""
+        self._stop_watching()
         libc, ctrl = self._libc, self._ctrl
         for timer in self._timers:
             libc.timer_delete(timer)

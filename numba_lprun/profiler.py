@@ -24,6 +24,7 @@ from numba.core.registry import CPUDispatcher
 from .diagnose import DEFAULT_THRESHOLD, diagnose
 from .instrument.calibrate import probe_cost_ticks
 from .instrument.clock import current_clock
+from .instrument.kinds import resolve
 from .run.quiet import quiet
 from .run.runner import INSTRUMENTED, PLAIN, Key, PhaseRun, Progress, Runner, Target
 from .run.sampled_run import SegmentedSampling, Where, charge, line_maps, samples_inside
@@ -86,9 +87,14 @@ class LineProfiler:
             self.add_function(func)
 
     # -- setup --------------------------------------------------------------------
-    def add_function(self, func: Callable) -> None:
-        """Profile ``func`` too (a Numba dispatcher); TypeError with the reason otherwise."""
-        self._track(self._runner.add(func))
+    def add_function(self, func: Callable | type) -> None:
+        """Profile ``func`` too; TypeError (NotProfilableError) with the reason otherwise.
+
+        ``func`` is a Numba dispatcher, a jitclass (all its methods, properties and
+        static methods) or one of a jitclass's methods or properties.
+        """
+        for dispatcher in resolve(func):
+            self._track(self._runner.add(dispatcher))
 
     def _track(self, target: Target) -> None:
         src = target.source

@@ -3,7 +3,9 @@ first-class functions, ufuncs, register_jitable/overload, generators, stencils."
 
 from concurrent.futures import ThreadPoolExecutor
 
-from numba import njit
+import numpy as np
+from numba import float64, njit
+from numba.experimental import jitclass
 
 
 @njit(nogil=True)
@@ -35,3 +37,57 @@ def nogil_caller(a):
 def threaded_caller(chunks):
     with ThreadPoolExecutor(len(chunks)) as pool:
         return sum(pool.map(nogil_caller, chunks))
+
+
+@jitclass([("x", float64), ("v", float64), ("trail", float64[:])])
+class Particle:
+    def __init__(self, x, v):
+        self.x = x
+        self.v = v
+        self.trail = np.zeros(4)
+
+    def step(self, dt):
+        self.x += self.v * dt
+        if self.x > 10.0:
+            self.v = -self.v
+        return self.x
+
+    def run(self, n, dt):
+        for i in range(n):
+            self.trail[i % 4] = self.step(dt)
+        return self.x
+
+    @property
+    def energy(self):
+        return 0.5 * self.v * self.v
+
+    @energy.setter
+    def energy(self, e):
+        self.v = np.sqrt(2.0 * e)
+
+    @staticmethod
+    def scaled(x, k):
+        return x * k
+
+
+@njit
+def simulate(p, n):
+    s = 0.0
+    for _ in range(n):
+        s += p.step(0.5)
+    return s + p.energy
+
+
+@njit
+def make_and_run(n):
+    p = Particle(1.0, 3.0)
+    return p.run(n, 0.25) + p.scaled(2.0, 3.0)
+
+
+def particle_workload(cls, sim, make):
+    """Python-level and jitted calls of every kind of member; ``cls`` may be the Python class."""
+    p = cls(0.0, 2.0)
+    a = p.run(6, 1.0)
+    p.energy = 8.0
+    b = p.energy + p.step(0.5) + cls.scaled(p.x, 2.0)
+    return a, b, sim(p, 5), make(3), p.x, p.v

@@ -17,7 +17,7 @@ import signal
 import sys
 import threading
 import types as pytypes
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 
 from numba.core.registry import CPUDispatcher
@@ -63,8 +63,16 @@ def _reaches(caller: CPUDispatcher, targets: Mapping[int, object]) -> bool:
     return False
 
 
-def find_callers(targets: Iterable[CPUDispatcher], namespaces: Iterable[dict]) -> list[CPUDispatcher]:
-    """Jitted functions in ``namespaces`` that call a target, directly or through each other."""
+def find_callers(
+    targets: Iterable[CPUDispatcher],
+    namespaces: Iterable[dict],
+    uses: Callable[[CPUDispatcher], bool] | None = None,
+) -> list[CPUDispatcher]:
+    """Jitted functions in ``namespaces`` that call a target, directly or through each other.
+
+    ``uses`` says whether a dispatcher reaches a target in a way its names do not
+    show (its compiled code handles instances of a jitclass whose member is a target).
+    """
     reached: dict[int, object] = {id(t): t for t in targets}
     candidates: dict[int, CPUDispatcher] = {}
     is_dispatcher: dict[type, bool] = {}  # tens of thousands of globals, a few hundred types
@@ -81,7 +89,7 @@ def find_callers(targets: Iterable[CPUDispatcher], namespaces: Iterable[dict]) -
     while changed:
         changed = False
         for key, disp in list(candidates.items()):
-            if _reaches(disp, reached):
+            if _reaches(disp, reached) or (uses is not None and uses(disp)):
                 reached[key] = disp
                 callers.append(disp)
                 del candidates[key]
@@ -118,6 +126,13 @@ class Swap:
 
     undo: list[tuple[dict, str, object, object]] = field(default_factory=list)
     redirected: list[tuple[object, type]] = field(default_factory=list)
+    attributes: list[tuple[object, str, object]] = field(default_factory=list)
+
+    def set_attribute(self, obj: object, name: str, new: object) -> None:
+        """Set ``obj.name`` (a class attribute Numba made) until ``restore``."""
+        with ctrl_c_deferred():
+            self.attributes.append((obj, name, obj.__dict__[name]))
+            setattr(obj, name, new)
 
     def redirect(self, originals: Iterable[object], replacements: Mapping[int, object]) -> None:
         """Send every Python-level call of each original to its replacement, until ``restore``."""
@@ -163,6 +178,9 @@ class Swap:
                     ns[name] = original
             self.undo[:] = reversed(kept)
             if only is None:
+                for obj, name, old in reversed(self.attributes):
+                    setattr(obj, name, old)
+                self.attributes.clear()
                 for original, cls in reversed(self.redirected):
                     original.__class__ = cls
                     original.__dict__.pop(_REDIRECT, None)

@@ -25,10 +25,20 @@ from numba.core.errors import NumbaDebugInfoWarning
 from numba.core.registry import CPUDispatcher
 
 from ..instrument import probes as P
+from ..instrument.kinds import owning_jitclass
 from ..instrument.rewrite import Rewritten, instrument
 from ..instrument.rewrite_parallel import add_prange_flushes
 from ..instrument.source import FunctionSource, read_source
 from ..instrument.twins import Twin, compile_like_original, link, make_relinked, make_twin, objmode_names
+from .jitclasses import (
+    box_properties,
+    class_namespaces,
+    entry_points,
+    forget_bound_methods,
+    fresh_property,
+    instance_type_names,
+    uses_instances,
+)
 from .reach import Swap, ctrl_c_deferred, find_callers, module_namespaces
 
 PLAIN, INSTRUMENTED = "plain", "instrumented"
@@ -52,6 +62,7 @@ class Target:
     rewrites: dict[str, Rewritten]
     counters: dict[str, np.ndarray]
     twins: dict[str, Twin] = field(default_factory=dict)
+    owner: type | None = None  # the jitclass it is a member of (found before any swap)
 
     @property
     def rows(self) -> list[int]:
@@ -173,6 +184,7 @@ class Runner:
     timing: bool = True
     targets: dict[Key, Target] = field(default_factory=dict)
     relinked: dict[str, dict[int, Twin]] = field(default_factory=lambda: {PLAIN: {}, INSTRUMENTED: {}})
+    properties: dict[tuple[str, int, str], property] = field(default_factory=dict)  # jitclass boxes
 
     def add(self, dispatcher: object) -> Target:
         """Make ``dispatcher`` a target (a new dispatcher for a known key replaces the old one)."""
@@ -200,7 +212,7 @@ class Runner:
         }
         add_prange_flushes(rewrites[INSTRUMENTED].tree)
         counters = {phase: P.new_counters(len(r.rows)) for phase, r in rewrites.items()}
-        target = Target(dispatcher, source, rewrites, counters)
+        target = Target(dispatcher, source, rewrites, counters, owner=owning_jitclass(dispatcher))
         self.targets[source.key] = target
         return target
 
@@ -210,7 +222,12 @@ class Runner:
         """Twins of ``targets`` and of every jitted caller that reaches one, linked."""
         built: list[tuple[Twin, FunctionSource | None]] = []
         originals = [t.original for t in self.targets.values()]
-        callers = find_callers(originals, namespaces)
+        classes = self.classes()  # jitclasses with a profiled member: recompiled for the run
+        names = instance_type_names(classes)
+        callers = find_callers(originals, namespaces, lambda d: uses_instances(d, names))
+        profiled = {id(d) for d in originals}
+        callers += [d for d in entry_points(classes) if id(d) not in profiled]
+        callers = list({id(d): d for d in callers}.values())
         # a callee runs without the GIL when a nogil (or parallel) caller reaches it
         concurrent = any(runs_concurrently(c) for c in callers)
         for target in targets:
@@ -236,6 +253,7 @@ class Runner:
     ) -> Iterator[PhaseRun]:
         """Swap in the (compiled) twins of ``phase``; restore every namespace afterwards."""
         spaces = [ns for ns in namespaces if ns is not None] + module_namespaces()
+        spaces += class_namespaces(self.classes())
         run = PhaseRun(self, phase, spaces, Swap(), progress)
         watcher = CompileWatcher(phase, progress, paused)
         try:
@@ -243,12 +261,27 @@ class Runner:
                 # line tables of exec'd twins (and their parfor workers): "could not find source"
                 warnings.simplefilter("ignore", NumbaDebugInfoWarning)
                 with ctrl_c_deferred():  # a Ctrl-C inside LLVM's callbacks would be lost
+                    forget_bound_methods(self.classes())
                     run.start(self.build(phase, list(self.targets.values()), spaces))
+                    self._swap_box_properties(phase, run.swap)
                 yield run
         finally:
             run.swap.restore()
+            forget_bound_methods(self.classes())
             for twin in self.twins(phase):
                 twin.compile_seconds += watcher.seconds.get(id(twin.dispatcher), 0.0)
+
+    def classes(self) -> list[type]:
+        """The jitclasses with a profiled member."""
+        return list({id(t.owner): t.owner for t in self.targets.values() if t.owner is not None}.values())
+
+    def _swap_box_properties(self, phase: str, swap: Swap) -> None:
+        """Python-level property access of profiled jitclasses reaches the twins (see jitclasses)."""
+        for box, name, old in box_properties(self.classes()):
+            key = (phase, id(box), name)
+            if key not in self.properties:
+                self.properties[key] = fresh_property(box._numba_type_, name, old)
+            swap.set_attribute(box, name, self.properties[key])
 
     def twins(self, phase: str) -> list[Twin]:
         made = [t.twins[phase] for t in self.targets.values() if phase in t.twins]

@@ -91,3 +91,25 @@ def particle_workload(cls, sim, make):
     p.energy = 8.0
     b = p.energy + p.step(0.5) + cls.scaled(p.x, 2.0)
     return a, b, sim(p, 5), make(3), p.x, p.v
+
+
+@njit
+def integrand(x):
+    y = x * x
+    if y > 0.25:
+        y -= 0.1
+    return y + 1.0
+
+
+@njit
+def integrate(g, a, b, n):
+    h = (b - a) / n
+    s = 0.0
+    for i in range(n):
+        s += g(a + (i + 0.5) * h)
+    return s * h
+
+
+@njit
+def integrate_both(n):
+    return integrate(integrand, 0.0, 1.0, n) + integrate(inner_counted, 0.0, 1.0, n)

@@ -110,7 +110,14 @@ def _redirecting(cls: type) -> type:
     def __call__(self, *args, **kwargs):
         return self.__dict__[_REDIRECT](*args, **kwargs)
 
-    return type(cls.__name__, (cls,), {"__call__": __call__, "__module__": cls.__module__})
+    @property
+    def _numba_type_(self):
+        # passed as an argument to jitted code (a first-class function such as
+        # ``integrate(f, 0, 1)``), it is typed as its twin, so the callee calls the twin
+        return self.__dict__[_REDIRECT]._numba_type_
+
+    namespace = {"__call__": __call__, "_numba_type_": _numba_type_, "__module__": cls.__module__}
+    return type(cls.__name__, (cls,), namespace)
 
 
 _REDIRECT = "_numba_lprun_twin"

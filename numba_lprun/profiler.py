@@ -26,7 +26,7 @@ from .instrument.calibrate import probe_cost_ticks
 from .instrument.clock import current_clock
 from .instrument.kinds import resolve
 from .run.quiet import quiet
-from .run.runner import INSTRUMENTED, PLAIN, Key, PhaseRun, Progress, Runner, Target
+from .run.runner import INSTRUMENTED, PLAIN, Key, PhaseRun, Progress, Runner, Target, runs_concurrently
 from .run.sampled_run import SegmentedSampling, Where, charge, line_maps, samples_inside
 from .run.snapshot import Reach, call_reach, describe, statement_reach, take_snapshot
 from .stats import FunctionStats, IsolationInfo, ProfileStats, SamplingInfo
@@ -301,7 +301,7 @@ class LineProfiler:
     def _new_sampling(self) -> SegmentedSampling | None:
         if self.sampling is None or self.sampling.unavailable is not None:
             return None
-        parallel = any(t.original.targetoptions.get("parallel") for t in self._runner.targets.values())
+        parallel = any(runs_concurrently(t.original) for t in self._runner.targets.values())
         return SegmentedSampling(self.sampling.rate_hz, parallel)
 
     def _plain_code(self) -> dict[Key, Where]:
@@ -310,7 +310,7 @@ class LineProfiler:
             twin = target.twins.get(PLAIN)
             if twin is not None:
                 last = target.source.first_lineno + len(target.source.lines) - 1
-                where[key] = (twin.dispatcher, target.source.filename, target.source.first_lineno, last)
+                where[key] = (twin.code, target.source.filename, target.source.first_lineno, last)
         return where
 
     def _collect_samples(self, sampling: SegmentedSampling, maps: dict | None) -> None:
@@ -358,12 +358,10 @@ class LineProfiler:
                     stats.ticks[line] = stats.ticks.get(line, 0) + line_ticks
             plain = target.twins.get(PLAIN)
             if twin is not None and plain is not None:
-                stats.lost_vectorization = vectorized_lines(plain.dispatcher) - vectorized_lines(
-                    twin.dispatcher
-                )
+                stats.lost_vectorization = vectorized_lines(plain.code) - vectorized_lines(twin.code)
             if twin is not None:
-                for sig in twin.dispatcher.signatures:
-                    text = ", ".join(str(t) for t in sig)
+                for sig in twin.code.overloads:  # argument tuples (a ufunc kernel's: signatures)
+                    text = ", ".join(str(t) for t in getattr(sig, "args", sig))
                     if text not in stats.signatures:
                         stats.signatures.append(text)
 

@@ -4,7 +4,7 @@ first-class functions, ufuncs, register_jitable/overload, generators, stencils."
 from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
-from numba import float64, njit
+from numba import float64, guvectorize, njit, vectorize
 from numba.experimental import jitclass
 
 
@@ -113,3 +113,31 @@ def integrate(g, a, b, n):
 @njit
 def integrate_both(n):
     return integrate(integrand, 0.0, 1.0, n) + integrate(inner_counted, 0.0, 1.0, n)
+
+
+@vectorize(["float64(float64, float64)", "float32(float32, float32)"])
+def clip_add(x, y):
+    s = x + y
+    if s > 1.0:
+        s = 1.0
+    return s
+
+
+@vectorize
+def lazy_double(x):
+    return x * 2.0
+
+
+@guvectorize(["void(float64[:], float64[:])"], "(n)->()")
+def row_total(x, out):
+    acc = 0.0
+    for i in range(x.shape[0]):
+        acc += x[i]
+    out[0] = acc
+
+
+@njit
+def uses_ufuncs(a):
+    out = np.empty(2)
+    row_total(a.reshape(2, -1), out)
+    return clip_add(a, a).sum() + out.sum()

@@ -1,9 +1,15 @@
 """The other ways Numba code is written, each profiled from the API and the magic:
 result equal to the unprofiled call, hits equal to line_profiler's, state put back."""
 
+from pathlib import Path
+
+import numpy as np
+import pytest
+
 import numba_lprun
 from tests import kinds
 from tests.conftest import hits_of, same
+from tests.test_cli import nlprun
 
 
 def python_hits(py_funcs, call):
@@ -47,3 +53,94 @@ def test_function_passed_inside_jitted_code():
     )
     assert hits_of(prof.get_stats(), "integrand") == ref["integrand"]
     assert kinds.integrate_both.py_func.__globals__["integrand"] is kinds.integrand
+
+
+# -- @vectorize / @guvectorize (target cpu) ------------------------------------------------
+A = np.linspace(0.0, 1.0, 10)
+A2 = A.reshape(2, -1)
+
+
+def kernel(ufunc):
+    """The Python function a @vectorize/@guvectorize ufunc compiles."""
+    return ufunc._dispatcher.py_func
+
+
+def per_element(py_func, *arrays):
+    """Call a @vectorize kernel's Python function on each element, as the ufunc does."""
+    return [py_func(*values) for values in zip(*(np.broadcast_arrays(*arrays)), strict=True)]
+
+
+def per_row(py_func, x):
+    out = np.empty(x.shape[0])
+    for i in range(x.shape[0]):
+        py_func(x[i], out[i : i + 1])
+    return out
+
+
+def ufunc_state(u):
+    return type(u), dict(vars(u))
+
+
+UFUNC_CASES = [
+    ("clip_add", lambda k: k.clip_add(A, A), lambda: per_element(kernel(kinds.clip_add), A, A)),
+    ("clip_add", lambda k: k.clip_add(A.astype(np.float32), np.float32(0.5)), None),
+    ("lazy_double", lambda k: k.lazy_double(A), lambda: per_element(kernel(kinds.lazy_double), A)),
+    (
+        "row_total",
+        lambda k: k.row_total(A.reshape(2, -1)),
+        lambda: per_row(kernel(kinds.row_total), A.reshape(2, -1)),
+    ),
+    ("clip_add", lambda k: k.uses_ufuncs(A), lambda: per_element(kernel(kinds.clip_add), A, A)),
+    ("row_total", lambda k: k.uses_ufuncs(A), lambda: per_row(kernel(kinds.row_total), A2)),
+]
+
+
+@pytest.mark.parametrize("name, call, reference", UFUNC_CASES)
+def test_ufunc_api(name, call, reference):
+    u = getattr(kinds, name)
+    expected = call(kinds)
+    before = ufunc_state(u)
+    prof = numba_lprun.LineProfiler(u, sample_time=0.05)
+    got = prof.runcall(call, kinds)
+    assert np.array_equal(got, expected)
+    (stats,) = prof.profile.functions
+    if reference is None:
+        f32 = A.astype(np.float32)
+        reference = lambda: per_element(kernel(kinds.clip_add), f32, np.float32(0.5))  # noqa: E731
+    assert stats.hits == python_hits([kernel(u)], reference)[kernel(u).__name__]
+    assert ufunc_state(u) == before and getattr(kinds, name) is u
+    assert np.array_equal(call(kinds), expected)  # the user's ufunc still works
+
+
+def test_ufunc_magic(ipshell):
+    ipshell.push({"clip_add": kinds.clip_add, "A": A})
+    expected = kinds.clip_add(A, A)
+    got, prof = in_magic(ipshell, "clip_add", "clip_add(A, A)", {})
+    assert np.array_equal(got, expected)
+    ref = python_hits([kernel(kinds.clip_add)], lambda: per_element(kernel(kinds.clip_add), A, A))
+    assert hits_of(prof.get_stats(), "clip_add") == ref["clip_add"]
+    assert ipshell.user_ns["clip_add"] is kinds.clip_add
+
+
+def test_ufunc_cli(tmp_path):
+    script = tmp_path / "ufuncs.py"
+    script.write_text(
+        "import numpy as np\nfrom tests import kinds\n"
+        "print('sum', kinds.clip_add(np.linspace(0, 1, 10), 0.5).sum())\n"
+    )
+    root = Path(kinds.__file__).resolve().parents[1]
+    done = nlprun("--no-sample", "-f", "tests.kinds:clip_add", str(script), cwd=tmp_path, env_path=root)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.count("sum ") == 1
+    assert "Function:   clip_add at line" in done.stdout
+    first = kernel(kinds.clip_add).__code__.co_firstlineno
+    rows = {ln.split()[0]: ln.split()[1] for ln in done.stdout.splitlines() if ln.strip()[:1].isdigit()}
+    assert rows[str(first + 2)] == "10" and rows[str(first + 4)] == "5"
+
+
+def test_parallel_target_ufunc_refused():
+    from numba import vectorize
+
+    par = vectorize(["float64(float64)"], target="parallel")(lambda x: x + 1.0)
+    with pytest.raises(numba_lprun.NotProfilableError, match="target='parallel'"):
+        numba_lprun.LineProfiler(par)

@@ -19,6 +19,7 @@ from numba.core.registry import CPUDispatcher
 
 from ..errors import NotProfilableError
 from .source import describe, python_function_of
+from .ufuncs import is_cpu_ufunc
 
 
 def is_jitclass(obj: object) -> bool:
@@ -70,14 +71,15 @@ def resolve(obj: object) -> list[CPUDispatcher]:
 
     A jitclass gives all its members; one of its methods, properties or static
     methods (as the class attribute gives it: a function, a property or the
-    dispatcher) gives that member; a ``@njit``/``@jit`` dispatcher gives itself.
+    dispatcher) gives that member; a ``@njit``/``@jit`` dispatcher and a ufunc
+    made by ``@vectorize``/``@guvectorize`` (target ``cpu``) give themselves.
     """
     if is_jitclass(obj):
         members = [disp for _, disp in class_members(obj)]
         for disp in members:
             python_function_of(disp)  # refuse the whole class with the member's reason
         return members
-    if isinstance(obj, CPUDispatcher):
+    if isinstance(obj, CPUDispatcher) or is_cpu_ufunc(obj):
         python_function_of(obj)
         return [obj]
     if isinstance(obj, (FunctionType, property, staticmethod)):

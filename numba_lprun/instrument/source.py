@@ -56,9 +56,12 @@ def python_function_of(dispatcher: object) -> FunctionType:
     """The Python function behind a CPU dispatcher, or NotProfilableError saying why not."""
     from numba.core.registry import CPUDispatcher
 
-    if isinstance(dispatcher, CPUDispatcher):
-        py_func = dispatcher.py_func
-        if dispatcher.targetoptions.get("forceobj") or dispatcher.targetoptions.get("nopython") is False:
+    from .ufuncs import is_cpu_ufunc, kernel_function
+
+    if isinstance(dispatcher, CPUDispatcher) or is_cpu_ufunc(dispatcher):
+        py_func = dispatcher.py_func if isinstance(dispatcher, CPUDispatcher) else kernel_function(dispatcher)
+        options = getattr(dispatcher, "targetoptions", None) or {}
+        if options.get("forceobj") or options.get("nopython") is False:
             raise NotProfilableError(
                 f"{describe(py_func)} is compiled in object mode; numba_lprun profiles nopython "
                 "functions only (use line_profiler's %lprun on it)"
@@ -74,6 +77,14 @@ def python_function_of(dispatcher: object) -> FunctionType:
         raise NotProfilableError(
             f"{describe(dispatcher)} is a plain Python function, not a Numba jitted one; "
             "use line_profiler (%lprun) for it"
+        )
+    import numpy as np
+
+    if isinstance(dispatcher, np.ufunc):
+        raise NotProfilableError(
+            f"{describe(dispatcher)} is a numpy.ufunc (what @vectorize/@guvectorize build for "
+            "target='parallel', or NumPy's own); it keeps no reference to a Python kernel, so "
+            "numba_lprun cannot profile it: profile a target='cpu' build of the kernel"
         )
     if type(dispatcher).__module__.startswith("numba"):
         raise NotProfilableError(

@@ -30,6 +30,7 @@ from ..instrument.rewrite import Rewritten, instrument
 from ..instrument.rewrite_parallel import add_prange_flushes
 from ..instrument.source import FunctionSource, read_source
 from ..instrument.twins import Twin, compile_like_original, link, make_relinked, make_twin, objmode_names
+from ..instrument.ufuncs import is_cpu_ufunc
 from .jitclasses import (
     box_properties,
     class_namespaces,
@@ -76,6 +77,8 @@ def runs_concurrently(dispatcher: object) -> bool:
     ``nogil=True`` function can be called from several Python threads at the same
     time (a thread pool): in both its counters need atomic updates, or hits are lost.
     """
+    if is_cpu_ufunc(dispatcher):  # NumPy runs ufunc loops without the GIL
+        return True
     options = getattr(dispatcher, "targetoptions", None) or {}
     return bool(options.get("parallel") or options.get("nogil"))
 
@@ -194,10 +197,9 @@ class Runner:
         source = read_source(dispatcher)
         existing = self.targets.get(source.key)
         if existing is not None:
-            same_code = (
-                existing.source.py_func.__code__ is source.py_func.__code__
-                and existing.original.targetoptions == dispatcher.targetoptions
-            )
+            same_code = existing.source.py_func.__code__ is source.py_func.__code__ and getattr(
+                existing.original, "targetoptions", None
+            ) == getattr(dispatcher, "targetoptions", None)
             existing.original, existing.source = dispatcher, source
             if same_code:  # defined again by the same code (a repeated run): keep the twins
                 for twin in existing.twins.values():

@@ -4,8 +4,9 @@ first-class functions, ufuncs, register_jitable/overload, generators, stencils."
 from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
-from numba import float64, guvectorize, njit, vectorize
+from numba import float64, guvectorize, njit, types, vectorize
 from numba.experimental import jitclass
+from numba.extending import overload, register_jitable
 
 
 @njit(nogil=True)
@@ -141,3 +142,38 @@ def uses_ufuncs(a):
     out = np.empty(2)
     row_total(a.reshape(2, -1), out)
     return clip_add(a, a).sum() + out.sum()
+
+
+@register_jitable
+def jitable_helper(x):
+    y = x * 2
+    if y > 5:
+        y -= 1
+    return y + 1
+
+
+def sum_squares(a):
+    """Pure Python; jitted code uses the @overload below."""
+    return float((a * a).sum())
+
+
+@overload(sum_squares)
+def _sum_squares_overload(a):
+    if isinstance(a, types.Array):
+
+        def impl(a):
+            s = 0.0
+            for v in a.flat:
+                s += v * v
+            return s
+
+        return impl
+    return None
+
+
+@njit
+def uses_overloads(a, n):
+    t = 0.0
+    for i in range(n):
+        t += jitable_helper(i) + jitable_helper(i * 0.5)
+    return t + sum_squares(a)

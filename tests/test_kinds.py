@@ -144,3 +144,61 @@ def test_parallel_target_ufunc_refused():
     par = vectorize(["float64(float64)"], target="parallel")(lambda x: x + 1.0)
     with pytest.raises(numba_lprun.NotProfilableError, match="target='parallel'"):
         numba_lprun.LineProfiler(par)
+
+
+# -- @register_jitable and @overload implementations ---------------------------------------
+def overload_impl():
+    from numba_lprun.instrument.kinds import implementations, overload_templates
+
+    (template,) = overload_templates(kinds.sum_squares)
+    (disp,) = implementations(template)
+    return disp
+
+
+def overload_state():
+    from numba_lprun.instrument.kinds import overload_templates
+
+    found = []
+    for f in (kinds.jitable_helper, kinds.sum_squares):
+        for t in overload_templates(f):
+            found.append((dict(t._impl_cache), dict(t._compiled_overloads)))
+    return found
+
+
+@pytest.fixture(scope="module")
+def overloads_compiled():
+    return kinds.uses_overloads(A, 4)
+
+
+@pytest.mark.parametrize("via_magic", [False, True], ids=["api", "magic"])
+@pytest.mark.parametrize("name", ["jitable_helper", "sum_squares"])
+def test_register_jitable_and_overload(ipshell, overloads_compiled, name, via_magic):
+    expected = overloads_compiled
+    if name == "jitable_helper":
+        py_func = kinds.jitable_helper
+        ref = python_hits([py_func], lambda: kinds.uses_overloads.py_func(A, 4))[py_func.__name__]
+    else:
+        py_func = overload_impl().py_func
+        ref = python_hits([py_func], lambda: py_func(A))["impl"]
+    before = overload_state()
+    if via_magic:
+        ns = {name: getattr(kinds, name), "uses_overloads": kinds.uses_overloads, "A": A}
+        got, prof = in_magic(ipshell, name, "uses_overloads(A, 4)", ns)
+    else:
+        prof = numba_lprun.LineProfiler(getattr(kinds, name), sample_time=0.05)
+        got = prof.runcall(kinds.uses_overloads, A, 4)
+    assert same(got, expected)
+    assert hits_of(prof.get_stats(), py_func.__qualname__) == ref
+    assert overload_state() == before
+    assert kinds.uses_overloads.py_func.__globals__[name] is getattr(kinds, name)
+
+
+def test_overload_not_compiled_yet_refused():
+    from numba.extending import register_jitable
+
+    @register_jitable
+    def never_used(x):
+        return x
+
+    with pytest.raises(numba_lprun.NotProfilableError, match="never_used.*no jitted code has compiled it"):
+        numba_lprun.LineProfiler(never_used)

@@ -66,13 +66,64 @@ def _member_of_function(func: object) -> list[CPUDispatcher]:
     return found
 
 
+def overload_templates(func: object) -> list[type]:
+    """Typing templates made by ``@overload(func)`` or ``@register_jitable`` on ``func``
+    (also found from the overload function itself)."""
+    from numba.core.typing.templates import builtin_registry
+
+    found = []
+    for template in list(builtin_registry.functions):
+        cache = getattr(template, "_impl_cache", None)
+        if cache is None:
+            continue
+        if getattr(template, "key", None) is func or getattr(template, "_overload_func", None) is func:
+            found.append(template)
+    return found
+
+
+def implementations(template: type) -> list[CPUDispatcher]:
+    """The implementation dispatchers an overload template compiled, one per Python function."""
+    found: dict[object, CPUDispatcher] = {}
+    for disp in cached_dispatchers(template):
+        found.setdefault(disp.py_func.__code__, disp)
+    return list(found.values())
+
+
+def cached_dispatchers(template: type) -> list[CPUDispatcher]:
+    """Dispatchers in a template's ``_impl_cache`` (overload templates cache (dispatcher,
+    argument types) pairs; intrinsic templates cache signatures, which are skipped)."""
+    found = []
+    for value in list(template._impl_cache.values()):
+        if isinstance(value, tuple) and value and isinstance(value[0], CPUDispatcher):
+            found.append(value[0])
+    return found
+
+
+def templates_holding(dispatcher: object) -> list[type]:
+    """Overload templates whose cache holds an implementation compiled from ``dispatcher``'s code."""
+    from numba.core.typing.templates import builtin_registry
+
+    def code_of(disp: object) -> object:
+        return getattr(getattr(disp, "py_func", None), "__code__", None)
+
+    code = code_of(dispatcher)
+    found = []
+    for template in list(builtin_registry.functions):
+        cache = getattr(template, "_impl_cache", None)
+        if cache and any(code_of(disp) is code for disp in cached_dispatchers(template)):
+            found.append(template)
+    return found
+
+
 def resolve(obj: object) -> list[CPUDispatcher]:
     """The dispatchers to profile for ``obj``; NotProfilableError saying why there are none.
 
     A jitclass gives all its members; one of its methods, properties or static
     methods (as the class attribute gives it: a function, a property or the
     dispatcher) gives that member; a ``@njit``/``@jit`` dispatcher and a ufunc
-    made by ``@vectorize``/``@guvectorize`` (target ``cpu``) give themselves.
+    made by ``@vectorize``/``@guvectorize`` (target ``cpu``) give themselves; a
+    function given to ``@register_jitable``, or overloaded by ``@overload`` (or the
+    overload function itself), gives the implementations jitted code compiled for it.
     """
     if is_jitclass(obj):
         members = [disp for _, disp in class_members(obj)]
@@ -86,6 +137,17 @@ def resolve(obj: object) -> list[CPUDispatcher]:
         members = _member_of_function(obj)
         if members:
             return members
+    templates = overload_templates(obj) if isinstance(obj, FunctionType) else []
+    if templates:
+        found = [disp for t in templates for disp in implementations(t)]
+        if not found:
+            raise NotProfilableError(
+                f"{describe(obj)} is implemented by @overload/@register_jitable, but no jitted code "
+                "has compiled it yet: run the code that calls it once, then profile it"
+            )
+        for disp in found:
+            python_function_of(disp)
+        return found
     python_function_of(obj)  # raises with the reason
     raise NotProfilableError(f"{describe(obj)} is not a Numba jitted function")
 

@@ -25,7 +25,7 @@ from numba.core.errors import NumbaDebugInfoWarning
 from numba.core.registry import CPUDispatcher
 
 from ..instrument import probes as P
-from ..instrument.kinds import owning_jitclass
+from ..instrument.kinds import owning_jitclass, templates_holding
 from ..instrument.rewrite import Rewritten, instrument
 from ..instrument.rewrite_parallel import add_prange_flushes
 from ..instrument.source import FunctionSource, read_source
@@ -40,6 +40,7 @@ from .jitclasses import (
     instance_type_names,
     uses_instances,
 )
+from .overloads import overloaded_functions, swap_implementations
 from .reach import Swap, ctrl_c_deferred, find_callers, module_namespaces
 
 PLAIN, INSTRUMENTED = "plain", "instrumented"
@@ -64,6 +65,7 @@ class Target:
     counters: dict[str, np.ndarray]
     twins: dict[str, Twin] = field(default_factory=dict)
     owner: type | None = None  # the jitclass it is a member of (found before any swap)
+    templates: list[type] = field(default_factory=list)  # @overload templates holding it
 
     @property
     def rows(self) -> list[int]:
@@ -215,6 +217,7 @@ class Runner:
         add_prange_flushes(rewrites[INSTRUMENTED].tree)
         counters = {phase: P.new_counters(len(r.rows)) for phase, r in rewrites.items()}
         target = Target(dispatcher, source, rewrites, counters, owner=owning_jitclass(dispatcher))
+        target.templates = templates_holding(dispatcher)
         self.targets[source.key] = target
         return target
 
@@ -226,7 +229,8 @@ class Runner:
         originals = [t.original for t in self.targets.values()]
         classes = self.classes()  # jitclasses with a profiled member: recompiled for the run
         names = instance_type_names(classes)
-        callers = find_callers(originals, namespaces, lambda d: uses_instances(d, names))
+        overloaded = overloaded_functions(self.templates())
+        callers = find_callers(originals + overloaded, namespaces, lambda d: uses_instances(d, names))
         profiled = {id(d) for d in originals}
         callers += [d for d in entry_points(classes) if id(d) not in profiled]
         callers = list({id(d): d for d in callers}.values())
@@ -264,7 +268,10 @@ class Runner:
                 warnings.simplefilter("ignore", NumbaDebugInfoWarning)
                 with ctrl_c_deferred():  # a Ctrl-C inside LLVM's callbacks would be lost
                     forget_bound_methods(self.classes())
-                    run.start(self.build(phase, list(self.targets.values()), spaces))
+                    built = self.build(phase, list(self.targets.values()), spaces)
+                    twins = {t.source.py_func.__code__: t.twins[phase].code for t in self.targets.values()}
+                    swap_implementations(self.templates(), twins, run.swap)
+                    run.start(built)
                     self._swap_box_properties(phase, run.swap)
                 yield run
         finally:
@@ -272,6 +279,11 @@ class Runner:
             forget_bound_methods(self.classes())
             for twin in self.twins(phase):
                 twin.compile_seconds += watcher.seconds.get(id(twin.dispatcher), 0.0)
+
+    def templates(self) -> list[type]:
+        """The @overload/@register_jitable templates holding a profiled implementation."""
+        found = {id(t): t for target in self.targets.values() for t in target.templates}
+        return list(found.values())
 
     def classes(self) -> list[type]:
         """The jitclasses with a profiled member."""

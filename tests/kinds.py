@@ -177,3 +177,31 @@ def uses_overloads(a, n):
     for i in range(n):
         t += jitable_helper(i) + jitable_helper(i * 0.5)
     return t + sum_squares(a)
+
+
+@njit
+def produce(a, reps):
+    for i in range(a.size):
+        t = 0.0
+        for _ in range(reps):
+            t += np.sin(a[i])
+        if t > 0.5:
+            yield t
+        else:
+            yield -t
+    yield 0.0
+
+
+@njit
+def consume(a, reps, wait):
+    total = 0.0
+    for v in produce(a, reps):
+        w = 0.0
+        for _ in range(wait):
+            w += np.cos(v)
+        total += v + w
+    return total
+
+
+def consume_in_python(a, reps):
+    return sum(produce(a, reps))

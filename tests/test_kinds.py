@@ -202,3 +202,44 @@ def test_overload_not_compiled_yet_refused():
 
     with pytest.raises(numba_lprun.NotProfilableError, match="never_used.*no jitted code has compiled it"):
         numba_lprun.LineProfiler(never_used)
+
+
+# -- generators ----------------------------------------------------------------------------
+G = np.linspace(0.0, 1.0, 12)
+
+
+@pytest.mark.parametrize("via_magic", [False, True], ids=["api", "magic"])
+@pytest.mark.parametrize("consumer", ["consume", "consume_in_python"])
+def test_generator_hits(ipshell, consumer, via_magic):
+    args = (G, 3, 2) if consumer == "consume" else (G, 3)
+    call = getattr(kinds, consumer)
+    expected = call(*args)
+    ref = python_hits([kinds.produce.py_func], lambda: sum(kinds.produce.py_func(G, 3)))["produce"]
+    if via_magic:
+        ns = {"produce": kinds.produce, consumer: call, "G": G}
+        got, prof = in_magic(ipshell, "produce", f"{consumer}(G, {', '.join(map(str, args[1:]))})", ns)
+    else:
+        prof = numba_lprun.LineProfiler(kinds.produce, sample_time=0.05)
+        got = prof.runcall(call, *args)
+    assert same(got, expected)
+    assert hits_of(prof.get_stats(), "produce") == ref
+    assert kinds.consume.py_func.__globals__["produce"] is kinds.produce
+
+
+def test_generator_suspended_time_charged_to_no_line():
+    kinds.consume(G, 3, 2)
+    per_wait = {}
+    for wait in (1, 20_000):
+        prof = numba_lprun.LineProfiler(kinds.produce, sample=False, baseline=False)
+        prof.runcall(kinds.consume, G, 200, wait)
+        (stats,) = prof.profile.functions
+        per_wait[wait] = sum(stats.ticks.values())
+    # the consumer's 12 x 20,000 cosines (about 2 ms) happen while produce is suspended
+    assert per_wait[20_000] < 3 * per_wait[1]
+
+
+def test_generator_hits_only():
+    prof = numba_lprun.LineProfiler(kinds.produce, timing=False, sample=False)
+    prof.runcall(kinds.consume, G, 3, 1)
+    ref = python_hits([kinds.produce.py_func], lambda: sum(kinds.produce.py_func(G, 3)))["produce"]
+    assert hits_of(prof.get_stats(), "produce") == ref

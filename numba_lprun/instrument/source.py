@@ -14,7 +14,7 @@ from types import CodeType, FunctionType
 
 from ..errors import NotProfilableError
 
-_CO_GENERATOR_FLAGS = inspect.CO_GENERATOR | inspect.CO_COROUTINE | inspect.CO_ASYNC_GENERATOR
+_CO_GENERATOR_FLAGS = inspect.CO_COROUTINE | inspect.CO_ASYNC_GENERATOR  # Numba compiles neither
 
 
 @dataclass(frozen=True)
@@ -82,9 +82,9 @@ def python_function_of(dispatcher: object) -> FunctionType:
 
     if isinstance(dispatcher, np.ufunc):
         raise NotProfilableError(
-            f"{describe(dispatcher)} is a numpy.ufunc (what @vectorize/@guvectorize build for "
-            "target='parallel', or NumPy's own); it keeps no reference to a Python kernel, so "
-            "numba_lprun cannot profile it: profile a target='cpu' build of the kernel"
+            f"{describe(dispatcher)} is a numpy.ufunc, not a Numba jitted function (what "
+            "@vectorize/@guvectorize build for target='parallel', or NumPy's own): it keeps no "
+            "reference to a Python kernel; profile a target='cpu' build of the kernel"
         )
     if type(dispatcher).__module__.startswith("numba"):
         raise NotProfilableError(
@@ -138,8 +138,8 @@ def read_source(dispatcher: object) -> FunctionSource:
             f"the source found for {name} in {code.co_filename} does not define it "
             "(was the file edited after the function was defined?)"
         )
-    if any(isinstance(n, (ast.Yield, ast.YieldFrom, ast.Await)) for n in _own_nodes(fdef)):
-        raise NotProfilableError(f"{name} is a generator; numba_lprun cannot profile generators")
+    if any(isinstance(n, (ast.YieldFrom, ast.Await)) for n in _own_nodes(fdef)):
+        raise NotProfilableError(f"{name} uses yield from or await, which Numba does not compile")
     return FunctionSource(py_func, fdef, code.co_filename, code.co_firstlineno, lines)
 
 

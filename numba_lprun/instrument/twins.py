@@ -288,6 +288,8 @@ def compile_like_original(twin: Twin, src: FunctionSource | None = None) -> None
     original = twin.original
     for cres in list(original.overloads.values()):
         sig = cres.signature
+        if isinstance(sig.return_type, numba.types.Generator):  # its type names the original function
+            sig = sig.args
         try:
             twin.dispatcher.compile(sig)
         except Exception as exc:  # Numba raises many types; all mean the twin failed

@@ -13,6 +13,7 @@ then *adopts* the fresh dispatcher the statement just defined, under the same ke
 from __future__ import annotations
 
 import contextlib
+import inspect
 import time
 import warnings
 from collections.abc import Callable, Iterable, Iterator
@@ -94,6 +95,7 @@ def _twin_for(target: Target, phase: str, clock: str, timing: bool, concurrent: 
         clock=clock,
         timing=timing and phase == INSTRUMENTED,
         atomic=concurrent or runs_concurrently(target.original),
+        suspends=bool(target.source.py_func.__code__.co_flags & inspect.CO_GENERATOR),
     )
     extra = P.make_probes(cfg)
     extra[P.PYHIT] = P.make_python_hit(counters)

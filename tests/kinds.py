@@ -4,7 +4,7 @@ first-class functions, ufuncs, register_jitable/overload, generators, stencils."
 from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
-from numba import float64, guvectorize, njit, types, vectorize
+from numba import float64, guvectorize, njit, stencil, types, vectorize
 from numba.experimental import jitclass
 from numba.extending import overload, register_jitable
 
@@ -205,3 +205,21 @@ def consume(a, reps, wait):
 
 def consume_in_python(a, reps):
     return sum(produce(a, reps))
+
+
+@stencil
+def smooth(a):
+    s = a[-1] + a[0]
+    if s > 1.0:
+        s = s + a[1]
+    return s / 3.0
+
+
+@njit
+def smooth_twice(a):
+    return smooth(a) * 2.0
+
+
+@njit(parallel=True)
+def smooth_parallel(a):
+    return smooth(a) + 1.0

@@ -243,3 +243,41 @@ def test_generator_hits_only():
     prof.runcall(kinds.consume, G, 3, 1)
     ref = python_hits([kinds.produce.py_func], lambda: sum(kinds.produce.py_func(G, 3)))["produce"]
     assert hits_of(prof.get_stats(), "produce") == ref
+
+
+# -- stencils ------------------------------------------------------------------------------
+S = np.linspace(0.0, 1.0, 20)
+
+
+class Relative:
+    """An array seen from one point, indexed relatively, as a stencil kernel sees it."""
+
+    def __init__(self, a, i):
+        self.a, self.i = a, i
+
+    def __getitem__(self, k):
+        return self.a[self.i + k]
+
+
+def stencil_reference():
+    kernel = kinds.smooth.kernel_ir.func_id.func
+    call = lambda: [kernel(Relative(S, i)) for i in range(1, S.size - 1)]  # noqa: E731
+    return python_hits([kernel], call)["smooth"]
+
+
+@pytest.mark.parametrize("via_magic", [False, True], ids=["api", "magic"])
+@pytest.mark.parametrize("caller", ["smooth", "smooth_twice", "smooth_parallel"])
+def test_stencil(ipshell, caller, via_magic):
+    call = getattr(kinds, caller)
+    expected = call(S)
+    if via_magic:
+        ns = {"smooth": kinds.smooth, caller: call, "S": S}
+        got, prof = in_magic(ipshell, "smooth", f"{caller}(S)", ns)
+    else:
+        prof = numba_lprun.LineProfiler(kinds.smooth, sample_time=0.05)
+        got = prof.runcall(call, S)
+    assert np.allclose(got, expected)
+    assert hits_of(prof.get_stats(), "smooth") == stencil_reference()
+    assert type(kinds.smooth).__name__ == "StencilFunc"
+    assert kinds.smooth_twice.py_func.__globals__["smooth"] is kinds.smooth
+    assert np.allclose(call(S), expected)

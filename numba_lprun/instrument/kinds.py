@@ -19,7 +19,7 @@ from numba.core.registry import CPUDispatcher
 
 from ..errors import NotProfilableError
 from .source import describe, python_function_of
-from .ufuncs import is_cpu_ufunc
+from .ufuncs import is_kernel_object
 
 
 def is_jitclass(obj: object) -> bool:
@@ -130,7 +130,7 @@ def resolve(obj: object) -> list[CPUDispatcher]:
         for disp in members:
             python_function_of(disp)  # refuse the whole class with the member's reason
         return members
-    if isinstance(obj, CPUDispatcher) or is_cpu_ufunc(obj):
+    if isinstance(obj, CPUDispatcher) or is_kernel_object(obj):
         python_function_of(obj)
         return [obj]
     if isinstance(obj, (FunctionType, property, staticmethod)):

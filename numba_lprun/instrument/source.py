@@ -56,9 +56,9 @@ def python_function_of(dispatcher: object) -> FunctionType:
     """The Python function behind a CPU dispatcher, or NotProfilableError saying why not."""
     from numba.core.registry import CPUDispatcher
 
-    from .ufuncs import is_cpu_ufunc, kernel_function
+    from .ufuncs import is_kernel_object, kernel_function
 
-    if isinstance(dispatcher, CPUDispatcher) or is_cpu_ufunc(dispatcher):
+    if isinstance(dispatcher, CPUDispatcher) or is_kernel_object(dispatcher):
         py_func = dispatcher.py_func if isinstance(dispatcher, CPUDispatcher) else kernel_function(dispatcher)
         options = getattr(dispatcher, "targetoptions", None) or {}
         if options.get("forceobj") or options.get("nopython") is False:

@@ -24,7 +24,7 @@ from numba.core.untyped_passes import WithLifting
 
 from ..errors import TwinCompileError
 from .source import FunctionSource
-from .ufuncs import is_cpu_ufunc, ufunc_twin
+from .ufuncs import is_kernel_object, kernel_twin
 
 
 def objmode_names(py_func: pytypes.FunctionType) -> frozenset[str]:
@@ -79,7 +79,7 @@ class Twin:
     kind: str  # "plain", "instrumented" or "relinked"
     compile_seconds: float = 0.0
     compiled: list[str] = field(default_factory=list)  # signatures compiled, as text
-    kernel: object = None  # a ufunc twin's kernel dispatcher (where its code is)
+    kernel: object = None  # a ufunc's or stencil's twin: where its code is (see ufuncs)
 
     @property
     def code(self):
@@ -213,12 +213,12 @@ def make_twin(
     py_func.__name__ = src.py_func.__name__
     py_func.__qualname__ = src.py_func.__qualname__
     py_func.__module__ = None  # see _new_dispatcher
-    if is_cpu_ufunc(original):  # no line tables: Numba's ufunc targets take no debug option
+    if is_kernel_object(original):  # ufuncs and stencils: no line tables (no debug option there)
         try:
-            ufunc = ufunc_twin(original, py_func)
+            twin, code = kernel_twin(original, py_func)
         except Exception as exc:  # Numba raises many types; all mean the twin failed
             raise TwinCompileError(src.py_func.__qualname__, numba_reason(exc), kind=kind) from None
-        return Twin(original, ufunc, kind, compiled=["ufunc"], kernel=ufunc._dispatcher)
+        return Twin(original, twin, kind, compiled=["kernel"], kernel=code)
     return Twin(original, _new_dispatcher(original, py_func, line_tables), kind)
 
 

@@ -31,7 +31,7 @@ from ..instrument.rewrite import Rewritten, instrument
 from ..instrument.rewrite_parallel import add_prange_flushes
 from ..instrument.source import FunctionSource, read_source
 from ..instrument.twins import Twin, compile_like_original, link, make_relinked, make_twin, objmode_names
-from ..instrument.ufuncs import is_cpu_ufunc
+from ..instrument.ufuncs import is_kernel_object
 from .jitclasses import (
     box_properties,
     class_namespaces,
@@ -80,7 +80,7 @@ def runs_concurrently(dispatcher: object) -> bool:
     ``nogil=True`` function can be called from several Python threads at the same
     time (a thread pool): in both its counters need atomic updates, or hits are lost.
     """
-    if is_cpu_ufunc(dispatcher):  # NumPy runs ufunc loops without the GIL
+    if is_kernel_object(dispatcher):  # NumPy runs ufunc loops without the GIL; stencils go in prange
         return True
     options = getattr(dispatcher, "targetoptions", None) or {}
     return bool(options.get("parallel") or options.get("nogil"))

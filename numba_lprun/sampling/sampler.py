@@ -14,11 +14,7 @@ every thread), waits until no handler runs, and only then reinstalls the exact
 ``struct sigaction`` found at start. A late SIGPROF therefore can neither hit a
 default disposition (which would kill the process) nor write into a freed buffer.
 
-Why a watcher thread: threads started while the sampler runs (a
-``ThreadPoolExecutor`` calling a ``nogil`` function, a pool made per call) are not
-in ``/proc/self/task`` at start. The watcher lists the threads again every
-millisecond and arms a timer for each new one, so every thread that runs for
-longer than that is sampled; it is stopped before the timers are deleted.
+Threads started while the sampler runs get a timer when ``threads.NewThreads`` sees them.
 """
 
 from __future__ import annotations
@@ -34,6 +30,7 @@ import numpy as np
 
 from . import _handler as H
 from . import _native as N
+from .threads import NewThreads
 
 #: Set to a non-empty value other than "0" to make every Sampler unavailable.
 DISABLE_ENV = "NUMBA_LPRUN_NO_SAMPLER"
@@ -43,8 +40,6 @@ _HANDLER_FRAMES = 4
 _SEARCH_FRAMES = 6
 #: Most threads one run can sample (the handler's per-thread CPU-time slots).
 _MAX_THREADS = 4096
-#: Seconds between two looks for threads started during the run.
-_WATCH_PERIOD = 0.001
 #: Words copied from above the interrupted stack pointer when the walk stops short.
 _STACK_WORDS = H.MAX_STACK_WORDS
 
@@ -213,8 +208,7 @@ class Sampler:
         self._timers: list[ctypes.c_void_p] = []
         self._tids: list[int] = []
         self._last_cpu: np.ndarray | None = None
-        self._watcher: threading.Thread | None = None
-        self._watching = threading.Event()
+        self._watcher = NewThreads(lambda: self._tids, self._arm_timers)
         self._started = 0.0
         self._locked = False
 
@@ -288,25 +282,8 @@ class Sampler:
         self._arm_timers(tids)
         if not self._timers:
             return "timer_create failed for every thread"
-        self._watching.set()
-        self._watcher = threading.Thread(target=self._watch, name="numba_lprun-sampler-watch", daemon=True)
         self._watcher.start()
         return None
-
-    def _watch(self) -> None:
-        """Arm timers for threads started since the last look, until the sampler stops."""
-        while self._watching.is_set():
-            known = set(self._tids)
-            new = [tid for tid in N.list_threads() if tid not in known]
-            if new:
-                self._arm_timers(new)
-            time.sleep(_WATCH_PERIOD)
-
-    def _stop_watching(self) -> None:
-        self._watching.clear()
-        watcher, self._watcher = self._watcher, None
-        if watcher is not None and watcher is not threading.current_thread():
-            watcher.join()
 
     def _warm_up(self, nframes: int) -> None:
         """Call backtrace once outside the handler: glibc loads libgcc_s on first use,
@@ -359,7 +336,7 @@ class Sampler:
     # --- stop ----------------------------------------------------------------------
     def _teardown(self) -> None:
         """Undo whatever _start did, in the safe order (see the module docstring)."""
-        self._stop_watching()
+        self._watcher.stop()
         libc, ctrl = self._libc, self._ctrl
         for timer in self._timers:
             libc.timer_delete(timer)

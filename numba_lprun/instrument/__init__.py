@@ -2,7 +2,12 @@
 
 Stages, each importing only from the ones before it:
 
+- ``ufuncs``: kernel objects (``@vectorize``/``@guvectorize`` on the CPU, ``@stencil``):
+  their kernel functions and how a twin of each is made;
 - ``source``: read the function's source and AST, keyed as line_profiler keys functions;
+- ``kinds``: what can be profiled: what the user names (a dispatcher, a jitclass or one
+  of its members, a ufunc, a stencil, an overloaded function) -> the dispatchers or
+  kernel objects to profile, or a one-line refusal;
 - ``rewrite`` (with ``rewrite_parallel``): place one probe per Python line event in the AST;
 - ``clock``, ``probes``, ``calibrate``: the probes themselves (Numba intrinsics reading
   the TSC or ``clock_gettime`` and updating counters), and what one costs;

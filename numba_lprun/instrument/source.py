@@ -88,8 +88,8 @@ def python_function_of(dispatcher: object) -> FunctionType:
         )
     if type(dispatcher).__module__.startswith("numba"):
         raise NotProfilableError(
-            f"{describe(dispatcher)} is a {type(dispatcher).__name__}; numba_lprun profiles "
-            "CPU functions made by @njit or @jit"
+            f"{describe(dispatcher)} is a {type(dispatcher).__name__}, which numba_lprun cannot "
+            "profile yet (see 'What can be profiled' in its README)"
         )
     raise NotProfilableError(
         f"{describe(dispatcher)} is not a Numba jitted function (got {type(dispatcher).__name__})"

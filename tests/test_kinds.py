@@ -281,3 +281,14 @@ def test_stencil(ipshell, caller, via_magic):
     assert type(kinds.smooth).__name__ == "StencilFunc"
     assert kinds.smooth_twice.py_func.__globals__["smooth"] is kinds.smooth
     assert np.allclose(call(S), expected)
+
+
+@pytest.mark.parametrize("name, args", [("clip_add", (A, A)), ("row_total", (A2,)), ("smooth", (S,))])
+def test_kernel_object_kept_in_a_container(name, args):
+    holder = {"k": getattr(kinds, name)}
+    expected = holder["k"](*args)
+    prof = numba_lprun.LineProfiler(holder["k"], sample=False)
+    assert np.allclose(prof.runcall(lambda: holder["k"](*args)), expected)
+    (stats,) = prof.profile.functions
+    assert stats.hits and stats.calls
+    assert type(holder["k"]).__name__ in ("DUFunc", "GUFunc", "StencilFunc")

@@ -112,14 +112,22 @@ def test_ufunc_api(name, call, reference):
     assert np.array_equal(call(kinds), expected)  # the user's ufunc still works
 
 
-def test_ufunc_magic(ipshell):
-    ipshell.push({"clip_add": kinds.clip_add, "A": A})
-    expected = kinds.clip_add(A, A)
-    got, prof = in_magic(ipshell, "clip_add", "clip_add(A, A)", {})
+@pytest.mark.parametrize(
+    "name, statement, reference",
+    [
+        ("clip_add", "clip_add(A, A)", lambda: per_element(kernel(kinds.clip_add), A, A)),
+        ("row_total", "row_total(A2)", lambda: per_row(kernel(kinds.row_total), A2)),
+    ],
+)
+def test_ufunc_magic(ipshell, name, statement, reference):
+    u = getattr(kinds, name)
+    expected = eval(statement, {name: u, "A": A, "A2": A2})
+    before = ufunc_state(u)
+    got, prof = in_magic(ipshell, name, statement, {name: u, "A": A, "A2": A2})
     assert np.array_equal(got, expected)
-    ref = python_hits([kernel(kinds.clip_add)], lambda: per_element(kernel(kinds.clip_add), A, A))
-    assert hits_of(prof.get_stats(), "clip_add") == ref["clip_add"]
-    assert ipshell.user_ns["clip_add"] is kinds.clip_add
+    ref = python_hits([kernel(u)], reference)
+    assert hits_of(prof.get_stats(), name) == ref[name]
+    assert ipshell.user_ns[name] is u and ufunc_state(u) == before
 
 
 def test_ufunc_cli(tmp_path):

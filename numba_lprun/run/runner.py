@@ -192,6 +192,7 @@ class Runner:
     targets: dict[Key, Target] = field(default_factory=dict)
     relinked: dict[str, dict[int, Twin]] = field(default_factory=lambda: {PLAIN: {}, INSTRUMENTED: {}})
     properties: dict[tuple[str, int, str], property] = field(default_factory=dict)  # jitclass boxes
+    users: dict[int, tuple] = field(default_factory=dict)  # see _uses
 
     def add(self, dispatcher: object) -> Target:
         """Make ``dispatcher`` a target (a new dispatcher for a known key replaces the old one)."""
@@ -232,7 +233,7 @@ class Runner:
         classes = self.classes()  # jitclasses with a profiled member: recompiled for the run
         names = instance_type_names(classes)
         overloaded = overloaded_functions(self.templates())
-        callers = find_callers(originals + overloaded, namespaces, lambda d: uses_instances(d, names))
+        callers = find_callers(originals + overloaded, namespaces, lambda d: self._uses(d, names))
         profiled = {id(d) for d in originals}
         callers += [d for d in entry_points(classes) if id(d) not in profiled]
         callers = list({id(d): d for d in callers}.values())
@@ -281,6 +282,17 @@ class Runner:
             forget_bound_methods(self.classes())
             for twin in self.twins(phase):
                 twin.compile_seconds += watcher.seconds.get(id(twin.dispatcher), 0.0)
+
+    def _uses(self, dispatcher: CPUDispatcher, names: list[str]) -> bool:
+        """``uses_instances``, remembered per dispatcher until it compiles something new:
+        a program has many jitted functions, and each phase asks again."""
+        if not names:
+            return False
+        state = (len(dispatcher.overloads), tuple(names))
+        seen = self.users.get(id(dispatcher))
+        if seen is None or seen[0] is not dispatcher or seen[1] != state:
+            seen = self.users[id(dispatcher)] = (dispatcher, state, uses_instances(dispatcher, names))
+        return seen[2]
 
     def templates(self) -> list[type]:
         """The @overload/@register_jitable templates holding a profiled implementation."""

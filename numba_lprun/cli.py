@@ -21,6 +21,7 @@ from collections.abc import Callable, Iterable
 
 from .decorator import is_marked
 from .errors import NotProfilableError, TwinCompileError
+from .instrument.kinds import import_spec
 from .options import CLI, add_to_parser, asm_lines, profiler_kwargs, write_reports
 from .profiler import LineProfiler, defined_in
 from .renderers import print_profile, profile_text
@@ -96,14 +97,10 @@ def _resolve(spec: str) -> Callable | None:
     """``module:func`` imported now; a bare name is looked for in the script later."""
     if ":" not in spec:
         return None
-    module_name, _, attr = spec.partition(":")
     try:
-        obj = importlib.import_module(module_name)
-        for part in attr.split("."):
-            obj = getattr(obj, part)
-    except Exception as exc:
-        raise NotProfilableError(f"-f {spec}: {type(exc).__name__}: {exc}") from None
-    return obj
+        return import_spec(spec)
+    except NotProfilableError as exc:
+        raise NotProfilableError(f"-f {spec}: {exc}") from None
 
 
 class _MarkedFinder:

@@ -20,7 +20,7 @@ from IPython.display import display
 from numba.core.registry import CPUDispatcher
 
 from .errors import NotProfilableError, TwinCompileError
-from .instrument.source import python_function_of
+from .instrument.kinds import resolve_expression
 from .options import (
     MAGIC,
     asm_lines,
@@ -200,14 +200,9 @@ class NlprunMagics(Magics):
         found: list[Callable] = []
         for expr in args.functions:
             try:
-                func = eval(expr, ns)
-            except Exception as exc:
-                raise UsageError(f"nlprun: -f {expr}: {type(exc).__name__}: {exc}") from None
-            try:
-                python_function_of(func)
+                found.extend(resolve_expression(expr, ns))
             except NotProfilableError as exc:
                 raise UsageError(f"nlprun: -f {expr}: {exc}") from None
-            found.append(func)
         return found
 
     def _module_functions(self, args) -> list[Callable]:

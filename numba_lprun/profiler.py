@@ -18,11 +18,12 @@ from numba.core.registry import CPUDispatcher
 from .diagnose import DEFAULT_THRESHOLD, diagnose
 from .instrument.calibrate import probe_cost_ticks
 from .instrument.clock import current_clock
+from .instrument.kinds import resolve
 from .instrument.twins import Twin
 from .lprof import write_lprof
 from .run.baseline import SampledRepeats, plain_code, plain_run, sampled_repeats
 from .run.counted_run import count_allocations
-from .run.runner import INSTRUMENTED, PLAIN, Key, PhaseRun, Progress, Runner, Target
+from .run.runner import INSTRUMENTED, PLAIN, Key, PhaseRun, Progress, Runner, Target, runs_concurrently
 from .run.sampled_run import SegmentedSampling, line_maps
 from .run.snapshot import Reach, call_reach, describe, statement_reach, take_snapshot
 from .run.statements import statement_run
@@ -96,9 +97,14 @@ class LineProfiler:
             self.add_function(func)
 
     # -- setup --------------------------------------------------------------------
-    def add_function(self, func: Callable) -> None:
-        """Profile ``func`` too (a Numba dispatcher); TypeError with the reason otherwise."""
-        self._track(self._runner.add(func))
+    def add_function(self, func: Callable | type) -> None:
+        """Profile ``func`` too; TypeError (NotProfilableError) with the reason otherwise.
+
+        ``func`` is a Numba dispatcher, a jitclass (all its methods, properties and
+        static methods) or one of a jitclass's methods or properties.
+        """
+        for dispatcher in resolve(func):
+            self._track(self._runner.add(dispatcher))
 
     def _track(self, target: Target) -> None:
         src = target.source
@@ -193,7 +199,10 @@ class LineProfiler:
         happens; KeyboardInterrupt in a baseline run restores the state and stops.
         """
         if self.baseline:
-            parallel = any(t.original.targetoptions.get("parallel") for t in self._runner.targets.values())
+            parallel = any(
+                (getattr(t.original, "targetoptions", None) or {}).get("parallel")
+                for t in self._runner.targets.values()
+            )
             snapshot = take_snapshot(reach or Reach(), self.snapshot_budget, parallel)
             if snapshot.unrestorable is not None:
                 self.isolation.single_run = snapshot.unrestorable
@@ -234,7 +243,7 @@ class LineProfiler:
         self, execute: Callable[[PhaseRun], Any], namespaces: list[dict], progress: Progress | None, snapshot
     ) -> None:
         """Sampled repeats of the plain run, folded into the stats."""
-        parallel = any(t.original.targetoptions.get("parallel") for t in self._runner.targets.values())
+        parallel = any(runs_concurrently(t.original) for t in self._runner.targets.values())
         sampling = SegmentedSampling(self.sampling.rate_hz, parallel)
         repeats = None
         try:
@@ -324,12 +333,10 @@ class LineProfiler:
                     stats.ticks[line] = stats.ticks.get(line, 0) + line_ticks
             plain = target.twins.get(PLAIN)
             if twin is not None and plain is not None:
-                stats.lost_vectorization = vectorized_lines(plain.dispatcher) - vectorized_lines(
-                    twin.dispatcher
-                )
+                stats.lost_vectorization = vectorized_lines(plain.code) - vectorized_lines(twin.code)
             if twin is not None:
-                for sig in twin.dispatcher.signatures:
-                    text = ", ".join(str(t) for t in sig)
+                for sig in twin.code.overloads:  # argument tuples (a ufunc kernel's: signatures)
+                    text = ", ".join(str(t) for t in getattr(sig, "args", sig))
                     if text not in stats.signatures:
                         stats.signatures.append(text)
 

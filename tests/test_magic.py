@@ -124,7 +124,7 @@ def test_module_option(ip, capsys):
     out = capsys.readouterr().out
     assert "Function:   poly at line" in out
     assert "Function:   busy" not in out
-    assert "skipped" in out and "generator" in out
+    assert "skipped" in out and "object mode" in out
 
 
 def test_help_lists_every_option(ip):
@@ -145,6 +145,29 @@ def test_help_lists_every_option(ip):
             shown = f"{opt.flags[0]} {opt.metavar}" if opt.takes_value else opt.flags[0]
             assert shown in text, (front_end, shown)
             assert opt.help.split()[1].strip(",.:") in text, (front_end, opt.help)
+
+
+@pytest.mark.parametrize(
+    "line, message",
+    [
+        ("-f nope conv(x, k)", "-f nope: NameError"),
+        ("-f np.sum conv(x, k)", "not a Numba jitted function"),
+        ("-f conv.py_func conv(x, k)", "plain Python function.*%lprun"),
+        ("-f np.add conv(x, k)", "numpy.ufunc, not a Numba jitted function"),
+        ("-f conv conv(x,", "syntax error in the statement"),
+        ("-f conv", "no statement to profile"),
+        ("conv(x, k)", "nothing to profile"),
+        ("--bogus -f conv conv(x, k)", "unrecognized arguments: --bogus"),
+        ("-m no_such_module_xyz conv(x, k)", "cannot import"),
+        ("-f 1/0 conv(x, k)", "ZeroDivisionError"),
+    ],
+)
+def test_errors_are_one_line_and_leave_namespace(ip, line, message):
+    before = user_snapshot(ip)
+    with pytest.raises(UsageError, match=message) as info:
+        ip.run_line_magic("nlprun", line)
+    assert "\n" not in str(info.value)
+    assert user_snapshot(ip) == before
 
 
 def test_no_readable_source(ip):

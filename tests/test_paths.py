@@ -114,7 +114,6 @@ def test_print_and_dump_stats(tmp_path):
 @pytest.mark.parametrize(
     "obj, message",
     [
-        (k.gen, "gen is a generator"),
         (k.objmode_only, "object mode"),
         (k.poly.py_func, "plain Python function.*line_profiler"),
         (42, "not a Numba jitted function"),

@@ -2,7 +2,12 @@
 
 Stages, each importing only from the ones before it:
 
+- ``ufuncs``: kernel objects (``@vectorize``/``@guvectorize`` on the CPU, ``@stencil``):
+  their kernel functions and how a twin of each is made;
 - ``source``: read the function's source and AST, keyed as line_profiler keys functions;
+- ``kinds``: what can be profiled: what the user names (a dispatcher, a jitclass or one
+  of its members, a ufunc, a stencil, an overloaded function) -> the dispatchers or
+  kernel objects to profile, or a one-line refusal;
 - ``line_events``: which lines fire line events on this Python, under line_profiler's core
   (a model read from the running interpreter's bytecode; no probes, no Numba);
 - ``rewrite`` (with ``rewrite_conditions`` and ``rewrite_parallel``): place one probe per

@@ -6,7 +6,10 @@ two memory updates with no argument passing. The per-call state (the previous
 line and when it started) lives in a stack slot of the LLVM function the probe is
 lowered into: LLVM promotes it to registers, every call (and every ``prange``
 worker, whose body is a function of its own) gets its own, and nothing Python can
-see is added, so reductions and type inference are left alone.
+see is added, so reductions and type inference are left alone. A generator's
+body is re-entered at each resume, which makes its slot afresh: the time it spends
+suspended is charged to no line (and its hits-only counts go straight to the
+counters, see ``ProbeConfig.local_hits``).
 
 Counter layout, one row of two int64 per entry: rows ``0..n-1`` are the lines
 (hits, ticks), row ``n`` is a trash row charged when there is no previous line,
@@ -43,7 +46,14 @@ class ProbeConfig:
     n_lines: int
     clock: str  # "tsc" or "monotonic"
     timing: bool = True  # read the clock on every line (False: hit counts only)
-    atomic: bool = False  # counters may be touched by several threads (parallel=True)
+    atomic: bool = False  # counters may be touched by several threads (parallel=True, nogil=True)
+    suspends: bool = False  # a generator: its stack slot is made afresh at every resume
+
+    @property
+    def local_hits(self) -> bool:
+        """Hits-only mode counts in the stack slot, flushed at return; a generator's slot
+        does not survive a yield, so there every hit goes straight to the counters."""
+        return not self.timing and not self.suspends
 
     @property
     def trash_row(self) -> int:
@@ -88,7 +98,7 @@ class _Emitter:
             slots = fn._nlp_state_slots = {}
         key = self.cfg.address
         if key not in slots:
-            local_rows = 0 if self.cfg.timing else self.cfg.n_lines
+            local_rows = self.cfg.n_lines if self.cfg.local_hits else 0
             with builder.goto_entry_block():
                 slot = builder.alloca(ir.ArrayType(_I64, LOCAL_HITS + local_rows), name="nlp.state")
                 self.set(builder, slot, PREV_ROW, ir.Constant(_I64, self.cfg.trash_row))
@@ -121,11 +131,13 @@ class _Emitter:
 
     def line(self, builder: ir.IRBuilder, row: int) -> None:
         slot = self.state(builder)
-        if not self.cfg.timing:  # count in the stack slot: LLVM keeps it in a register
+        if self.cfg.local_hits:  # count in the stack slot: LLVM keeps it in a register
             field = LOCAL_HITS + row
             self.set(builder, slot, field, builder.add(self.get(builder, slot, field), ir.Constant(_I64, 1)))
             return
         self.add(builder, row, 0, ir.Constant(_I64, 1))
+        if not self.cfg.timing:
+            return
         now = emit_read(builder, self.cfg.clock)
         self.charge_previous(builder, slot, now)
         self.set(builder, slot, PREV_ROW, ir.Constant(_I64, row))
@@ -133,7 +145,7 @@ class _Emitter:
 
     def flush(self, builder: ir.IRBuilder) -> None:
         """Move the hits counted in the stack slot (hits-only mode) to the counters."""
-        if self.cfg.timing:
+        if not self.cfg.local_hits:
             return
         slot = self.state(builder)
         for row in range(self.cfg.n_lines):

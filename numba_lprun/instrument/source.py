@@ -14,7 +14,7 @@ from types import CodeType, FunctionType
 
 from ..errors import NotProfilableError
 
-_CO_GENERATOR_FLAGS = inspect.CO_GENERATOR | inspect.CO_COROUTINE | inspect.CO_ASYNC_GENERATOR
+_CO_GENERATOR_FLAGS = inspect.CO_COROUTINE | inspect.CO_ASYNC_GENERATOR  # Numba compiles neither
 
 
 @dataclass(frozen=True)
@@ -56,9 +56,12 @@ def python_function_of(dispatcher: object) -> FunctionType:
     """The Python function behind a CPU dispatcher, or NotProfilableError saying why not."""
     from numba.core.registry import CPUDispatcher
 
-    if isinstance(dispatcher, CPUDispatcher):
-        py_func = dispatcher.py_func
-        if dispatcher.targetoptions.get("forceobj") or dispatcher.targetoptions.get("nopython") is False:
+    from .ufuncs import is_kernel_object, kernel_function
+
+    if isinstance(dispatcher, CPUDispatcher) or is_kernel_object(dispatcher):
+        py_func = dispatcher.py_func if isinstance(dispatcher, CPUDispatcher) else kernel_function(dispatcher)
+        options = getattr(dispatcher, "targetoptions", None) or {}
+        if options.get("forceobj") or options.get("nopython") is False:
             raise NotProfilableError(
                 f"{describe(py_func)} is compiled in object mode; numba_lprun profiles nopython "
                 "functions only (use line_profiler's %lprun on it)"
@@ -75,10 +78,18 @@ def python_function_of(dispatcher: object) -> FunctionType:
             f"{describe(dispatcher)} is a plain Python function, not a Numba jitted one; "
             "use line_profiler (%lprun) for it"
         )
+    import numpy as np
+
+    if isinstance(dispatcher, np.ufunc):
+        raise NotProfilableError(
+            f"{describe(dispatcher)} is a numpy.ufunc, not a Numba jitted function (what "
+            "@vectorize/@guvectorize build for target='parallel', or NumPy's own): it keeps no "
+            "reference to a Python kernel; profile a target='cpu' build of the kernel"
+        )
     if type(dispatcher).__module__.startswith("numba"):
         raise NotProfilableError(
-            f"{describe(dispatcher)} is a {type(dispatcher).__name__}; numba_lprun profiles "
-            "CPU functions made by @njit or @jit"
+            f"{describe(dispatcher)} is a {type(dispatcher).__name__}, which numba_lprun cannot "
+            "profile yet (see 'What can be profiled' in its README)"
         )
     raise NotProfilableError(
         f"{describe(dispatcher)} is not a Numba jitted function (got {type(dispatcher).__name__})"
@@ -127,8 +138,8 @@ def read_source(dispatcher: object) -> FunctionSource:
             f"the source found for {name} in {code.co_filename} does not define it "
             "(was the file edited after the function was defined?)"
         )
-    if any(isinstance(n, (ast.Yield, ast.YieldFrom, ast.Await)) for n in _own_nodes(fdef)):
-        raise NotProfilableError(f"{name} is a generator; numba_lprun cannot profile generators")
+    if any(isinstance(n, (ast.YieldFrom, ast.Await)) for n in _own_nodes(fdef)):
+        raise NotProfilableError(f"{name} uses yield from or await, which Numba does not compile")
     return FunctionSource(py_func, fdef, code.co_filename, code.co_firstlineno, lines)
 
 

@@ -24,6 +24,7 @@ from numba.core.untyped_passes import WithLifting
 
 from ..errors import TwinCompileError
 from .source import FunctionSource
+from .ufuncs import is_kernel_object, kernel_twin
 
 
 def objmode_names(py_func: pytypes.FunctionType) -> frozenset[str]:
@@ -78,6 +79,12 @@ class Twin:
     kind: str  # "plain", "instrumented" or "relinked"
     compile_seconds: float = 0.0
     compiled: list[str] = field(default_factory=list)  # signatures compiled, as text
+    kernel: object = None  # a ufunc's or stencil's twin: where its code is (see ufuncs)
+
+    @property
+    def code(self):
+        """The dispatcher whose ``overloads`` hold the twin's compiled code."""
+        return self.dispatcher if self.kernel is None else self.kernel
 
 
 def line_table_options(original: CPUDispatcher) -> dict:
@@ -236,6 +243,12 @@ def make_twin(
     py_func.__name__ = src.py_func.__name__
     py_func.__qualname__ = src.py_func.__qualname__
     py_func.__module__ = None  # see _new_dispatcher
+    if is_kernel_object(original):  # ufuncs and stencils: no line tables (no debug option there)
+        try:
+            twin, code = kernel_twin(original, py_func)
+        except Exception as exc:  # Numba raises many types; all mean the twin failed
+            raise TwinCompileError(src.py_func.__qualname__, numba_reason(exc), kind=kind) from None
+        return Twin(original, twin, kind, compiled=["kernel"], kernel=code)
     return Twin(original, _new_dispatcher(original, py_func, line_tables), kind)
 
 
@@ -264,7 +277,7 @@ def link(twins: Iterable[Twin]) -> None:
     twins = list(twins)
     replace = {id(t.original): t.dispatcher for t in twins}
     for twin in twins:
-        py_func = twin.dispatcher.py_func
+        py_func = twin.code.py_func
         g = py_func.__globals__
         for name, value in list(g.items()):
             if id(value) in replace:
@@ -305,6 +318,8 @@ def compile_like_original(twin: Twin, src: FunctionSource | None = None) -> None
     original = twin.original
     for cres in list(original.overloads.values()):
         sig = cres.signature
+        if isinstance(sig.return_type, numba.types.Generator):  # its type names the original function
+            sig = sig.args
         try:
             twin.dispatcher.compile(sig)
         except Exception as exc:  # Numba raises many types; all mean the twin failed

@@ -2,6 +2,8 @@
 
 - ``reach``: make calls reach the twins (names in namespaces, jitted callers, any
   Python-level call) and undo it afterwards;
+- ``jitclasses``: recompile a jitclass against the twins of its members for a run;
+- ``overloads``: point ``@overload``/``@register_jitable`` templates at the twins for a run;
 - ``runner``: targets, their twins and counters, and one phase (plain or instrumented);
 - ``snapshot``: save the state a call can reach and put back what an extra run changed;
 - ``quiet``: silence the extra runs' output;

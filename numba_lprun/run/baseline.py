@@ -41,7 +41,7 @@ def plain_code(runner: Runner) -> dict[Key, Where]:
         twin = target.twins.get(PLAIN)
         if twin is not None:
             last = target.source.first_lineno + len(target.source.lines) - 1
-            where[key] = (twin.dispatcher, target.source.filename, target.source.first_lineno, last)
+            where[key] = (twin.code, target.source.filename, target.source.first_lineno, last)
     return where
 
 

@@ -17,7 +17,7 @@ import signal
 import sys
 import threading
 import types as pytypes
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 
 from numba.core.registry import CPUDispatcher
@@ -63,8 +63,16 @@ def reaches(caller: CPUDispatcher, targets: Mapping[int, object]) -> bool:
     return False
 
 
-def find_callers(targets: Iterable[CPUDispatcher], namespaces: Iterable[dict]) -> list[CPUDispatcher]:
-    """Jitted functions in ``namespaces`` that call a target, directly or through each other."""
+def find_callers(
+    targets: Iterable[CPUDispatcher],
+    namespaces: Iterable[dict],
+    uses: Callable[[CPUDispatcher], bool] | None = None,
+) -> list[CPUDispatcher]:
+    """Jitted functions in ``namespaces`` that call a target, directly or through each other.
+
+    ``uses`` says whether a dispatcher reaches a target in a way its names do not
+    show (its compiled code handles instances of a jitclass whose member is a target).
+    """
     reached: dict[int, object] = {id(t): t for t in targets}
     candidates: dict[int, CPUDispatcher] = {}
     is_dispatcher: dict[type, bool] = {}  # tens of thousands of globals, a few hundred types
@@ -81,7 +89,7 @@ def find_callers(targets: Iterable[CPUDispatcher], namespaces: Iterable[dict]) -
     while changed:
         changed = False
         for key, disp in list(candidates.items()):
-            if reaches(disp, reached):
+            if reaches(disp, reached) or (uses is not None and uses(disp)):
                 reached[key] = disp
                 callers.append(disp)
                 del candidates[key]
@@ -102,7 +110,14 @@ def _redirecting(cls: type) -> type:
     def __call__(self, *args, **kwargs):
         return self.__dict__[_REDIRECT](*args, **kwargs)
 
-    return type(cls.__name__, (cls,), {"__call__": __call__, "__module__": cls.__module__})
+    @property
+    def _numba_type_(self):
+        # passed as an argument to jitted code (a first-class function such as
+        # ``integrate(f, 0, 1)``), it is typed as its twin, so the callee calls the twin
+        return self.__dict__[_REDIRECT]._numba_type_
+
+    namespace = {"__call__": __call__, "_numba_type_": _numba_type_, "__module__": cls.__module__}
+    return type(cls.__name__, (cls,), namespace)
 
 
 _REDIRECT = "_numba_lprun_twin"
@@ -118,6 +133,13 @@ class Swap:
 
     undo: list[tuple[dict, str, object, object]] = field(default_factory=list)
     redirected: list[tuple[object, type]] = field(default_factory=list)
+    attributes: list[tuple[object, str, object]] = field(default_factory=list)
+
+    def set_attribute(self, obj: object, name: str, new: object) -> None:
+        """Set ``obj.name`` (a class attribute Numba made) until ``restore``."""
+        with ctrl_c_deferred():
+            self.attributes.append((obj, name, obj.__dict__[name]))
+            setattr(obj, name, new)
 
     def redirect(self, originals: Iterable[object], replacements: Mapping[int, object]) -> None:
         """Send every Python-level call of each original to its replacement, until ``restore``."""
@@ -163,6 +185,9 @@ class Swap:
                     ns[name] = original
             self.undo[:] = reversed(kept)
             if only is None:
+                for obj, name, old in reversed(self.attributes):
+                    setattr(obj, name, old)
+                self.attributes.clear()
                 for original, cls in reversed(self.redirected):
                     original.__class__ = cls
                     original.__dict__.pop(_REDIRECT, None)

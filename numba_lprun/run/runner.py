@@ -13,6 +13,7 @@ then *adopts* the fresh dispatcher the statement just defined, under the same ke
 from __future__ import annotations
 
 import contextlib
+import inspect
 import time
 import warnings
 from collections.abc import Callable, Iterable, Iterator
@@ -25,10 +26,22 @@ from numba.core.errors import NumbaDebugInfoWarning
 from numba.core.registry import CPUDispatcher
 
 from ..instrument import probes as P
+from ..instrument.kinds import owning_jitclass, templates_holding
 from ..instrument.rewrite import Rewritten, instrument
 from ..instrument.rewrite_parallel import add_prange_flushes
 from ..instrument.source import FunctionSource, read_source
 from ..instrument.twins import Twin, compile_like_original, link, make_relinked, make_twin, objmode_names
+from ..instrument.ufuncs import is_kernel_object
+from .jitclasses import (
+    box_properties,
+    class_namespaces,
+    entry_points,
+    forget_bound_methods,
+    fresh_property,
+    instance_type_names,
+    uses_instances,
+)
+from .overloads import overloaded_functions, swap_implementations
 from .reach import Swap, ctrl_c_deferred, find_callers, module_namespaces, reaches
 
 PLAIN, INSTRUMENTED = "plain", "instrumented"
@@ -53,13 +66,29 @@ class Target:
     counters: dict[str, np.ndarray]
     twins: dict[str, Twin] = field(default_factory=dict)
     links: dict[str, frozenset] = field(default_factory=dict)  # phase -> callee twins it was linked with
+    owner: type | None = None  # the jitclass it is a member of (found before any swap)
+    templates: list[type] = field(default_factory=list)  # @overload templates holding it
+    atomic: dict[str, bool] = field(default_factory=dict)  # phase -> its twin's counters are atomic
 
     @property
     def rows(self) -> list[int]:
         return self.rewrites[INSTRUMENTED].rows
 
 
-def _twin_for(target: Target, phase: str, clock: str, timing: bool) -> Twin:
+def runs_concurrently(dispatcher: object) -> bool:
+    """Whether calls of ``dispatcher`` may run on several threads at once.
+
+    ``parallel=True`` code runs its ``prange`` bodies on worker threads, and a
+    ``nogil=True`` function can be called from several Python threads at the same
+    time (a thread pool): in both its counters need atomic updates, or hits are lost.
+    """
+    if is_kernel_object(dispatcher):  # NumPy runs ufunc loops without the GIL; stencils go in prange
+        return True
+    options = getattr(dispatcher, "targetoptions", None) or {}
+    return bool(options.get("parallel") or options.get("nogil"))
+
+
+def _twin_for(target: Target, phase: str, clock: str, timing: bool, concurrent: bool) -> Twin:
     rewritten = target.rewrites[phase]
     counters = target.counters[phase]
     cfg = P.ProbeConfig(
@@ -67,7 +96,8 @@ def _twin_for(target: Target, phase: str, clock: str, timing: bool) -> Twin:
         n_lines=len(rewritten.rows),
         clock=clock,
         timing=timing and phase == INSTRUMENTED,
-        atomic=bool(target.original.targetoptions.get("parallel")),
+        atomic=concurrent or runs_concurrently(target.original),
+        suspends=bool(target.source.py_func.__code__.co_flags & inspect.CO_GENERATOR),
     )
     extra = P.make_probes(cfg)
     extra[P.PYHIT] = P.make_python_hit(counters)
@@ -163,7 +193,9 @@ def _new_target(dispatcher: CPUDispatcher, source: FunctionSource) -> Target:
     }
     add_prange_flushes(rewrites[INSTRUMENTED].tree)
     counters = {phase: P.new_counters(len(r.rows)) for phase, r in rewrites.items()}
-    return Target(dispatcher, source, rewrites, counters)
+    target = Target(dispatcher, source, rewrites, counters, owner=owning_jitclass(dispatcher))
+    target.templates = templates_holding(dispatcher)
+    return target
 
 
 #: Where a dispatcher keeps its targets (rewrites, counters, compiled twins) between profiles.
@@ -183,11 +215,17 @@ def _cached(dispatcher: CPUDispatcher, key: tuple) -> Target | None:
 
 
 def _cache(dispatcher: CPUDispatcher, key: tuple, target: Target) -> None:
-    vars(dispatcher).setdefault(_TWIN_CACHE, {})[key] = target
+    """Keep ``target`` on ``dispatcher``. Ufuncs and stencils keep nothing (their twins
+    are rebuilt per profiler): the object the user holds is left exactly as it was."""
+    attrs = getattr(dispatcher, "__dict__", None)
+    if isinstance(attrs, dict) and not is_kernel_object(dispatcher):
+        attrs.setdefault(_TWIN_CACHE, {})[key] = target
 
 
 def _uncache(dispatcher: CPUDispatcher, key: tuple) -> None:
-    vars(dispatcher).get(_TWIN_CACHE, {}).pop(key, None)
+    attrs = getattr(dispatcher, "__dict__", None)
+    if isinstance(attrs, dict):
+        attrs.get(_TWIN_CACHE, {}).pop(key, None)
 
 
 @dataclass
@@ -199,6 +237,8 @@ class Runner:
     targets: dict[Key, Target] = field(default_factory=dict)
     relinked: dict[str, dict[int, Twin]] = field(default_factory=lambda: {PLAIN: {}, INSTRUMENTED: {}})
     compile_seconds: dict[int, float] = field(default_factory=dict)  # id(twin) -> compiled by this runner
+    properties: dict[tuple[str, int, str], property] = field(default_factory=dict)  # jitclass boxes
+    users: dict[int, tuple] = field(default_factory=dict)  # see _uses
 
     def add(self, dispatcher: object) -> Target:
         """Make ``dispatcher`` a target (a new dispatcher for a known key replaces the old one)."""
@@ -208,10 +248,9 @@ class Runner:
         source = read_source(dispatcher)
         existing = self.targets.get(source.key)
         if existing is not None:
-            same_code = (
-                existing.source.py_func.__code__ is source.py_func.__code__
-                and existing.original.targetoptions == dispatcher.targetoptions
-            )
+            same_code = existing.source.py_func.__code__ is source.py_func.__code__ and getattr(
+                existing.original, "targetoptions", None
+            ) == getattr(dispatcher, "targetoptions", None)
             _uncache(existing.original, self.cache_key)
             existing.original, existing.source = dispatcher, source
             if same_code:  # defined again by the same code (a repeated run): keep the twins
@@ -238,16 +277,29 @@ class Runner:
     ) -> list[tuple[Twin, FunctionSource | None]]:
         """Twins of ``targets`` and of every jitted caller that reaches one, linked."""
         built: list[tuple[Twin, FunctionSource | None]] = []
+        originals = [t.original for t in self.targets.values()]
+        classes = self.classes()  # jitclasses with a profiled member: recompiled for the run
+        names = instance_type_names(classes)
+        overloaded = overloaded_functions(self.templates())
+        callers = find_callers(originals + overloaded, namespaces, lambda d: self._uses(d, names))
+        profiled = {id(d) for d in originals}
+        callers += [d for d in entry_points(classes) if id(d) not in profiled]
+        callers = list({id(d): d for d in callers}.values())
+        # a callee runs without the GIL when a nogil (or parallel) caller reaches it
+        concurrent = any(runs_concurrently(c) for c in callers)
         targets = list(targets)
         for target in targets:
+            atomic = concurrent or runs_concurrently(target.original)
+            if phase in target.twins and target.atomic.get(phase) != atomic:
+                del target.twins[phase]  # kept from a profile whose callers ran on one thread at a time
             if phase not in target.twins:
-                target.twins[phase] = _twin_for(target, phase, self.clock, self.timing)
-        self._refresh_stale(phase)
+                target.twins[phase] = _twin_for(target, phase, self.clock, self.timing, concurrent)
+                target.atomic[phase] = atomic
+        self._refresh_stale(phase, concurrent)
         for target in targets:
             built.append((target.twins[phase], target.source))
         relinked = self.relinked[phase]
-        originals = [t.original for t in self.targets.values()]
-        for caller in find_callers(originals, namespaces):
+        for caller in callers:
             if id(caller) not in relinked:
                 relinked[id(caller)] = make_relinked(caller)
             built.append((relinked[id(caller)], None))
@@ -257,7 +309,9 @@ class Runner:
 
     def _links(self, target: Target, phase: str) -> frozenset[tuple[Key, int]]:
         """The twins of other targets that ``target``'s code calls: (key, id of that twin)."""
-        found = set()
+        found: set[tuple[Key, int]] = set()
+        if not hasattr(target.original, "py_func"):  # a kernel object: its callees are not ours to link
+            return frozenset()
         for key, other in self.targets.items():
             if other is target or not reaches(target.original, {id(other.original): other.original}):
                 continue
@@ -265,7 +319,7 @@ class Runner:
             found.add((key, id(twin.dispatcher) if twin is not None else 0))
         return frozenset(found)
 
-    def _refresh_stale(self, phase: str) -> None:
+    def _refresh_stale(self, phase: str, concurrent: bool) -> None:
         """Replace the twins that were linked with other callee twins than this runner's.
 
         A compiled twin calls the callee twins it was linked with when it
@@ -286,7 +340,7 @@ class Runner:
             if not stale:
                 break
             for target in stale:
-                target.twins[phase] = _twin_for(target, phase, self.clock, self.timing)
+                target.twins[phase] = _twin_for(target, phase, self.clock, self.timing, concurrent)
         for target in self.targets.values():
             if phase in target.twins:
                 target.links[phase] = self._links(target, phase)
@@ -301,6 +355,7 @@ class Runner:
     ) -> Iterator[PhaseRun]:
         """Swap in the (compiled) twins of ``phase``; restore every namespace afterwards."""
         spaces = [ns for ns in namespaces if ns is not None] + module_namespaces()
+        spaces += class_namespaces(self.classes())
         run = PhaseRun(self, phase, spaces, Swap(), progress)
         watcher = CompileWatcher(phase, progress, paused)
         try:
@@ -308,16 +363,50 @@ class Runner:
                 # line tables of exec'd twins (and their parfor workers): "could not find source"
                 warnings.simplefilter("ignore", NumbaDebugInfoWarning)
                 with ctrl_c_deferred():  # a Ctrl-C inside LLVM's callbacks would be lost
-                    run.start(self.build(phase, list(self.targets.values()), spaces))
+                    forget_bound_methods(self.classes())
+                    built = self.build(phase, list(self.targets.values()), spaces)
+                    twins = {t.source.py_func.__code__: t.twins[phase].code for t in self.targets.values()}
+                    swap_implementations(self.templates(), twins, run.swap)
+                    run.start(built)
+                    self._swap_box_properties(phase, run.swap)
                 for target in self.targets.values():  # counters are shared with earlier profilers
                     target.counters[phase][:] = 0
                 yield run
         finally:
             run.swap.restore()
+            forget_bound_methods(self.classes())
             for twin in self.twins(phase):
                 spent = watcher.seconds.get(id(twin.dispatcher), 0.0)
                 twin.compile_seconds += spent
                 self.compile_seconds[id(twin)] = self.compile_seconds.get(id(twin), 0.0) + spent
+
+    def _uses(self, dispatcher: CPUDispatcher, names: list[str]) -> bool:
+        """``uses_instances``, remembered per dispatcher until it compiles something new:
+        a program has many jitted functions, and each phase asks again."""
+        if not names:
+            return False
+        state = (len(dispatcher.overloads), tuple(names))
+        seen = self.users.get(id(dispatcher))
+        if seen is None or seen[0] is not dispatcher or seen[1] != state:
+            seen = self.users[id(dispatcher)] = (dispatcher, state, uses_instances(dispatcher, names))
+        return seen[2]
+
+    def templates(self) -> list[type]:
+        """The @overload/@register_jitable templates holding a profiled implementation."""
+        found = {id(t): t for target in self.targets.values() for t in target.templates}
+        return list(found.values())
+
+    def classes(self) -> list[type]:
+        """The jitclasses with a profiled member."""
+        return list({id(t.owner): t.owner for t in self.targets.values() if t.owner is not None}.values())
+
+    def _swap_box_properties(self, phase: str, swap: Swap) -> None:
+        """Python-level property access of profiled jitclasses reaches the twins (see jitclasses)."""
+        for box, name, old in box_properties(self.classes()):
+            key = (phase, id(box), name)
+            if key not in self.properties:
+                self.properties[key] = fresh_property(box._numba_type_, name, old)
+            swap.set_attribute(box, name, self.properties[key])
 
     def twins(self, phase: str) -> list[Twin]:
         made = [t.twins[phase] for t in self.targets.values() if phase in t.twins]

@@ -27,7 +27,8 @@ the code). Compile every signature *before* entering the sampler, and pass
 exist (and get a timer) when sampling starts.
 
 Semantics: timers run on CLOCK_MONOTONIC (wall time) for every thread in
-``/proc/self/task`` at start, so idle threads are sampled too and their samples
+``/proc/self/task`` at start and every thread started while sampling (``threads``),
+so idle threads are sampled too and their samples
 count as ``outside``; each sample also carries the CPU time its thread used since
 its previous sample, so ``seconds`` follows the work even on a loaded machine (prefer
 it for shares). A sample counts, for each profiled function, at the innermost frame

@@ -13,6 +13,8 @@ timers, sets SIGPROF to SIG_IGN for a moment (which discards pending SIGPROFs on
 every thread), waits until no handler runs, and only then reinstalls the exact
 ``struct sigaction`` found at start. A late SIGPROF therefore can neither hit a
 default disposition (which would kill the process) nor write into a freed buffer.
+
+Threads started while the sampler runs get a timer when ``threads.NewThreads`` sees them.
 """
 
 from __future__ import annotations
@@ -27,6 +29,7 @@ import numpy as np
 
 from . import _handler as H
 from . import _native as N
+from .threads import NewThreads
 
 #: Set to a non-empty value other than "0" to make every Sampler unavailable.
 DISABLE_ENV = "NUMBA_LPRUN_NO_SAMPLER"
@@ -34,6 +37,8 @@ DISABLE_ENV = "NUMBA_LPRUN_NO_SAMPLER"
 _HANDLER_FRAMES = 4
 #: How many leading backtrace frames may precede the interrupted pc.
 _SEARCH_FRAMES = 6
+#: Most threads one run can sample (the handler's per-thread CPU-time slots).
+_MAX_THREADS = 4096
 #: Words copied from above the interrupted stack pointer when the walk stops short.
 _STACK_WORDS = H.MAX_STACK_WORDS
 
@@ -202,6 +207,7 @@ class Sampler:
         self._timers: list[ctypes.c_void_p] = []
         self._tids: list[int] = []
         self._last_cpu: np.ndarray | None = None
+        self._watcher = NewThreads(lambda: self._tids, self._arm_timers)
         self._started = 0.0
         self._locked = False
 
@@ -268,9 +274,14 @@ class Sampler:
         self._ctrl[H.ACTIVE] = 1
         self._tids = N.list_threads()
         self._started = time.perf_counter()
-        self._arm_timers()
+        self._last_cpu = np.full(_MAX_THREADS, -1, np.int64)
+        self._ctrl[H.LAST_CPU] = self._last_cpu.ctypes.data
+        self._ctrl[H.NTHREADS] = 0
+        tids, self._tids = self._tids, []
+        self._arm_timers(tids)
         if not self._timers:
             return "timer_create failed for every thread"
+        self._watcher.start()
         return None
 
     def _warm_up(self, nframes: int) -> None:
@@ -296,16 +307,15 @@ class Sampler:
         lo, hi = N.mapped_range("libgcc_s")
         ctrl[H.SKIP_LO], ctrl[H.SKIP_HI] = lo, hi
 
-    def _arm_timers(self) -> None:
+    def _arm_timers(self, tids: list[int]) -> None:
+        """One timer per thread of ``tids``, its index continuing those armed before."""
         libc = self._libc
         period_ns = max(1, int(round(1e9 / self.rate_hz)))
         magic = int(self._ctrl[H.MAGIC])
-        self._last_cpu = np.full(len(self._tids), -1, np.int64)
-        self._ctrl[H.LAST_CPU] = self._last_cpu.ctypes.data
-        self._ctrl[H.NTHREADS] = len(self._tids)
-        armed_tids = []
-        for tid in self._tids:
-            index = len(armed_tids)
+        for position, tid in enumerate(tids):
+            index = len(self._tids)
+            if index >= _MAX_THREADS:
+                return
             event = N.sigevent_t()
             event.sigev_value = (magic << 32) | index
             event.sigev_signo = N.SIGPROF
@@ -315,18 +325,19 @@ class Sampler:
             if libc.timer_create(N.CLOCK_MONOTONIC, ctypes.byref(event), ctypes.byref(timer)) != 0:
                 continue  # the thread exited since it was listed
             self._last_cpu[index] = N.thread_cpu_ns(tid)
-            first_ns = period_ns + period_ns * index // max(1, len(self._tids))  # stagger threads
+            first_ns = period_ns + period_ns * position // max(1, len(tids))  # stagger threads
             spec = N.itimerspec_t()
             spec.it_interval.tv_sec, spec.it_interval.tv_nsec = divmod(period_ns, 1_000_000_000)
             spec.it_value.tv_sec, spec.it_value.tv_nsec = divmod(first_ns, 1_000_000_000)
             self._timers.append(timer)
-            armed_tids.append(tid)
+            self._tids.append(tid)
+            self._ctrl[H.NTHREADS] = len(self._tids)  # after its slot is set: the handler reads it
             libc.timer_settime(timer, 0, ctypes.byref(spec), None)
-        self._tids = armed_tids
 
     # --- stop ----------------------------------------------------------------------
     def _teardown(self) -> None:
         """Undo whatever _start did, in the safe order (see the module docstring)."""
+        self._watcher.stop()
         libc, ctrl = self._libc, self._ctrl
         for timer in self._timers:
             libc.timer_delete(timer)

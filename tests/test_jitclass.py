@@ -1,0 +1,118 @@
+"""@jitclass members (methods, __init__, properties, static methods) profiled from the API,
+the magic and the CLI: results, hits equal to line_profiler's, the class put back after."""
+
+import line_profiler
+import pytest
+
+import numba_lprun
+from numba_lprun.instrument.kinds import class_members
+from tests import kinds
+from tests.test_cli import nlprun
+
+Particle = kinds.Particle
+PyParticle = Particle.__bases__[0]  # the Python class @jitclass compiled
+
+
+def all_hits(stats) -> dict:
+    """{(filename, first line, name): {line: hits}} of every function with hits."""
+    found = {}
+    for key, rows in stats.timings.items():
+        hits = {line: n for line, n, _ in rows if n}
+        if hits:
+            found[key] = hits
+    return found
+
+
+def python_functions(members):
+    return [disp.py_func for disp in members]
+
+
+def reference(members):
+    """line_profiler's hits for the workload run on the Python class and functions."""
+    prof = line_profiler.LineProfiler(*python_functions(members))
+    g = kinds.make_and_run.py_func.__globals__
+    g["Particle"] = PyParticle  # make_and_run's interpreted body builds the Python class
+    try:
+        result = prof.runcall(
+            kinds.particle_workload, PyParticle, kinds.simulate.py_func, kinds.make_and_run.py_func
+        )
+    finally:
+        g["Particle"] = Particle
+    return result, all_hits(prof.get_stats())
+
+
+def class_state():
+    ct = Particle.class_type
+    from numba.experimental.jitclass.boxing import _cache_specialized_box
+
+    box = _cache_specialized_box.get(ct.instance_type)
+    return (
+        dict(ct.jit_methods),
+        {k: dict(v) for k, v in ct.jit_props.items()},
+        dict(ct.jit_static_methods),
+        Particle.__dict__["_ctor"],
+        dict(vars(box)) if box is not None else None,
+        [type(d) for _, d in class_members(Particle)],
+    )
+
+
+def workload():
+    return kinds.particle_workload(Particle, kinds.simulate, kinds.make_and_run)
+
+
+@pytest.fixture(scope="module")
+def warm():
+    return workload()
+
+
+@pytest.mark.parametrize(
+    "what, names",
+    [
+        (Particle, None),
+        (Particle.step, ["step"]),
+        (Particle.energy, ["energy.fget", "energy.fset"]),
+        (Particle.scaled, ["scaled"]),
+    ],
+    ids=["class", "method", "property", "staticmethod"],
+)
+def test_api(warm, what, names):
+    members = [d for label, d in class_members(Particle) if names is None or label in names]
+    expected, hits = reference(members)
+    assert warm == expected
+    before = class_state()
+    prof = numba_lprun.LineProfiler(what, sample_time=0.05)
+    assert prof.runcall(workload) == expected
+    assert all_hits(prof.get_stats()) == hits
+    assert class_state() == before
+    assert workload() == expected  # the class still works unprofiled
+
+
+def test_magic_method_and_class(ipshell, warm):
+    ipshell.push({"Particle": Particle, "workload": workload})
+    before = class_state()
+    for expr, names in (("Particle.step", ["step"]), ("Particle", None)):
+        members = [d for label, d in class_members(Particle) if names is None or label in names]
+        expected, hits = reference(members)
+        prof = ipshell.run_line_magic("nlprun", f"-r --sample-time 0.05 -f {expr} r = workload()")
+        assert ipshell.user_ns["r"] == expected
+        assert all_hits(prof.get_stats()) == hits
+        assert class_state() == before
+    assert ipshell.user_ns["Particle"] is Particle
+
+
+def test_cli_jitclass_method(tmp_path):
+    script = tmp_path / "particles.py"
+    script.write_text(
+        "from tests import kinds\n"
+        "print('result', kinds.particle_workload(kinds.Particle, kinds.simulate, kinds.make_and_run))\n"
+    )
+    root = __import__("pathlib").Path(kinds.__file__).resolve().parents[1]
+    done = nlprun("--no-sample", "-f", "tests.kinds:Particle.step", str(script), cwd=tmp_path, env_path=root)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.count("result") == 1
+    assert "Function:   Particle.step at line" in done.stdout
+    step_line = kinds.Particle.class_type.jit_methods["step"].py_func.__code__.co_firstlineno + 1
+    _, hits = reference([kinds.Particle.class_type.jit_methods["step"]])
+    (step_hits,) = hits.values()
+    row = next(ln for ln in done.stdout.splitlines() if ln.split()[:1] == [str(step_line)])
+    assert int(row.split()[1]) == step_hits[step_line]

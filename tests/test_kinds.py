@@ -1,0 +1,302 @@
+"""The other ways Numba code is written, each profiled from the API and the magic:
+result equal to the unprofiled call, hits equal to line_profiler's, state put back."""
+
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+import numba_lprun
+from tests import kinds
+from tests.conftest import hits_of, same
+from tests.test_cli import nlprun
+
+
+def python_hits(py_funcs, call):
+    """line_profiler's hits of each of ``py_funcs`` while ``call()`` runs interpreted."""
+    import line_profiler
+
+    prof = line_profiler.LineProfiler(*py_funcs)
+    prof.runcall(call)
+    stats = prof.get_stats()
+    return {f.__name__: hits_of(stats, f.__qualname__) for f in py_funcs}
+
+
+def in_magic(ipshell, expr, statement, ns):
+    ipshell.push(ns)
+    prof = ipshell.run_line_magic("nlprun", f"-r --sample-time 0.05 -f {expr} _r = {statement}")
+    return ipshell.user_ns["_r"], prof
+
+
+# -- first-class functions -----------------------------------------------------------------
+def test_function_passed_as_argument(ipshell):
+    f, n = kinds.integrand, 50
+    expected = kinds.integrate(f, 0.0, 1.0, n)
+    ref = python_hits([f.py_func], lambda: kinds.integrate.py_func(f.py_func, 0.0, 1.0, n))["integrand"]
+    prof = numba_lprun.LineProfiler(f, sample_time=0.05)
+    assert same(prof.runcall(kinds.integrate, f, 0.0, 1.0, n), expected)
+    assert hits_of(prof.get_stats(), "integrand") == ref
+    ns = {"integrand": f, "integrate": kinds.integrate}
+    got, prof = in_magic(ipshell, "integrand", "integrate(integrand, 0.0, 1.0, 50)", ns)
+    assert same(got, expected)
+    assert hits_of(prof.get_stats(), "integrand") == ref
+    assert type(f).__name__ == "CPUDispatcher" and kinds.integrand is f
+    assert kinds.integrate(f, 0.0, 1.0, n) == expected  # the original specialization still runs
+
+
+def test_function_passed_inside_jitted_code():
+    expected = kinds.integrate_both(40)
+    prof = numba_lprun.LineProfiler(kinds.integrand, sample_time=0.05)
+    assert same(prof.runcall(kinds.integrate_both, 40), expected)
+    ref = python_hits(
+        [kinds.integrand.py_func], lambda: kinds.integrate.py_func(kinds.integrand.py_func, 0.0, 1.0, 40)
+    )
+    assert hits_of(prof.get_stats(), "integrand") == ref["integrand"]
+    assert kinds.integrate_both.py_func.__globals__["integrand"] is kinds.integrand
+
+
+# -- @vectorize / @guvectorize (target cpu) ------------------------------------------------
+A = np.linspace(0.0, 1.0, 10)
+A2 = A.reshape(2, -1)
+
+
+def kernel(ufunc):
+    """The Python function a @vectorize/@guvectorize ufunc compiles."""
+    return ufunc._dispatcher.py_func
+
+
+def per_element(py_func, *arrays):
+    """Call a @vectorize kernel's Python function on each element, as the ufunc does."""
+    return [py_func(*values) for values in zip(*(np.broadcast_arrays(*arrays)), strict=True)]
+
+
+def per_row(py_func, x):
+    out = np.empty(x.shape[0])
+    for i in range(x.shape[0]):
+        py_func(x[i], out[i : i + 1])
+    return out
+
+
+def ufunc_state(u):
+    return type(u), dict(vars(u))
+
+
+UFUNC_CASES = [
+    ("clip_add", lambda k: k.clip_add(A, A), lambda: per_element(kernel(kinds.clip_add), A, A)),
+    ("clip_add", lambda k: k.clip_add(A.astype(np.float32), np.float32(0.5)), None),
+    ("lazy_double", lambda k: k.lazy_double(A), lambda: per_element(kernel(kinds.lazy_double), A)),
+    (
+        "row_total",
+        lambda k: k.row_total(A.reshape(2, -1)),
+        lambda: per_row(kernel(kinds.row_total), A.reshape(2, -1)),
+    ),
+    ("clip_add", lambda k: k.uses_ufuncs(A), lambda: per_element(kernel(kinds.clip_add), A, A)),
+    ("row_total", lambda k: k.uses_ufuncs(A), lambda: per_row(kernel(kinds.row_total), A2)),
+]
+
+
+@pytest.mark.parametrize("name, call, reference", UFUNC_CASES)
+def test_ufunc_api(name, call, reference):
+    u = getattr(kinds, name)
+    expected = call(kinds)
+    before = ufunc_state(u)
+    prof = numba_lprun.LineProfiler(u, sample_time=0.05)
+    got = prof.runcall(call, kinds)
+    assert np.array_equal(got, expected)
+    (stats,) = prof.profile.functions
+    if reference is None:
+        f32 = A.astype(np.float32)
+        reference = lambda: per_element(kernel(kinds.clip_add), f32, np.float32(0.5))  # noqa: E731
+    assert stats.hits == python_hits([kernel(u)], reference)[kernel(u).__name__]
+    assert ufunc_state(u) == before and getattr(kinds, name) is u
+    assert np.array_equal(call(kinds), expected)  # the user's ufunc still works
+
+
+@pytest.mark.parametrize(
+    "name, statement, reference",
+    [
+        ("clip_add", "clip_add(A, A)", lambda: per_element(kernel(kinds.clip_add), A, A)),
+        ("row_total", "row_total(A2)", lambda: per_row(kernel(kinds.row_total), A2)),
+    ],
+)
+def test_ufunc_magic(ipshell, name, statement, reference):
+    u = getattr(kinds, name)
+    expected = eval(statement, {name: u, "A": A, "A2": A2})
+    before = ufunc_state(u)
+    got, prof = in_magic(ipshell, name, statement, {name: u, "A": A, "A2": A2})
+    assert np.array_equal(got, expected)
+    ref = python_hits([kernel(u)], reference)
+    assert hits_of(prof.get_stats(), name) == ref[name]
+    assert ipshell.user_ns[name] is u and ufunc_state(u) == before
+
+
+def test_ufunc_cli(tmp_path):
+    script = tmp_path / "ufuncs.py"
+    script.write_text(
+        "import numpy as np\nfrom tests import kinds\n"
+        "print('sum', kinds.clip_add(np.linspace(0, 1, 10), 0.5).sum())\n"
+    )
+    root = Path(kinds.__file__).resolve().parents[1]
+    done = nlprun("--no-sample", "-f", "tests.kinds:clip_add", str(script), cwd=tmp_path, env_path=root)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.count("sum ") == 1
+    assert "Function:   clip_add at line" in done.stdout
+    first = kernel(kinds.clip_add).__code__.co_firstlineno
+    rows = {ln.split()[0]: ln.split()[1] for ln in done.stdout.splitlines() if ln.strip()[:1].isdigit()}
+    assert rows[str(first + 2)] == "10" and rows[str(first + 4)] == "5"
+
+
+def test_parallel_target_ufunc_refused():
+    from numba import vectorize
+
+    par = vectorize(["float64(float64)"], target="parallel")(lambda x: x + 1.0)
+    with pytest.raises(numba_lprun.NotProfilableError, match="target='parallel'"):
+        numba_lprun.LineProfiler(par)
+
+
+# -- @register_jitable and @overload implementations ---------------------------------------
+def overload_impl():
+    from numba_lprun.instrument.kinds import implementations, overload_templates
+
+    (template,) = overload_templates(kinds.sum_squares)
+    (disp,) = implementations(template)
+    return disp
+
+
+def overload_state():
+    from numba_lprun.instrument.kinds import overload_templates
+
+    found = []
+    for f in (kinds.jitable_helper, kinds.sum_squares):
+        for t in overload_templates(f):
+            found.append((dict(t._impl_cache), dict(t._compiled_overloads)))
+    return found
+
+
+@pytest.fixture(scope="module")
+def overloads_compiled():
+    return kinds.uses_overloads(A, 4)
+
+
+@pytest.mark.parametrize("via_magic", [False, True], ids=["api", "magic"])
+@pytest.mark.parametrize("name", ["jitable_helper", "sum_squares"])
+def test_register_jitable_and_overload(ipshell, overloads_compiled, name, via_magic):
+    expected = overloads_compiled
+    if name == "jitable_helper":
+        py_func = kinds.jitable_helper
+        ref = python_hits([py_func], lambda: kinds.uses_overloads.py_func(A, 4))[py_func.__name__]
+    else:
+        py_func = overload_impl().py_func
+        ref = python_hits([py_func], lambda: py_func(A))["impl"]
+    before = overload_state()
+    if via_magic:
+        ns = {name: getattr(kinds, name), "uses_overloads": kinds.uses_overloads, "A": A}
+        got, prof = in_magic(ipshell, name, "uses_overloads(A, 4)", ns)
+    else:
+        prof = numba_lprun.LineProfiler(getattr(kinds, name), sample_time=0.05)
+        got = prof.runcall(kinds.uses_overloads, A, 4)
+    assert same(got, expected)
+    assert hits_of(prof.get_stats(), py_func.__qualname__) == ref
+    assert overload_state() == before
+    assert kinds.uses_overloads.py_func.__globals__[name] is getattr(kinds, name)
+
+
+def test_overload_not_compiled_yet_refused():
+    from numba.extending import register_jitable
+
+    @register_jitable
+    def never_used(x):
+        return x
+
+    with pytest.raises(numba_lprun.NotProfilableError, match="never_used.*no jitted code has compiled it"):
+        numba_lprun.LineProfiler(never_used)
+
+
+# -- generators ----------------------------------------------------------------------------
+G = np.linspace(0.0, 1.0, 12)
+
+
+@pytest.mark.parametrize("via_magic", [False, True], ids=["api", "magic"])
+@pytest.mark.parametrize("consumer", ["consume", "consume_in_python"])
+def test_generator_hits(ipshell, consumer, via_magic):
+    args = (G, 3, 2) if consumer == "consume" else (G, 3)
+    call = getattr(kinds, consumer)
+    expected = call(*args)
+    ref = python_hits([kinds.produce.py_func], lambda: sum(kinds.produce.py_func(G, 3)))["produce"]
+    if via_magic:
+        ns = {"produce": kinds.produce, consumer: call, "G": G}
+        got, prof = in_magic(ipshell, "produce", f"{consumer}(G, {', '.join(map(str, args[1:]))})", ns)
+    else:
+        prof = numba_lprun.LineProfiler(kinds.produce, sample_time=0.05)
+        got = prof.runcall(call, *args)
+    assert same(got, expected)
+    assert hits_of(prof.get_stats(), "produce") == ref
+    assert kinds.consume.py_func.__globals__["produce"] is kinds.produce
+
+
+def test_generator_suspended_time_charged_to_no_line():
+    kinds.consume(G, 3, 2)
+    per_wait = {}
+    for wait in (1, 20_000):
+        prof = numba_lprun.LineProfiler(kinds.produce, sample=False, baseline=False)
+        prof.runcall(kinds.consume, G, 200, wait)
+        (stats,) = prof.profile.functions
+        per_wait[wait] = sum(stats.ticks.values())
+    # the consumer's 12 x 20,000 cosines (about 2 ms) happen while produce is suspended
+    assert per_wait[20_000] < 3 * per_wait[1]
+
+
+def test_generator_hits_only():
+    prof = numba_lprun.LineProfiler(kinds.produce, timing=False, sample=False)
+    prof.runcall(kinds.consume, G, 3, 1)
+    ref = python_hits([kinds.produce.py_func], lambda: sum(kinds.produce.py_func(G, 3)))["produce"]
+    assert hits_of(prof.get_stats(), "produce") == ref
+
+
+# -- stencils ------------------------------------------------------------------------------
+S = np.linspace(0.0, 1.0, 20)
+
+
+class Relative:
+    """An array seen from one point, indexed relatively, as a stencil kernel sees it."""
+
+    def __init__(self, a, i):
+        self.a, self.i = a, i
+
+    def __getitem__(self, k):
+        return self.a[self.i + k]
+
+
+def stencil_reference():
+    kernel = kinds.smooth.kernel_ir.func_id.func
+    call = lambda: [kernel(Relative(S, i)) for i in range(1, S.size - 1)]  # noqa: E731
+    return python_hits([kernel], call)["smooth"]
+
+
+@pytest.mark.parametrize("via_magic", [False, True], ids=["api", "magic"])
+@pytest.mark.parametrize("caller", ["smooth", "smooth_twice", "smooth_parallel"])
+def test_stencil(ipshell, caller, via_magic):
+    call = getattr(kinds, caller)
+    expected = call(S)
+    if via_magic:
+        ns = {"smooth": kinds.smooth, caller: call, "S": S}
+        got, prof = in_magic(ipshell, "smooth", f"{caller}(S)", ns)
+    else:
+        prof = numba_lprun.LineProfiler(kinds.smooth, sample_time=0.05)
+        got = prof.runcall(call, S)
+    assert np.allclose(got, expected)
+    assert hits_of(prof.get_stats(), "smooth") == stencil_reference()
+    assert type(kinds.smooth).__name__ == "StencilFunc"
+    assert kinds.smooth_twice.py_func.__globals__["smooth"] is kinds.smooth
+    assert np.allclose(call(S), expected)
+
+
+@pytest.mark.parametrize("name, args", [("clip_add", (A, A)), ("row_total", (A2,)), ("smooth", (S,))])
+def test_kernel_object_kept_in_a_container(name, args):
+    holder = {"k": getattr(kinds, name)}
+    expected = holder["k"](*args)
+    prof = numba_lprun.LineProfiler(holder["k"], sample=False)
+    assert np.allclose(prof.runcall(lambda: holder["k"](*args)), expected)
+    (stats,) = prof.profile.functions
+    assert stats.hits and stats.calls
+    assert type(holder["k"]).__name__ in ("DUFunc", "GUFunc", "StencilFunc")

@@ -1,0 +1,85 @@
+"""nogil functions run by several Python threads at once: exact hits, every thread sampled."""
+
+import threading
+
+import numpy as np
+import pytest
+
+import numba_lprun
+from numba_lprun.sampling import Sampler
+from numba_lprun.sampling import _native as N
+from tests import kinds
+from tests.conftest import hits_of, reference_hits
+
+CHUNKS = [np.full(50_000 + 1000 * i, 1.0 + i) for i in range(4)]
+
+
+def sequential_hits(func, chunks):
+    """line_profiler's hits of ``func`` called on each chunk in turn."""
+    total: dict[int, int] = {}
+    for chunk in chunks:
+        for line, hits in reference_hits(func, chunk).items():
+            total[line] = total.get(line, 0) + hits
+    return total
+
+
+@pytest.fixture(scope="module")
+def expected():
+    kinds.nogil_body(CHUNKS[0])
+    return kinds.threaded_sum(CHUNKS), sequential_hits(kinds.nogil_body, CHUNKS)
+
+
+@pytest.mark.parametrize("attempt", range(10))  # without atomics about half the attempts lose hits
+def test_threaded_nogil_hits_exact(expected, attempt):
+    result, hits = expected
+    prof = numba_lprun.LineProfiler(kinds.nogil_body, sample=False)
+    assert prof.runcall(kinds.threaded_sum, CHUNKS) == result
+    assert hits_of(prof.get_stats(), "nogil_body") == hits
+    assert kinds.threaded_sum.__globals__["nogil_body"] is kinds.nogil_body
+    assert type(kinds.nogil_body).__name__ == "CPUDispatcher"
+
+
+def test_callee_of_nogil_caller_counts_exact():
+    chunks = [np.ones(30_000) for _ in range(4)]
+    kinds.nogil_caller(chunks[0])
+    prof = numba_lprun.LineProfiler(kinds.inner_counted, sample=False)
+    assert prof.runcall(kinds.threaded_caller, chunks) == kinds.threaded_caller(chunks)
+    (stats,) = prof.profile.functions
+    assert stats.calls == 120_000
+    assert kinds.nogil_caller.py_func.__globals__["inner_counted"] is kinds.inner_counted
+
+
+def test_threaded_nogil_in_magic(ipshell, expected):
+    result, hits = expected
+    ipshell.push({"kinds": kinds, "CHUNKS": CHUNKS})
+    line = "-r --no-sample -f kinds.nogil_body r = kinds.threaded_sum(CHUNKS)"
+    prof = ipshell.run_line_magic("nlprun", line)
+    assert ipshell.user_ns["r"] == result
+    assert hits_of(prof.get_stats(), "nogil_body") == hits
+    assert kinds.nogil_body is ipshell.user_ns["kinds"].nogil_body
+
+
+@pytest.mark.skipif(N.check_platform() is not None, reason=str(N.check_platform()))
+def test_sampler_sees_threads_started_while_it_runs():
+    big = np.ones(3_000_000)
+    kinds.nogil_body(big)
+    stop = threading.Event()
+    seen = []
+
+    def spin():
+        seen.append(threading.get_native_id())
+        while not stop.is_set():
+            kinds.nogil_body(big)
+
+    with Sampler(rate_hz=1000) as sampler:
+        worker = threading.Thread(target=spin)
+        worker.start()
+        try:
+            threading.Event().wait(0.3)
+        finally:
+            stop.set()
+            worker.join()
+    assert sampler.unavailable is None
+    samples = sampler.samples
+    assert seen[0] in samples.tids
+    assert samples.per_thread.get(seen[0], 0) > 20

@@ -82,7 +82,6 @@ def _sample_lines(view: FunctionView) -> str:
         f"sampled view (plain run, {stats.samples} samples in {info.repeats} repeat(s)): "
         "line: % samples [95% interval], probe-free time estimate"
     ]
-    unit = f"{view.output_unit:g} s"
     for line in view.lines:
         if line.sampled is None or (not line.sampled and not line.hits):
             continue
@@ -90,11 +89,19 @@ def _sample_lines(view: FunctionView) -> str:
         mark = "  ! differs from % Time" if line.disagree else ""
         est = ""
         if line.sampled_time is not None:
-            est = f"  est. {line.sampled_time:.1f} x {unit}"
+            est = f"  est. {_seconds(line.sampled_time * view.output_unit)}"
             if line.sampled_per_hit is not None:
-                est += f", {line.sampled_per_hit:.1f} per hit"
+                est += f", {_seconds(line.sampled_per_hit * view.output_unit)} per hit"
         rows.append(f"  {line.lineno}: {line.sampled:.1f}% [{low:.1f}, {high:.1f}]{est}{mark}")
     return "\n".join(rows) + "\n"
+
+
+def _seconds(value: float) -> str:
+    """A time with the unit that reads best: ``1.56 ms``, ``15.6 ns``."""
+    for scale, unit in ((1.0, "s"), (1e-3, "ms"), (1e-6, "us"), (1e-9, "ns")):
+        if value >= scale or unit == "ns":
+            return f"{value / scale:.3g} {unit}"
+    return f"{value:g} s"
 
 
 def output_width(file: TextIO) -> int | None:

@@ -123,7 +123,7 @@ class CompileWatcher(event.Listener):
         disp = data.get("dispatcher")
         if self.progress is not None and disp is not None:
             args = ", ".join(str(a) for a in data.get("args") or ())
-            self.progress(f"compiling the {self.phase} twin of {disp.py_func.__qualname__}({args})")
+            self.progress(f"compiling {disp.py_func.__qualname__}({args}) for the {self.phase} run")
         if not self._stack and self.paused is not None:
             self.paused.pause()
         self._stack.append([id(disp), time.perf_counter(), 0.0])

@@ -46,7 +46,7 @@ def test_conv_table_in_html_and_text(executed):
 
 def test_html_outputs_are_self_contained_tables_with_every_hit_count(executed):
     reports = [b for cell in executed for b in bundles(cell.outputs)]
-    assert len(reports) == 5  # conv, sum_sq, smooth+conv, the cell magic, bubble_sort
+    assert len(reports) == 6  # conv, conv --asm, sum_sq, smooth+conv, the cell magic, bubble_sort
     for report in reports:
         page, text = report["text/html"], report["text/plain"]
         assert "<table" in page and "<svg" in page and "<pre" not in page and "<script" not in page
@@ -95,3 +95,10 @@ def test_in_place_kernel_is_profiled_as_one_call(executed):
     (result,) = outputs_of(executed, "swaps, bool(")
     swaps, ordered = result["data"]["text/plain"].strip("()").split(", ")
     assert int(swaps) > 0 and ordered == "True"  # sorted once, from the unsorted data
+
+
+def test_asm_cell_explains_the_hot_line_and_reuses_the_twins(executed):
+    (report,) = bundles(outputs_of(executed, "%nlprun --asm"))
+    assert "allocates on each of its 99,969 executions" in report["text/plain"]
+    assert "reused" in report["text/html"]  # the second profile of conv compiled nothing
+    assert "<details" in report["text/html"]  # lines expand to their instructions

@@ -189,3 +189,11 @@ def test_statement_drawing_from_numpys_global_state_sees_the_users_draw(ipshell)
     finally:
         for name in ("bubble_sort", "swaps"):
             ns.pop(name, None)
+
+
+def test_state_too_large_to_walk_runs_once_and_says_so():
+    nested = [[float(i)] for i in range(250_000)]  # more objects than a snapshot walks
+    prof = numba_lprun.LineProfiler(bubble_sort, **QUICK)
+    arr = np.random.default_rng(3).random(20)
+    prof.runctx("bubble_sort(arr); nested", {"bubble_sort": bubble_sort, "arr": arr, "nested": nested}, None)
+    assert "too large to save object by object" in prof.profile.isolation.single_run

@@ -121,7 +121,11 @@ class _Walker:
         if id(obj) in self.seen:
             return
         if depth > _MAX_DEPTH or len(self.seen) > _MAX_OBJECTS:
-            self.refuse(name, obj)
+            if self.snapshot.unrestorable is None:
+                self.snapshot.unrestorable = (
+                    f"the state reached through {name} is too large to save object by object "
+                    f"(over {_MAX_OBJECTS:,} objects or {_MAX_DEPTH} levels deep)"
+                )
             return
         self.seen.add(id(obj))
         self.keep.append(obj)

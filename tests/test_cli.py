@@ -100,7 +100,7 @@ def test_stateful_kernels_run_as_one_unprofiled_script(tmp_path):
         check=True,
     )
     stats_file = tmp_path / "s.lprof"
-    names = ["bubble_sort", "bump_all", "push_all", "numba_random_walk", "draw_from"]
+    names = [case.func.py_func.__name__ for case in CASES]
     targets = [arg for name in names for arg in ("-f", f"tests.stateful:{name}")]
     done = nlprun(
         "--sample-time",

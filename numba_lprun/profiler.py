@@ -211,6 +211,8 @@ class LineProfiler:
                     self.sampling.not_repeated = "the call ran once (see Runs)"
             else:
                 self.isolation.single_run = None
+                if self.sampling is not None:
+                    self.sampling.not_repeated = None
                 self._baseline(execute, namespaces, progress, snapshot)
         try:
             with self._runner.phase(INSTRUMENTED, namespaces, progress) as run:

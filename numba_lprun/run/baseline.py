@@ -90,10 +90,16 @@ def sampled_repeats(
     started = time.perf_counter()
     maps = None
     inside, counted, batch = 0, 0, 1
+
+    def spent() -> float:
+        """Seconds of repeats so far: compiles (the twins', or a new signature's) do not count."""
+        return time.perf_counter() - started - sampling.paused_seconds
+
     try:
         with runner.phase(PLAIN, namespaces, progress, sampling) as run:
+            started = time.perf_counter()  # the twins compiled on entering the phase
             while True:
-                batch_start = time.perf_counter()
+                batch_start = spent()
                 with sampling.running(), quiet():
                     for _ in range(batch):
                         try:
@@ -103,21 +109,21 @@ def sampled_repeats(
                         finally:
                             result.restored += snapshot.restore(run.replacements)
                         result.repeats += 1
-                per_repeat = (time.perf_counter() - batch_start) / batch
+                per_repeat = (spent() - batch_start) / batch
                 if sampling.unavailable is not None:
                     break
                 if maps is None:
                     maps = line_maps(plain_code(runner))
                 got = samples_inside(sampling.segments[counted:], maps)
                 inside, counted = inside + got, len(sampling.segments)
-                left = sample_time - (time.perf_counter() - started)
+                left = sample_time - spent()
                 if inside >= min_samples or left < per_repeat / 2:
                     break
                 wanted = math.ceil((min_samples - inside) * batch / max(got, 1))
-                batch = max(1, min(wanted, int(left / per_repeat)))
+                batch = max(1, min(wanted, int(left / max(per_repeat, 1e-9))))
     finally:
         runner.take_counts(PLAIN)
-        result.seconds = time.perf_counter() - started
+        result.seconds = spent()
         result.unavailable = sampling.unavailable
         if sampling.segments and sampling.unavailable is None:
             result.samples = charge(sampling, maps if maps is not None else line_maps(plain_code(runner)))

@@ -9,6 +9,7 @@ during the run and resumes after it; each stretch is one segment.
 from __future__ import annotations
 
 import contextlib
+import time
 from collections.abc import Hashable, Iterator
 from dataclasses import dataclass, field
 
@@ -23,26 +24,35 @@ class SegmentedSampling:
     parallel: bool
     segments: list[RawSamples] = field(default_factory=list)
     unavailable: str | None = None
+    paused_seconds: float = 0.0  # time paused inside running blocks (Numba compiling)
     _sampler: Sampler | None = None
     _running: bool = False
+    _paused_at: float | None = None
 
     @contextlib.contextmanager
     def running(self) -> Iterator[None]:
         self._running = True
+        self._paused_at = None
         self.resume()
         try:
             yield
         finally:
             self.pause()
             self._running = False
+            self._paused_at = None
 
     def pause(self) -> None:
+        if self._running and self._paused_at is None:
+            self._paused_at = time.perf_counter()
         if self._sampler is not None:
             sampler, self._sampler = self._sampler, None
             sampler.__exit__(None, None, None)
             self.segments.append(sampler.samples)
 
     def resume(self) -> None:
+        if self._running and self._paused_at is not None:
+            self.paused_seconds += time.perf_counter() - self._paused_at
+            self._paused_at = None
         if not self._running or self._sampler is not None or self.unavailable is not None:
             return
         sampler = Sampler(rate_hz=self.rate_hz, numba_threads=self.parallel)

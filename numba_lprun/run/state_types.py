@@ -12,6 +12,7 @@ NumPy's and Python's global ones) are items too.
 from __future__ import annotations
 
 import ctypes
+import functools
 import random
 import types as pytypes
 from collections.abc import Callable
@@ -56,7 +57,7 @@ def same_state(a: object, b: object) -> bool:
             return False
         if a.dtype.hasobject:
             return all(x is y for x, y in zip(a.ravel(), b.ravel(), strict=True))
-        return np.array_equal(_bytes(a), _bytes(b))
+        return same_bytes(a, b)
     if isinstance(a, dict) and isinstance(b, dict):
         return a.keys() == b.keys() and all(same_state(a[k], b[k]) for k in a)
     if isinstance(a, (list, tuple)) and isinstance(b, (list, tuple)):
@@ -64,6 +65,28 @@ def same_state(a: object, b: object) -> bool:
     if isinstance(a, ATOMS) and isinstance(b, ATOMS):
         return type(a) is type(b) and (a == b or (a != a and b != b))
     return a is b
+
+
+@functools.cache
+def _memcmp():
+    memcmp = ctypes.CDLL(None).memcmp
+    memcmp.argtypes = [ctypes.c_void_p, ctypes.c_void_p, ctypes.c_size_t]
+    memcmp.restype = ctypes.c_int
+    return memcmp
+
+
+def same_bytes(a: np.ndarray, b: np.ndarray) -> bool:
+    """Byte-for-byte equality of two arrays of one shape and dtype (NaNs equal).
+
+    ``memcmp`` on contiguous buffers: comparing a 160 MB array with
+    ``np.array_equal`` on byte views took 67 ms per sampled repeat (it builds a
+    160-million-element boolean array) and ate most of the repeats' time budget.
+    """
+    if a.nbytes != b.nbytes:
+        return False
+    if a.flags.c_contiguous and b.flags.c_contiguous:
+        return a.nbytes == 0 or _memcmp()(a.ctypes.data, b.ctypes.data, a.nbytes) == 0
+    return np.array_equal(_bytes(a), _bytes(b))
 
 
 def _bytes(a: np.ndarray) -> np.ndarray:
@@ -86,7 +109,7 @@ def _array(w: Walker, name: str, a: np.ndarray, depth: int) -> None:
     def same(saved: np.ndarray) -> bool:
         if owner.dtype.hasobject:
             return all(x is y for x, y in zip(owner.ravel(), saved.ravel(), strict=True))
-        return np.array_equal(_bytes(owner), _bytes(saved))
+        return same_bytes(owner, saved)
 
     w.add(Item(name, "array", owner.nbytes, owner.copy, lambda s: np.copyto(owner, s), same))
 

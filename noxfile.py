@@ -1,10 +1,21 @@
-"""The test suite on every supported Python, each in a fresh virtual environment (``nox``).
+"""The test suite on every supported Python, Numba and line_profiler release, each in a fresh
+virtual environment (``nox``).
 
 Line events differ between Python versions and between line_profiler's two cores
 (``sys.settrace``, the only one before 3.12; ``sys.monitoring``, its default from
 3.12), and the hits must equal line_profiler's on each, so CI runs the whole suite
 on every supported Python (session ``tests``) and again with
-``LINE_PROFILER_CORE=legacy`` where both cores exist (``tests_legacy_core``).
+``LINE_PROFILER_CORE=legacy`` where both cores exist (``tests_legacy_core``), both
+on the newest Numba.
+
+Numba releases differ in their private API (``numba_lprun/internals``, each use naming
+the releases it was checked on) and in the LLVM they bundle (14 up to 0.60, 15 in
+0.61, 20 from 0.62, 22 from 0.66), which changes what gets inlined and vectorized.
+Each older minor release runs the demo and the tests that go through Numba's
+internals (session ``numba``, ``FAST_TESTS``) on one Python it has wheels for; the
+Pythons take turns, so each meets old Numbas and each of line_profiler's cores meets
+old LLVMs. The oldest line_profiler supported runs the tests that compare hits with
+line_profiler's and write its files (``line_profiler_floor``).
 
 Interpreters are found as ``python3.X`` on PATH. With pyenv, a shim answers only for
 the versions in ``PYENV_VERSION``; when that is unset this file names the newest
@@ -13,7 +24,10 @@ error, not a skip. The fuzzer checks ``NUMBA_LPRUN_FUZZ_EXAMPLES`` examples per 
 (80 unless set), which keeps each Python's run to a few minutes.
 
     nox                      # everything
-    nox -s tests-3.13        # one Python
+    nox -l                   # the sessions
+    nox -s tests-3.13        # one Python, newest Numba, whole suite
+    nox -s "numba(0.61)"     # one older Numba: demo and fast tests
+    nox -t numba             # every older Numba
     nox -s tests -- -k fuzz  # arguments after -- go to pytest
 """
 
@@ -23,11 +37,55 @@ import os
 import re
 import shutil
 import subprocess
+import tomllib
+from pathlib import Path
 
 import nox
 
 PYTHONS = ["3.11", "3.12", "3.13"]
 BOTH_CORES = ["3.12", "3.13"]  # sys.monitoring exists from 3.12
+
+#: The newest supported Numba minor release: the whole suite runs on it (numba_lprun.internals
+#: NUMBA_RANGE and pyproject.toml say the same; tests/test_private_api.py checks they agree).
+NEWEST_NUMBA = "0.68"
+#: Every older supported minor release (its latest patch is installed) and the Python it runs on.
+#: numba, llvmlite and NumPy have wheels for each pair (checked 2026-11-30); 0.59 and 0.60 support
+#: Python up to 3.12 only; 0.59 is the only one on NumPy 1.x (1.26).
+OLDER_NUMBA = [
+    ("0.59", "3.11"),
+    ("0.60", "3.12"),
+    ("0.61", "3.13"),
+    ("0.62", "3.11"),
+    ("0.63", "3.12"),
+    ("0.64", "3.13"),
+    ("0.65", "3.11"),
+    ("0.66", "3.12"),
+    ("0.67", "3.13"),
+]
+#: The tests that go through Numba's internals (the door and its registry, twins, line tables,
+#: the sampler, jitclasses, ufuncs, stencils, overloads, random-state snapshots, machine code).
+FAST_TESTS = [
+    "tests/test_architecture.py",
+    "tests/test_private_api.py",
+    "tests/test_kinds.py",
+    "tests/test_sampling.py",
+    "tests/test_sampled_view.py",
+    "tests/test_isolation.py",
+    "tests/test_machine_code.py",
+    "tests/test_jitclass.py",
+    "tests/test_threads.py",
+]
+#: The oldest line_profiler supported (pyproject.toml): 4.2 has wheels for Python 3.11-3.13
+#: (4.1 none for 3.13). line_profiler 4 has one core (settrace-style) on every Python.
+LINE_PROFILER_FLOOR = "4.2"
+#: The tests that compare hits with line_profiler's, read its core, or write and read .lprof files.
+LINE_PROFILER_TESTS = [
+    "tests/test_line_events.py",
+    "tests/test_paths.py",
+    "tests/test_cli.py",
+    "tests/test_kinds.py",
+    "tests/test_jitclass.py",
+]
 
 nox.options.error_on_missing_interpreters = True
 nox.options.reuse_existing_virtualenvs = False
@@ -49,22 +107,65 @@ def _pyenv_versions() -> None:
 
 _pyenv_versions()
 
+_SHOW_VERSIONS = (
+    "import sys, numba, llvmlite, numpy, line_profiler as lp; "
+    "print('python', sys.version.split()[0], 'numba', numba.__version__, 'llvmlite', llvmlite.__version__, "
+    "'numpy', numpy.__version__, 'line_profiler', lp.__version__)"
+)
+
+
+def _test_tools() -> list[str]:
+    """The ``test`` extra without numba-cuda, which needs Numba 0.60 or newer and serves only
+    the CUDA tests (not among the fast ones)."""
+    pyproject = tomllib.loads(Path(__file__).with_name("pyproject.toml").read_text(encoding="utf-8"))
+    tools = pyproject["project"]["optional-dependencies"]["test"]
+    return [r for r in tools if not r.startswith("numba-cuda")]
+
+
+def _install(session: nox.Session, numba: str, *extra: str, cuda: bool = True) -> None:
+    """The project and its test tools, with the latest patch of Numba ``numba`` (wheels only, so a
+    missing wheel fails the session instead of building LLVM); the versions go to the log."""
+    project = ["-e", ".[test]"] if cuda else ["-e", ".", *_test_tools()]
+    session.install("--only-binary=numba,llvmlite,numpy", *project, f"numba=={numba}.*", *extra)
+    session.run("python", "-c", _SHOW_VERSIONS)
+
 
 def _run_suite(session: nox.Session, core: str | None) -> None:
-    session.install("-e", ".[test]")
+    _install(session, NEWEST_NUMBA)
     env = {"NUMBA_LPRUN_FUZZ_EXAMPLES": os.environ.get("NUMBA_LPRUN_FUZZ_EXAMPLES", "80")}
     if core is not None:
         env["LINE_PROFILER_CORE"] = core
     session.run("python", "-m", "pytest", "-q", *session.posargs, env=env)
 
 
-@nox.session(python=PYTHONS)
+@nox.session(python=PYTHONS, tags=["newest"])
 def tests(session: nox.Session) -> None:
-    """The whole suite, with line_profiler's default core on this Python."""
+    """The whole suite on the newest Numba, with line_profiler's default core on this Python."""
     _run_suite(session, None)
 
 
-@nox.session(python=BOTH_CORES)
+@nox.session(python=BOTH_CORES, tags=["newest"])
 def tests_legacy_core(session: nox.Session) -> None:
     """The whole suite with line_profiler's settrace core, where sys.monitoring is the default."""
     _run_suite(session, "legacy")
+
+
+@nox.session(tags=["numba"])
+@nox.parametrize(
+    "python,numba", [(python, numba) for numba, python in OLDER_NUMBA], ids=[n for n, _ in OLDER_NUMBA]
+)
+def numba(session: nox.Session, numba: str) -> None:
+    """The demo and the tests that go through Numba's internals, on an older Numba release."""
+    _install(session, numba, cuda=False)
+    session.run("python", "-m", "numba_lprun.demo", silent=True)  # the first thing a new user runs
+    session.run("python", "-m", "pytest", "-q", *FAST_TESTS, *session.posargs)
+
+
+@nox.session(python="3.12", tags=["line_profiler"])
+def line_profiler_floor(session: nox.Session) -> None:
+    """The tests that meet line_profiler, on the oldest line_profiler supported.
+
+    On 3.12, where line_profiler 5 would use sys.monitoring and 4 uses its settrace-style core.
+    """
+    _install(session, NEWEST_NUMBA, f"line_profiler=={LINE_PROFILER_FLOOR}.*", cuda=False)
+    session.run("python", "-m", "pytest", "-q", *LINE_PROFILER_TESTS, *session.posargs)

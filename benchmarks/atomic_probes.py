@@ -48,7 +48,7 @@ def instrumented_seconds(func, args, timing: bool) -> float:
     """Instrumented seconds per call (the best of RUNS calls)."""
     best = float("inf")
     for _ in range(RUNS):
-        prof = numba_lprun.LineProfiler(func, timing=timing, sample=False, baseline=False)
+        prof = numba_lprun.LineProfiler(func, timing=timing, sample=False, repeat=False)
         prof.runcall(func, *args)
         (stats,) = prof.profile.functions
         best = min(best, stats.instrumented_ticks * prof.profile.unit / stats.calls)

@@ -1,10 +1,13 @@
 """numba_lprun: a line profiler for Numba jitted functions.
 
-``LineProfiler`` is the Python API; ``%load_ext numba_lprun`` registers the
-``%nlprun`` magics (imported lazily, so the API never needs IPython).
+``LineProfiler`` is the Python API (imported on first use); ``%load_ext
+numba_lprun`` registers the ``%nlprun`` magics (imported lazily, so the API never
+needs IPython).
 
 Data flows one way; each part imports only from the parts before it:
 
+- ``internals/``: the one door to Numba's private API (functions named by intent, each
+  declaring what it touches and the Numba releases it was checked on);
 - ``instrument/``: source -> instrumented AST -> plain and instrumented twins;
 - ``run/``: swap the twins in, run the call (baseline, sampled repeats,
   instrumented run) keeping one call's effects, put everything back;
@@ -19,12 +22,27 @@ Data flows one way; each part imports only from the parts before it:
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from .decorator import profile
 from .errors import NotProfilableError, TwinCompileError
-from .profiler import LineProfiler
+
+if TYPE_CHECKING:
+    from .profiler import LineProfiler
 
 __all__ = ["LineProfiler", "NotProfilableError", "TwinCompileError", "load_ipython_extension", "profile"]
 __version__ = "0.1.0"
+
+
+def __getattr__(name: str):
+    """``LineProfiler`` is imported on first use: a script that only marks functions with
+    ``@numba_lprun.profile`` and runs without ``nlprun`` does not pay for the profiler,
+    Numba or the renderers (``import numba_lprun`` then costs a few milliseconds)."""
+    if name == "LineProfiler":
+        from .profiler import LineProfiler
+
+        return LineProfiler
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 def load_ipython_extension(ipython) -> None:

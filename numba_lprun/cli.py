@@ -4,7 +4,9 @@ Runs a script (or ``-m module``) with its own ``sys.argv`` and ``__main__``
 semantics, profiling the jitted functions it defines (or those marked with
 ``@numba_lprun.profile``, or named with ``-f``), then prints the tables. The exit
 status is the script's own; a profiling failure exits with 2 and says why, unless
-``--keep-going`` asks to run the script unprofiled instead.
+``--keep-going`` asks to run the script unprofiled instead. CUDA kernels named with
+``-f MODULE:KERNEL`` are bound, in their module, to stand-ins that profile their
+launches while the script runs once (``numba_lprun.cuda``).
 """
 
 from __future__ import annotations
@@ -19,14 +21,17 @@ import traceback
 import types
 from collections.abc import Callable, Iterable
 
+from .cuda import CudaLineProfiler, bound_kernels, is_cuda_function, namespaces_of
 from .decorator import is_marked
 from .errors import NotProfilableError, TwinCompileError
-from .instrument.kinds import import_spec
-from .options import CLI, add_to_parser, asm_lines, profiler_kwargs, write_reports
-from .profiler import LineProfiler, defined_in
-from .renderers import print_profile, profile_text
+from .instrument.kinds import defined_in, import_spec, profilable_in
+from .options import CLI, add_to_parser, cuda_profiler_kwargs, cuda_refusals, profiler_kwargs, report
+from .profiler import LineProfiler
+from .stats import ProfileStats
 
 USAGE_ERROR = 2
+#: Why a script is never run twice: what it writes outside its own namespace cannot be put back.
+ONCE = "a script runs once (the files and state it changes cannot be put back)"
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -34,9 +39,10 @@ def build_parser() -> argparse.ArgumentParser:
         prog="nlprun",
         description="Line-profile the Numba jitted functions of a script or module.",
         epilog="By default every jitted function the script defines is profiled; if the script uses "
-        "@numba_lprun.profile, only the marked ones. The script runs on the plain twins, is "
-        "repeated there under the sampler, then runs on the instrumented twins (only this last run's "
-        "output is shown); --once runs it once.",
+        "@numba_lprun.profile, only the marked ones. The script runs exactly once, on counting twins "
+        "under the sampler: exact hits, and each line's time from its share of the samples. CUDA kernels "
+        "and device functions named with -f MODULE:FUNC: the script runs once, each launch of the kernel "
+        "profiled on an instrumented twin (hits, warps and active lanes per line, GPU cycles on a GPU).",
     )
     add_to_parser(parser, CLI)
     parser.add_argument("script", nargs="?", help="the script to run")
@@ -65,6 +71,7 @@ class _Program:
             self.spec = None
             self.argv = [path, *args]
             self.path_entry = os.path.dirname(self.filename)
+        self.last_namespace: dict = {}  # the script's module namespace, once it ran
         try:
             with open(self.filename, encoding="utf-8") as handle:
                 self.source = handle.read()
@@ -73,6 +80,7 @@ class _Program:
 
     def namespace(self) -> dict:
         module = types.ModuleType("__main__")
+        self.last_namespace = module.__dict__
         module.__file__ = self.filename
         module.__builtins__ = __builtins__
         module.__spec__ = self.spec
@@ -133,7 +141,7 @@ def _profile_run(opts: argparse.Namespace, program: _Program) -> tuple[LineProfi
         if not in_script(value):
             return False
         if named:
-            return value.py_func.__name__ in named
+            return getattr(value, "__name__", None) in named
         return not opts.functions and (is_marked(value) or not marked_only)
 
     discover = _MarkedFinder() if not opts.functions else None
@@ -142,7 +150,7 @@ def _profile_run(opts: argparse.Namespace, program: _Program) -> tuple[LineProfi
     sys.path.insert(0, program.path_entry)
     status = 0
     try:
-        prof.runsource(program.source, program.filename, program.namespace, pick, discover)
+        prof.runsource(program.source, program.filename, program.namespace, pick, discover, once=ONCE)
     except SystemExit as exc:
         status = _exit_status(exc.code)
     except (NotProfilableError, TwinCompileError):
@@ -166,7 +174,8 @@ def _exit_status(code: object) -> int:
     return 1
 
 
-def _run_unprofiled(program: _Program) -> int:
+def _run_plain(program: _Program) -> int:
+    """Run the program once, as Python would; its exit status."""
     saved_argv, saved_main = sys.argv[:], sys.modules.get("__main__")
     sys.argv = program.argv
     sys.path.insert(0, program.path_entry)
@@ -184,14 +193,39 @@ def _run_unprofiled(program: _Program) -> int:
     return 0
 
 
-def _report(prof: LineProfiler, opts: argparse.Namespace) -> None:
-    profile = prof.profile
-    lines = asm_lines(opts)
-    text = profile_text(profile, opts.unit, opts.stripzeros, width=0, asm_lines=lines)
-    said = write_reports(prof, profile, opts, text)
-    print_profile(profile, opts.unit, opts.stripzeros, asm_lines=lines)
-    for sentence in said:
-        print(sentence)
+class _UsageError(Exception):
+    """A request the command line refuses (exit status 2, never run unprofiled)."""
+
+
+def _cuda_functions(opts: argparse.Namespace) -> list[object]:
+    """The CUDA kernels and device functions ``-f MODULE:FUNC`` names (imported now), or none;
+    ``_UsageError`` where they come with CPU functions or options that mean nothing for them."""
+    named = [(spec, _resolve(spec)) for spec in opts.functions]
+    cuda = [func for _, func in named if func is not None and is_cuda_function(func)]
+    if not cuda:
+        return []
+    others = [spec for spec, func in named if func is None or not is_cuda_function(func)]
+    if others:
+        raise _UsageError(
+            f"-f {others[0]}: CPU functions and CUDA kernels cannot be profiled together (a CUDA launch "
+            "is profiled by its own launches; with CUDA kernels, name each one as MODULE:FUNC)"
+        )
+    refused = cuda_refusals(opts, CLI)
+    if refused:
+        raise _UsageError(refused[0])
+    return cuda
+
+
+def _cuda_run(
+    opts: argparse.Namespace, program: _Program, functions: list[object]
+) -> tuple[ProfileStats, int]:
+    """Run the program once with the named kernels bound, in their modules, to stand-ins that
+    profile their launches; the profile and the exit status."""
+    prof = CudaLineProfiler(*functions, **cuda_profiler_kwargs(opts))
+    modules = [vars(importlib.import_module(spec.partition(":")[0])) for spec in opts.functions]
+    with bound_kernels(prof, namespaces_of(functions, modules)):
+        status = _run_plain(program)
+    return prof.stats, status
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -203,16 +237,43 @@ def main(argv: list[str] | None = None) -> int:
         parser.error("give a script to run, or -m MODULE")
     program = _Program(opts.script, opts.module, opts.args)
     try:
-        prof, status = _profile_run(opts, program)
+        kernels = _cuda_functions(opts)
+        if kernels:
+            profile, status = _cuda_run(opts, program, kernels)
+        else:
+            prof, status = _profile_run(opts, program)
+            profile = prof.profile
+    except _UsageError as exc:
+        print(f"nlprun: {exc}", file=sys.stderr)
+        return USAGE_ERROR
     except (NotProfilableError, TwinCompileError) as exc:
         print(f"nlprun: profiling failed: {exc}", file=sys.stderr)
         if not opts.keep_going:
             return USAGE_ERROR
         print("nlprun: --keep-going: running the script unprofiled", file=sys.stderr)
-        return _run_unprofiled(program)
+        return _run_plain(program)
     sys.stdout.flush()
-    _report(prof, opts)
+    report(profile, opts)
+    if not any(f.calls or f.hits for f in profile.functions):
+        print(_what_was_there(program))
     return status
+
+
+def _what_was_there(program: _Program) -> str:
+    """Nothing profiled ran: what the script and the modules beside it hold that could be."""
+    found = profilable_in(program.last_namespace, program.filename)
+    root = os.path.dirname(program.filename)
+    for name, module in sorted(sys.modules.items()):
+        path = getattr(module, "__file__", None) or ""
+        if name != "__main__" and path.startswith(root + os.sep) and "site-packages" not in path:
+            found += profilable_in(vars(module), path, name)
+    if not found:
+        return (
+            "nlprun: no profiled function ran, and the script and the modules beside it define no "
+            "jitted function (@njit, @jitclass, @vectorize, @stencil): name one in an installed "
+            "package with -f module:function"
+        )
+    return "nlprun: what the script could have profiled: " + "; ".join(f"-f {f}" for f in found)
 
 
 if __name__ == "__main__":

@@ -27,7 +27,7 @@ def is_marked(obj: object) -> bool:
 
     Only dispatchers are asked: other objects may do anything on attribute access.
     """
-    from numba.core.registry import CPUDispatcher
+    from .internals import CPUDispatcher
 
     if not isinstance(obj, CPUDispatcher):
         return False

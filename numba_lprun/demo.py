@@ -10,12 +10,13 @@ from numba_lprun.renderers import print_profile
 
 INTRO = """\
 numba_lprun demo: a jitted 1-D convolution, profiled line by line.
-What to look at: the Hits and Time columns come from probes compiled into an
-instrumented twin; % Samples is a probe-free sampled view of the plain, fully
-optimized twin. The notes under the table say how much the probes slowed the
-run and where the two views disagree (! marks); ~ marks lines too quick to time.
-The hints under them come from the optimized machine code (--asm): what the hot
-line does on every execution (`--asm N` also lists its hottest instructions).
+What to look at: Hits are exact counts from a counting twin (a counter per line,
+kept in registers). Time is probe-free: each line's share of the samples the
+native sampler took of the optimized code (% Time, with its 95% interval)
+times the function's measured time. The notes under the table say how much the
+counters slowed the run against the plain twin. The hints under them come from
+the optimized machine code (--asm): what the hot line does on every execution
+(`--asm N` also lists its hottest instructions).
 """
 
 

@@ -1,36 +1,47 @@
 """Judge how far a function's profile can be trusted, in sentences for the user.
 
-Runs after the stats are collected; renderers only show what is decided here.
+A pure function of the numbers: ``assemble`` calls it once per function and
+stores what it returns in the frozen profile; renderers only show it.
 """
 
 from __future__ import annotations
 
-from .stats import FunctionStats, Note
+from dataclasses import dataclass
 
-DEFAULT_THRESHOLD = 1.2  # instrumented/plain ratio above which the table is only a guide
-DISAGREE_POINTS = 1.0  # an instrumented share this far outside the sampled interval: probes distort
+from .stats import PROBES, SAMPLES, FunctionStats, Note
+
+DEFAULT_THRESHOLD = 1.2  # run/plain ratio above which a view is only a guide
+DISAGREE_POINTS = 1.0  # a probe share this far outside the sampled interval: probes distort
 MIN_SAMPLES = 100  # fewer samples in a function: shares too coarse to compare line by line
-RESOLUTION_FACTOR = 2.0  # raw time per hit under this many probe costs: not measurable
+RESOLUTION_FACTOR = 2.0  # raw probe time per hit under this many probe costs: not measurable
+PROBE_DOMINATED = 0.25  # corrected/raw probe total below this: the probes' cost is most of what was timed
 
 
-PROBE_DOMINATED = 0.25  # corrected/raw total below this: the probes' cost is most of what was timed
+@dataclass(frozen=True)
+class Diagnosis:
+    """What :func:`diagnose` decides about one function."""
+
+    notes: tuple[Note, ...]
+    below_resolution: frozenset[int]
+    disagree: frozenset[int]
+    probes_corrected: bool
 
 
-def disagreeing_lines(stats: FunctionStats, margin: float = DISAGREE_POINTS) -> set[int]:
-    """Lines whose instrumented share lies outside their sampled 95% interval by more than ``margin``.
+def disagreeing_lines(stats: FunctionStats, margin: float = DISAGREE_POINTS) -> frozenset[int]:
+    """Lines whose probe share lies outside their sampled 95% interval by more than ``margin``.
 
     The interval carries the sampling error; the small margin keeps differences
     that no reader would act on (a fraction of a point) out of the marks.
     """
     found = set()
-    for line in set(stats.hits) | set(stats.sampled):
-        timed, interval = stats.time_share(line), stats.sample_interval(line)
-        if timed is None or interval is None:
+    for line in set(stats.probe_ticks) | set(stats.sample_seconds):
+        probed, interval = stats.probe_share(line), stats.sample_interval(line)
+        if probed is None or interval is None:
             continue
         low, high = interval
-        if timed < low - margin or timed > high + margin:
+        if probed < low - margin or probed > high + margin:
             found.add(line)
-    return found
+    return frozenset(found)
 
 
 def diagnose(
@@ -38,96 +49,161 @@ def diagnose(
     unit: float,
     threshold: float = DEFAULT_THRESHOLD,
     correct: bool = True,
-    disagree_points: float = DISAGREE_POINTS,
-) -> None:
-    """Fill ``stats.notes``, ``stats.below_resolution`` and ``stats.corrected`` from its numbers.
-
-    Taking the probe cost out of every hit brings coarse lines close to their
-    true times; where the probes' cost is most of what was timed, what is left is
-    noise, so the raw times are shown instead and the notes say so.
-    """
+    sampling_unavailable: str | None = None,
+) -> Diagnosis:
+    """Notes and marks for ``stats`` (whose diagnosis fields are not read)."""
     notes: list[Note] = []
-    ratio = stats.overhead
     if not stats.calls and not stats.hits:
         notes.append(Note("info", "not called during the run"))
-    elif ratio is None:
-        why = "no plain baseline run" if not stats.plain_calls else "the two runs made different calls"
-        notes.append(Note("info", f"overhead not measured ({why})"))
-    elif ratio > threshold:
+    notes += _time_notes(stats, sampling_unavailable)
+    notes += _overhead_notes(stats, threshold)
+    below = _below_resolution(stats)
+    if below:
+        cost_ns = stats.probe_cost * unit * 1e9
         notes.append(
             Note(
-                "warning",
-                f"instrumented run {ratio:.2f}x the plain run (above {threshold:g}x): the probes "
-                "hinder the optimizer (vectorization, hoisting, keeping values in registers), so "
-                "times of lines in tight loops are inflated. Read this table as a guide, not a "
-                "measurement.",
+                "info",
+                f"~ marks {len(below)} line(s) whose probe time per hit is within the probe's own cost "
+                f"({cost_ns:.0f} ns): below the timer's resolution",
             )
         )
+    corrected = correct and stats.has_probes
+    raw_total = stats.probe_total(raw=True)
+    if corrected and raw_total > 0:
+        kept = sum(
+            max(0.0, t - stats.probe_hits.get(n, 0) * stats.probe_cost) for n, t in stats.probe_ticks.items()
+        )
+        if kept < PROBE_DOMINATED * raw_total:
+            corrected = False
+            notes.append(
+                Note(
+                    "info",
+                    f"the probes' own cost is {100.0 * (1.0 - kept / raw_total):.0f}% of the probe-measured "
+                    "time, so probe times are shown raw (probe cost included) rather than corrected",
+                )
+            )
+    elif stats.has_probes and not correct:
+        notes.append(Note("info", "probe times are raw: they include the probes' own cost"))
+    disagree = frozenset()
+    if stats.has_probes and stats.samples >= MIN_SAMPLES:
+        disagree = disagreeing_lines(stats)
+        if disagree:
+            notes.append(
+                Note(
+                    "warning",
+                    f"! marks {len(disagree)} line(s) whose probe share lies outside the sampled share's "
+                    f"95% interval (by more than {DISAGREE_POINTS:g} point): there the probes distort, and "
+                    "the sampled Time (probe-free, optimized code) is the better guide",
+                )
+            )
+    if stats.objmode_lines:
+        notes.append(Note("info", "lines inside objmode blocks: their time is charged to the with line"))
+    return Diagnosis(tuple(notes), below, disagree, corrected)
+
+
+def _time_notes(stats: FunctionStats, sampling_unavailable: str | None) -> list[Note]:
+    """Where the Time column comes from, when that needs saying, and how sure it is."""
+    if not stats.hits:
+        return []
+    if stats.time_source is None:
+        return [Note("info", "hits only: no clock and no sampler, so no times are shown")]
+    if stats.time_source == PROBES:
+        if sampling_unavailable:
+            why = f"sampling unavailable: {sampling_unavailable}"
+        elif stats.run_twin == "probed":
+            why = "--no-sample"
+        else:  # a ufunc or stencil: Numba compiles them without line tables
+            why = "Numba builds such kernels without line tables: no sample can be placed on their lines"
+        return [Note("info", f"times come from clock probes ({why}); they include the probes' distortion")]
+    n = stats.samples
+    if n == 0:
+        return [
+            Note(
+                "caution",
+                "no samples landed in this function, so its times are not known: the run was too "
+                "short for the sampler (raise --rate, or let a repeatable statement take --sample-time; "
+                "--probes times it with clock probes)",
+            )
+        ]
+    if n < MIN_SAMPLES:
+        return [
+            Note(
+                "caution",
+                f"only {n} samples landed in this function: its times are rough (see the 95% intervals); "
+                "a longer run, a higher --rate or --probes gives more",
+            )
+        ]
+    return []
+
+
+def _overhead_notes(stats: FunctionStats, threshold: float) -> list[Note]:
+    """How much the user's run was distorted, measured or not (never silent)."""
+    if not stats.calls:
+        return []
+    notes = []
+    twin = "probed" if stats.run_twin == "probed" else "counting"
+    ratio = stats.overhead
+    if ratio is None:
+        why = stats.overhead_unmeasured or "no plain run of the same calls"
+        said = f"overhead not measured: {why}"
+        if stats.lost_vectorization:
+            said += f"; the machine code shows the {'probes' if twin == 'probed' else 'counters'} cost SIMD"
+        elif stats.compile_seconds.get("plain") is not None:
+            said += f"; the {twin} twin's loops vectorized as the plain twin's did"
+        if twin == "probed":  # a clock read per line costs 10-100x in tight loops: never silent
+            said += (
+                ". Clock probes on every line slow tight loops 10-100x, so times of lines in tight "
+                "loops are inflated: read this table as a guide, not a measurement."
+            )
+        notes.append(Note("warning" if twin == "probed" else "info", said))
     else:
-        notes.append(Note("info", f"instrumented run {ratio:.2f}x the plain run"))
+        spread = stats.overhead_spread
+        noise = ""
+        if spread is not None:
+            low, high = spread
+            within = ", so within the noise" if low <= ratio <= high else ""
+            noise = f" (plain runs: {low:.2f}-{high:.2f}x their median{within})"
+        if ratio > threshold and (spread is None or ratio > spread[1]):
+            notes.append(
+                Note(
+                    "warning",
+                    f"{twin} run {ratio:.2f}x the plain run{noise}, above {threshold:g}x: the "
+                    f"{'probes' if twin == 'probed' else 'counters'} hinder the optimizer (vectorization, "
+                    "hoisting, keeping values in registers), so "
+                    + (
+                        "times of lines in tight loops are inflated. "
+                        if twin == "probed"
+                        else "the samples of this run describe slower code than yours. "
+                    )
+                    + "Read this table as a guide, not a measurement.",
+                )
+            )
+        else:
+            notes.append(Note("info", f"{twin} run {ratio:.2f}x the plain run{noise}"))
+    if stats.probe_overhead is not None and twin != "probed":
+        level = "warning" if stats.probe_overhead > threshold else "info"
+        tail = ": probe times of lines in tight loops are inflated" if level == "warning" else ""
+        notes.append(Note(level, f"probed run {stats.probe_overhead:.2f}x the plain run{tail}"))
     for line in sorted(stats.lost_vectorization):
         notes.append(
             Note(
                 "warning",
                 f"the loop at line {line} was vectorized (SIMD) in the plain build but not in the "
-                "instrumented one: times inside it are inflated (--hits counts without this loss)",
+                f"{twin} one: its samples describe slower code than yours",
             )
         )
-    if not stats.timed:
-        notes.append(Note("info", "hits only: counters without clock reads, so no times are shown"))
-    stats.below_resolution = set()
-    if stats.timed and stats.probe_ticks > 0:
-        limit = RESOLUTION_FACTOR * stats.probe_ticks
-        stats.below_resolution = {
-            line for line, hits in stats.hits.items() if hits and stats.ticks.get(line, 0) / hits < limit
-        }
-        if stats.below_resolution:
-            cost_ns = stats.probe_ticks * unit * 1e9
-            notes.append(
-                Note(
-                    "info",
-                    f"~ marks {len(stats.below_resolution)} line(s) whose time per hit is within the "
-                    f"probe's own cost ({cost_ns:.0f} ns): below the timer's resolution",
-                )
-            )
-    stats.corrected = correct and stats.timed
-    raw_total = stats.total_ticks(raw=True)
-    if stats.corrected and raw_total > 0 and stats.total_ticks() < PROBE_DOMINATED * raw_total:
-        share = 100.0 * (1.0 - stats.total_ticks() / raw_total)
-        stats.corrected = False
-        notes.append(
-            Note(
-                "info",
-                f"the probes' own cost is {share:.0f}% of the measured time, so times are shown raw "
-                "(probe cost included) rather than corrected",
-            )
-        )
-    elif stats.timed and not stats.corrected:
-        notes.append(Note("info", "times are raw: they include the probes' own cost"))
-    stats.disagree = set()
-    sampled = stats.samples
-    if stats.timed and 0 < sampled < MIN_SAMPLES:
-        notes.append(
-            Note(
-                "info",
-                f"only {sampled} samples landed in this function: too few to compare shares line by line",
-            )
-        )
-    elif stats.timed and stats.sampled:
-        stats.disagree = disagreeing_lines(stats, disagree_points)
-        if stats.disagree:
-            notes.append(
-                Note(
-                    "warning",
-                    f"! marks {len(stats.disagree)} line(s) whose instrumented share lies outside the "
-                    f"sampled share's 95% interval (by more than {disagree_points:g} point): there the "
-                    "probes distort, and the sampled share (probe-free, optimized code) is the better guide",
-                )
-            )
-    if stats.objmode_lines:
-        notes.append(
-            Note(
-                "info", "lines inside objmode blocks count hits only; their time is charged to the with line"
-            )
-        )
-    stats.notes = notes
+    return notes
+
+
+def _below_resolution(stats: FunctionStats) -> frozenset[int]:
+    if not stats.has_probes or stats.probe_cost <= 0:
+        return frozenset()
+    limit = RESOLUTION_FACTOR * stats.probe_cost
+    return frozenset(
+        line
+        for line, hits in stats.probe_hits.items()
+        if hits and stats.probe_ticks.get(line, 0) / hits < limit
+    )
+
+
+__all__ = ["DEFAULT_THRESHOLD", "SAMPLES", "Diagnosis", "diagnose", "disagreeing_lines"]

@@ -15,6 +15,19 @@ class NotProfilableError(TypeError):
     """
 
 
+class CudaFunctionError(NotProfilableError):
+    """The object is a ``@cuda.jit`` kernel or device function.
+
+    The CPU resolver refuses it with this error; a front end (magic, CLI) catches
+    it and profiles the kernel's launches with ``numba_lprun.cuda`` instead.
+    ``function`` is the CUDA function.
+    """
+
+    def __init__(self, message: str, function: object):
+        super().__init__(message)
+        self.function = function
+
+
 class TwinCompileError(RuntimeError):
     """Numba could not compile a twin of a function that compiles as written.
 

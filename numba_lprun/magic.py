@@ -17,21 +17,22 @@ from IPython.core.error import UsageError
 from IPython.core.magic import Magics, line_cell_magic, magics_class
 from IPython.core.magic_arguments import argument, magic_arguments, parse_argstring
 from IPython.display import display
-from numba.core.registry import CPUDispatcher
 
-from .errors import NotProfilableError, TwinCompileError
-from .instrument.kinds import resolve_expression
+from .cuda import CudaLineProfiler, bound_kernels, namespaces_of
+from .errors import CudaFunctionError, NotProfilableError, TwinCompileError
+from .instrument.kinds import defined_in, is_dispatcher, profilable_in, resolve_expression
 from .options import (
     MAGIC,
-    asm_lines,
+    cuda_profiler_kwargs,
+    cuda_refusals,
     optional_value_flags,
     options_for,
     profiler_kwargs,
+    report,
     value_flags,
-    write_reports,
 )
-from .profiler import LineProfiler, defined_in
-from .renderers import print_profile, profile_html, profile_text
+from .profiler import LineProfiler
+from .stats import ProfileStats
 
 _VALUE_OPTIONS = value_flags(MAGIC)
 _OPTIONAL_VALUE_OPTIONS = optional_value_flags(MAGIC)
@@ -147,14 +148,20 @@ class NlprunMagics(Magics):
         ``%%nlprun [options]`` with the cell body as the statement; without -f or
         -m it profiles every jitted function the cell itself defines.
 
-        Each profiled function is compiled twice, as a plain twin and as an
-        instrumented twin with a clock probe on every line. The statement runs on
-        the plain twins first (unless --once), is repeated there under the sampler,
-        then runs on the instrumented ones. The state it can reach is saved before
-        and put back after every extra run, and their output is discarded: you
-        keep one run's effects and see one run's output. The table says how much
-        slower the instrumented run was, and warns when that distortion makes
-        per-line times a guide only.
+        Each profiled function is compiled as a counting twin (a hit counter per
+        line) and a plain twin. Your statement runs once on the counting twins
+        under a sampler: hits are exact, each line's time is its share of the
+        samples times the function's measured time. Where the state the statement
+        reaches can be saved and put back, it first runs on the plain twins (the
+        overhead figure) and is repeated there for more samples, with the state
+        put back and the output discarded after each: you keep one run's effects
+        and see one run's output. --probes adds clock-probe times beside them.
+
+        CUDA kernels and device functions (``@cuda.jit``) named with -f: the
+        statement runs once, each launch of a named kernel (or of a kernel that
+        calls a named device function) on an instrumented twin: hits, warp
+        executions and active lanes per line, and GPU cycles where there is a GPU.
+        Options of the CPU's sampler and probes are refused for them.
         """
         tokens, statement = split_options(line)
         args = parse_argstring(self.nlprun, " ".join(shlex.quote(t) for t in tokens))
@@ -169,7 +176,9 @@ class NlprunMagics(Magics):
             compile(statement, filename, "exec")
         except SyntaxError as exc:
             raise UsageError(f"nlprun: syntax error in the statement, line {exc.lineno}: {exc.msg}") from None
-        functions = self._functions(args)
+        functions, kernels = self._functions(args)
+        if kernels:
+            return self._nlprun_cuda(args, statement, filename, functions, kernels)
         in_modules = self._module_functions(args)
         if cell is None and not functions and not in_modules:
             raise UsageError("nlprun: nothing to profile: give -f FUNC or -m MODULE")
@@ -186,24 +195,58 @@ class NlprunMagics(Magics):
         if skipped:
             print("numba_lprun: skipped " + "; ".join(skipped))
         functions += in_modules
-        interrupted, error = self._run(prof, statement, filename, profile_defined=not functions)
+        pick = defined_in(filename) if not functions else None
+        ns = self.shell.user_ns
+        interrupted, error = self._run(
+            lambda progress: prof.runsource(statement, filename, ns, pick, progress=progress)
+        )
+        return self._finish(prof, prof.profile, args, interrupted, error)
+
+    def _nlprun_cuda(self, args, statement: str, filename: str, functions: list, kernels: list):
+        """A statement that launches CUDA kernels: run once, each named kernel bound to a
+        stand-in that profiles its launches (``numba_lprun.cuda``), then put back."""
+        if functions or args.modules:
+            raise UsageError(
+                "nlprun: CPU functions and CUDA kernels cannot be profiled together (a CUDA launch is "
+                "profiled by its own launches, a CPU call by runs of the statement): use two %nlprun"
+            )
+        refused = cuda_refusals(args, MAGIC)
+        if refused:
+            raise UsageError(f"nlprun: {refused[0]}")
+        prof = CudaLineProfiler(*kernels, **cuda_profiler_kwargs(args))
+        ns = self.shell.user_ns
+        code = compile(statement, filename, "exec")
+
+        def execute(progress) -> None:
+            with bound_kernels(prof, namespaces_of(kernels, [ns])):
+                exec(code, ns)
+
+        interrupted, error = self._run(execute)
+        return self._finish(prof, prof.stats, args, interrupted, error)
+
+    def _finish(self, prof, profile: ProfileStats, args, interrupted: str | None, error: Exception | None):
+        """Show the profile (why it was cut short, if it was), then raise the statement's error."""
         if error is not None:
             interrupted = f"the statement raised {type(error).__name__}"
-        self._show(prof, args, interrupted)
+        self._show(profile, args, interrupted)
         if error is not None:
             raise error
         return prof if args.return_profiler else None
 
     # -- pieces ----------------------------------------------------------------------
-    def _functions(self, args) -> list[Callable]:
+    def _functions(self, args) -> tuple[list[Callable], list[object]]:
+        """The CPU functions and the CUDA kernels and device functions ``-f`` names."""
         ns = self.shell.user_ns
         found: list[Callable] = []
+        cuda: list[object] = []
         for expr in args.functions:
             try:
                 found.extend(resolve_expression(expr, ns))
+            except CudaFunctionError as exc:
+                cuda.append(exc.function)
             except NotProfilableError as exc:
                 raise UsageError(f"nlprun: -f {expr}: {exc}") from None
-        return found
+        return found, cuda
 
     def _module_functions(self, args) -> list[Callable]:
         found: list[Callable] = []
@@ -212,24 +255,19 @@ class NlprunMagics(Magics):
                 module = sys.modules.get(name) or importlib.import_module(name)
             except Exception as exc:
                 raise UsageError(f"nlprun: -m {name}: cannot import: {exc}") from None
-            mine = [
-                v
-                for v in vars(module).values()
-                if isinstance(v, CPUDispatcher) and v.py_func.__module__ == module.__name__
-            ]
+            here = module.__name__
+            mine = [v for v in vars(module).values() if is_dispatcher(v) and v.py_func.__module__ == here]
             if not mine:
                 raise UsageError(f"nlprun: -m {name}: the module defines no Numba jitted function")
             found.extend(mine)
         return found
 
-    def _run(
-        self, prof: LineProfiler, statement: str, filename: str, profile_defined: bool
-    ) -> tuple[str | None, Exception | None]:
-        """Run the statement: why it was cut short, if it was, and its own exception if any."""
+    def _run(self, execute: Callable[[Callable[[str], None]], None]) -> tuple[str | None, Exception | None]:
+        """Run ``execute(progress)``: why it was cut short, if it was, and the statement's own
+        exception if any (profiling failures are one-line usage errors)."""
         progress = _Progress(in_kernel=getattr(self.shell, "kernel", None) is not None)
         try:
-            pick = defined_in(filename) if profile_defined else None
-            prof.runsource(statement, filename, self.shell.user_ns, pick, progress=progress)
+            execute(progress)
         except TwinCompileError as exc:
             raise UsageError(f"nlprun: {exc}") from None
         except NotProfilableError as exc:
@@ -244,23 +282,15 @@ class NlprunMagics(Magics):
             progress.clear()
         return None, None
 
-    def _show(self, prof: LineProfiler, args, interrupted: str | None) -> None:
-        profile = prof.profile
-        lines = asm_lines(args)
-        text = profile_text(profile, args.unit, args.stripzeros, width=0, asm_lines=lines)  # unwrapped
-        if interrupted:
-            text = f"numba_lprun: {interrupted}; showing the profile gathered so far\n\n{text}"
-        for sentence in write_reports(prof, profile, args, text):
-            print(sentence)
+    def _show(self, profile: ProfileStats, args, interrupted: str | None) -> None:
+        show = None
         if getattr(self.shell, "kernel", None) is not None:
-            html = profile_html(profile, args.unit, args.stripzeros)
-            if interrupted:
-                html = f"<p><b>numba_lprun: {interrupted}</b>; showing the profile gathered so far</p>{html}"
-            display(ProfileReport(html, text))
-            return
-        if interrupted:
-            print(f"numba_lprun: {interrupted}; showing the profile gathered so far")
-        print_profile(profile, args.unit, args.stripzeros, asm_lines=lines)
+            show = lambda html, text: display(ProfileReport(html, text))  # noqa: E731
+        report(profile, args, interrupted, show)
+        if not any(f.calls or f.hits for f in profile.functions):
+            found = profilable_in(self.shell.user_ns, None)
+            if found:
+                print("numba_lprun: in the namespace there is: " + "; ".join(f"-f {f}" for f in found))
 
 
 def register(ipython) -> None:

@@ -14,13 +14,14 @@ module to profile in IPython, a module to run on the command line, as with
 from __future__ import annotations
 
 import argparse
+import sys
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, TextIO
 
 from .diagnose import DEFAULT_THRESHOLD
-from .profiler import DEFAULT_MIN_SAMPLES, DEFAULT_SAMPLE_RATE, DEFAULT_SAMPLE_TIME, LineProfiler
-from .renderers import profile_html
+from .profiler import DEFAULT_MIN_SAMPLES, DEFAULT_SAMPLE_RATE, DEFAULT_SAMPLE_TIME
+from .renderers import HTMLRenderer, LprofWriter, RichRenderer, TextRenderer
 from .stats import ProfileStats
 
 MAGIC, CLI = "magic", "cli"
@@ -40,6 +41,12 @@ class Option:
     metavar: str | None = None
     front_ends: frozenset[str] = BOTH
     optional_value: Any = None  # the value when the flag is given without one (nargs="?")
+    not_for_cuda: str | None = None  # why the option means nothing for a CUDA launch
+
+    @property
+    def default_value(self) -> Any:
+        """What argparse stores when the flag is not given."""
+        return {"store_true": False, "store_false": True, "append": []}.get(self.action, self.default)
 
     def argparse_kwargs(self) -> dict[str, Any]:
         kwargs: dict[str, Any] = {"dest": self.dest, "help": self.help, "action": self.action}
@@ -66,7 +73,8 @@ OPTIONS: list[Option] = [
         ("-f",),
         "functions",
         "Profile FUNC: in IPython an expression giving a Numba jitted function, on the command line "
-        "MODULE:FUNC (imported first) or FUNC defined by the script. Repeatable.",
+        "MODULE:FUNC (imported first) or FUNC defined by the script. Repeatable. A @cuda.jit kernel or "
+        "device function (MODULE:FUNC on the command line) has its launches profiled.",
         action="append",
         metavar="FUNC",
     ),
@@ -77,6 +85,7 @@ OPTIONS: list[Option] = [
         action="append",
         metavar="MODULE",
         front_ends=frozenset({MAGIC}),
+        not_for_cuda="it profiles the CPU jitted functions of a module",
     ),
     Option(
         ("-m",),
@@ -85,7 +94,14 @@ OPTIONS: list[Option] = [
         metavar="MODULE",
         front_ends=frozenset({CLI}),
     ),
-    Option(("-u",), "unit", "Output unit of times, in seconds (default 1e-9).", type=float, metavar="UNIT"),
+    Option(
+        ("-u",),
+        "unit",
+        "Output unit of times, in seconds (default 1e-9).",
+        type=float,
+        metavar="UNIT",
+        not_for_cuda="GPU times are in cycles, not seconds",
+    ),
     Option(("-z",), "stripzeros", "Hide functions with zero hits.", action="store_true"),
     Option(
         ("-r",),
@@ -94,70 +110,97 @@ OPTIONS: list[Option] = [
         action="store_true",
         front_ends=frozenset({MAGIC}),
     ),
-    Option(("-D",), "dump", "Write the stats to FILE (.lprof).", metavar="FILE"),
+    Option(
+        ("-D",),
+        "dump",
+        "Write the stats to FILE (.lprof).",
+        metavar="FILE",
+        not_for_cuda="line_profiler's .lprof files hold times in seconds, and GPU times are cycles",
+    ),
     Option(("-T",), "text", "Write the text table (line_profiler's layout) to FILE.", metavar="FILE"),
     Option(("--html",), "html", "Write a self-contained HTML report to FILE.", metavar="FILE"),
     Option(
         ("--once",),
         "once",
-        "Run once, instrumented only: no plain baseline, so no overhead figure and no samples.",
+        "Run once, even where the statement could be repeated: no overhead figure, and only "
+        "the samples of your own run.",
         action="store_true",
+    ),
+    Option(
+        ("--probes",),
+        "probes",
+        "Also time every line with clock probes (a run of its own where the statement can be repeated): "
+        "probe times beside the sampled ones, ! where they disagree.",
+        action="store_true",
+        not_for_cuda="the GPU twin's probes read the clock already (--hits turns them off)",
     ),
     Option(
         ("--hits",),
         "hits",
-        "Count hits only: no clock reads, so the optimizer is barely disturbed; no times are shown.",
+        "Count hits only: no sampler and no clock probes, so no times.",
         action="store_true",
     ),
     Option(
         ("--raw",),
         "raw",
-        "Show raw times, without taking the probes' own cost out of each hit.",
+        "Show raw probe times, without taking the probes' own cost out of each hit.",
         action="store_true",
+        not_for_cuda="a GPU probe's own cycles are charged to no line: there is nothing to take out",
     ),
     Option(
         ("--threshold",),
         "threshold",
-        f"Overhead ratio above which the table is flagged as distorted (default {DEFAULT_THRESHOLD:g}).",
+        f"Overhead ratio above which a run is flagged as distorted (default {DEFAULT_THRESHOLD:g}).",
         type=float,
         default=DEFAULT_THRESHOLD,
         metavar="RATIO",
     ),
-    Option(("--no-sample",), "sample", "Do not sample the plain run (no %% Samples column).", "store_false"),
+    Option(
+        ("--no-sample",),
+        "sample",
+        "Do not sample: times come from clock probes on every line.",
+        "store_false",
+        not_for_cuda="nothing samples a GPU",
+    ),
     Option(
         ("--rate",),
         "rate",
-        f"Sampling rate of the plain run's repeats, per thread (default {DEFAULT_SAMPLE_RATE:g}).",
+        f"Sampling rate per thread, in Hz (default {DEFAULT_SAMPLE_RATE:g}).",
         type=float,
         default=DEFAULT_SAMPLE_RATE,
         metavar="HZ",
+        not_for_cuda="nothing samples a GPU",
     ),
     Option(
         ("--sample-time",),
         "sample_time",
-        f"Seconds of sampled repeats of the plain run (default {DEFAULT_SAMPLE_TIME:g}); they stop "
-        f"earlier once {DEFAULT_MIN_SAMPLES} samples landed in the profiled functions.",
+        f"Seconds of sampled repeats of the plain run allowed where the statement can be repeated "
+        f"(default {DEFAULT_SAMPLE_TIME:g}); they stop once {DEFAULT_MIN_SAMPLES} samples landed in "
+        "the profiled functions.",
         type=float,
         default=DEFAULT_SAMPLE_TIME,
         metavar="S",
+        not_for_cuda="nothing samples a GPU",
     ),
     Option(
         ("--snapshot-limit",),
         "snapshot_mb",
-        "Memory allowed for saving the state the run can reach, in MB (default: the smaller of 2 GiB "
-        "and a quarter of free memory); over it, the statement runs once.",
+        "Memory allowed for saving the state the statement can reach, in MB (default: the smaller of "
+        "2 GiB and a quarter of free memory); over it, the statement runs once.",
         type=float,
         metavar="MB",
+        not_for_cuda="a launch's arguments are saved on the device",
     ),
     Option(
         ("--asm",),
         "asm",
         "Read the plain twins' machine code: hints about the hot lines (allocations per execution, "
         "SIMD, calls that stayed calls) and the instructions of the N hottest lines (default 3) with "
-        "samples per instruction; runs the statement once more to count allocations.",
+        "samples per instruction; where the statement can be repeated, one more run counts allocations.",
         type=int,
         metavar="N",
         optional_value=3,
+        not_for_cuda="the GPU's machine code is not read",
     ),
     Option(
         ("--keep-going",),
@@ -196,7 +239,8 @@ def add_to_parser(parser: argparse.ArgumentParser, front_end: str) -> None:
 def profiler_kwargs(opts: argparse.Namespace) -> dict[str, Any]:
     """``LineProfiler`` arguments for parsed options (the functions are added separately)."""
     return {
-        "baseline": not opts.once,
+        "repeat": not opts.once,
+        "probes": opts.probes,
         "timing": not opts.hits,
         "corrected": not opts.raw,
         "threshold": opts.threshold,
@@ -208,9 +252,26 @@ def profiler_kwargs(opts: argparse.Namespace) -> dict[str, Any]:
     }
 
 
-def write_reports(
-    prof: LineProfiler, profile: ProfileStats, opts: argparse.Namespace, text: str
-) -> list[str]:
+def cuda_refusals(opts: argparse.Namespace, front_end: str) -> list[str]:
+    """One sentence per option given that means nothing for CUDA kernels."""
+    return [
+        f"{opt.flags[0]} does not apply to CUDA kernels: {opt.not_for_cuda}"
+        for opt in options_for(front_end)
+        if opt.not_for_cuda and getattr(opts, opt.dest) != opt.default_value
+    ]
+
+
+def cuda_profiler_kwargs(opts: argparse.Namespace) -> dict[str, Any]:
+    """``CudaLineProfiler`` arguments for parsed options: ``--once`` makes no extra launch,
+    ``--hits`` reads no clock."""
+    return {
+        "timing": False if opts.hits else None,
+        "overhead": False if opts.once else None,
+        "threshold": opts.threshold,
+    }
+
+
+def write_files(profile: ProfileStats, opts: argparse.Namespace, text: str) -> list[str]:
     """Write the files ``-T``, ``--html`` and ``-D`` ask for; one sentence per file written."""
     said = []
     if opts.text:
@@ -218,10 +279,40 @@ def write_reports(
             handle.write(text)
         said.append(f"*** Profile printout saved to text file {opts.text!r}.")
     if opts.html:
-        with open(opts.html, "w", encoding="utf-8") as handle:
-            handle.write(profile_html(profile, opts.unit, opts.stripzeros, page=True))
+        HTMLRenderer(opts.unit, opts.stripzeros, page=True).write(profile, opts.html)
         said.append(f"*** HTML report written to {opts.html!r}.")
     if opts.dump:
-        prof.dump_stats(opts.dump)
+        LprofWriter(opts.dump).write(profile)
         said.append(f"*** Profile stats pickled to file {opts.dump!r}.")
     return said
+
+
+def report(
+    profile: ProfileStats,
+    opts: argparse.Namespace,
+    interrupted: str | None = None,
+    display: Callable[[str, str], None] | None = None,
+    file: TextIO | None = None,
+) -> None:
+    """Show ``profile`` as both front ends do, and write the files the options ask for.
+
+    ``display(html, text)`` shows it in a notebook (the magic passes IPython's);
+    without it the rich table goes to ``file`` (stdout). ``interrupted`` says why
+    the run was cut short, shown above the profile.
+    """
+    file = sys.stdout if file is None else file
+    lines = asm_lines(opts)
+    text = TextRenderer(opts.unit, opts.stripzeros, width=0, asm_lines=lines).render(profile)
+    banner = f"numba_lprun: {interrupted}; showing the profile gathered so far" if interrupted else ""
+    said = write_files(profile, opts, f"{banner}\n\n{text}" if banner else text)
+    if display is not None:
+        html = HTMLRenderer(opts.unit, opts.stripzeros).render(profile)
+        if banner:
+            html = f"<p><b>{banner}</b></p>{html}"
+        display(html, f"{banner}\n\n{text}" if banner else text)
+    else:
+        if banner:
+            print(banner, file=file)
+        RichRenderer(opts.unit, opts.stripzeros, asm_lines=lines).print(profile, file)
+    for sentence in said:
+        print(sentence, file=file)

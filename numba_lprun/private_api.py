@@ -10,9 +10,9 @@ installed versions, so a Numba that moves one fails loudly in CI instead of
 quietly profiling wrong.
 
 Checked against: numba 0.68.1 (llvmlite 0.50.0), pyelftools 0.33. The call sites in
-sampling/, machine/ and run/snapshot.py go through the accessors below; twins.py,
-ufuncs.py, kinds.py, jitclasses.py, overloads.py and sampler.py still touch theirs
-directly, each listed here.
+sampling/, machine/, vectorized.py and run/snapshot.py go through the accessors
+below; twins.py, twin_cache.py, ufuncs.py, kinds.py, jitclasses.py, overloads.py and
+sampler.py still touch theirs directly, each listed here.
 """
 
 from __future__ import annotations
@@ -154,6 +154,90 @@ USES: list[PrivateUse] = [
         instance_attribute="_impl_cache",
     ),
     PrivateUse(
+        "numba.core.codegen",
+        "CPUCodeLibrary._finalize_final_module",
+        "instrument/unwind.py: a twin's linked, optimized module is made unwindable before "
+        "machine code is made (callee copies internal, uwtable on every function)",
+    ),
+    PrivateUse(
+        "numba.core.codegen",
+        "CPUCodeLibrary",
+        "instrument/unwind.py: the module that hook rewrites and replaces",
+        instance_attribute="_final_module",
+    ),
+    PrivateUse(
+        "numba.core.codegen",
+        "CPUCodeLibrary",
+        "sampling/dwarf.py: a twin's parfor gufunc libraries (the names of its loop bodies)",
+        instance_attribute="_linking_libraries",
+    ),
+    PrivateUse(
+        "numba.core.typed_passes",
+        "BaseNativeLowering",
+        "instrument/unwind.py: the twin pipeline's pass that creates the library; ours runs before it",
+    ),
+    PrivateUse(
+        "numba.core.codegen",
+        "CPUCodeLibrary._get_module_for_linking",
+        "vectorized.py: the optimised IR of a twin loaded from the disk cache (optimized_ir)",
+    ),
+    PrivateUse(
+        "numba.core.codegen",
+        "CodeLibrary._disable_inspection",
+        "vectorized.py: whether a library came from the disk cache (optimized_ir)",
+    ),
+    PrivateUse(
+        "numba.core.caching",
+        "_CacheLocator",
+        "instrument/twin_cache.py: where a twin's cache files live (TwinLocator)",
+    ),
+    PrivateUse(
+        "numba.core.caching",
+        "IndexDataCacheFile._load_data",
+        "instrument/twin_cache.py: cache data files carry a checksum; a corrupt one is a miss",
+    ),
+    PrivateUse(
+        "numba.core.caching",
+        "IndexDataCacheFile._load_index",
+        "instrument/twin_cache.py: a corrupt index is a miss and is rewritten",
+    ),
+    PrivateUse(
+        "numba.core.caching",
+        "Cache._index_key",
+        "instrument/twin_cache.py: a twin's cache key adds its identity and dependencies",
+    ),
+    PrivateUse(
+        "numba.core.compiler",
+        "CompileResult._reduce",
+        "instrument/twin_cache.py: a twin's compile result is pickled as Numba pickles its own",
+    ),
+    PrivateUse(
+        "numba.core.compiler",
+        "CompileResult._rebuild",
+        "instrument/twin_cache.py: a cached twin is rebuilt as Numba rebuilds its own",
+    ),
+    PrivateUse(
+        "numba.core.funcdesc",
+        "FunctionDescriptor.global_dict",
+        "instrument/twin_cache.py: a dynamic function's globals, dropped from the pickle, put back on load",
+    ),
+    PrivateUse(
+        "numba.core.funcdesc",
+        "_dynamic_modname",
+        "instrument/twin_cache.py: which descriptors look their globals up in the twin",
+    ),
+    PrivateUse(
+        "numba.core.base",
+        "BaseContext.mangler",
+        "instrument/twin_cache.py: twins' symbol names carry their key as an ABI tag (tagged_context)",
+    ),
+    PrivateUse(
+        "numba.core.dispatcher",
+        "Dispatcher.enable_caching",
+        "instrument/twin_cache.py: a twin's disk cache is set as enable_caching sets one (_cache)",
+        instance_attribute="_cache",
+    ),
+    PrivateUse(
         "elftools.dwarf.dwarfinfo",
         "DWARFInfo._parse_line_program_at_offset",
         "sampling/dwarf.py: line programs that no compile unit points at (directives-only tables)",
@@ -242,6 +326,19 @@ def compiled_object(library) -> bytes | None:
         return library._get_compiled_object()
     except (ValueError, RuntimeError, AttributeError):
         return None
+
+
+def optimized_ir(library) -> str:
+    """The optimised LLVM IR of ``library``, also when Numba loaded it from a disk cache.
+
+    A library rebuilt from cached object code has an empty final module (Numba
+    warns and returns nothing useful from ``get_llvm_str``); the module it keeps
+    for linking into callers is the same optimised IR (exported functions marked
+    ``linkonce_odr``).
+    """
+    if getattr(library, "_disable_inspection", False):
+        return str(library._get_module_for_linking())
+    return library.get_llvm_str()
 
 
 def parse_line_program_at(dwarf, offset: int, structs):

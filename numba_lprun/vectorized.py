@@ -10,7 +10,8 @@ from __future__ import annotations
 
 import re
 
-from numba.core.registry import CPUDispatcher
+from .internals import CPUDispatcher
+from .private_api import optimized_ir
 
 _NODE = re.compile(r"^!(\d+) = (?:distinct )?!(?:\{(.*)\}|DILocation\((.*)\))\s*$")
 _LOOP_BRANCH = re.compile(r"^\s*br .*!dbg !(\d+), !llvm\.loop !(\d+)")
@@ -54,5 +55,5 @@ def vectorized_lines(dispatcher: CPUDispatcher) -> set[int]:
     """
     lines: set[int] = set()
     for cres in list(dispatcher.overloads.values()):
-        lines |= vectorized_lines_in_ir(cres.library.get_llvm_str())
+        lines |= vectorized_lines_in_ir(optimized_ir(cres.library))
     return lines

@@ -1,6 +1,9 @@
 """Shared helpers: compare numba_lprun's hits with line_profiler's on ``py_func``."""
 
 import copy
+import os
+import shutil
+import tempfile
 
 import line_profiler
 import pytest
@@ -8,11 +11,40 @@ import pytest
 import numba_lprun
 from tests.compare import same  # noqa: F401  (the one comparison, re-exported for tests)
 
+_OWN_CACHE: list[str] = []
+
+
+def pytest_configure(config):
+    """Twins and calibrations cached by the tests go to a directory of this session, never the
+    user's cache (subprocesses inherit it), so every session starts from an empty cache."""
+    if "NUMBA_LPRUN_CACHE_DIR" not in os.environ:
+        _OWN_CACHE.append(tempfile.mkdtemp(prefix="numba-lprun-tests-"))
+        os.environ["NUMBA_LPRUN_CACHE_DIR"] = _OWN_CACHE[0]
+
+
+def pytest_unconfigure(config):
+    for path in _OWN_CACHE:
+        shutil.rmtree(path, ignore_errors=True)
+
+
+#: line_profiler 4 keys functions by name (``step``), 5 by qualified name (``Particle.step``);
+#: numba_lprun keys by qualified name with both, so with 4 keys are compared by name.
+LINE_PROFILER_4 = int(line_profiler.__version__.split(".")[0]) < 5
+
+
+def comparable_key(key):
+    """A function's stats key as line_profiler's own keys spell it, for comparison."""
+    filename, first, name = key
+    return (filename, first, name.rsplit(".", 1)[-1]) if LINE_PROFILER_4 else key
+
 
 def hits_of(stats, name):
-    """{lineno: hits} of function ``name`` in a LineStats."""
+    """{lineno: hits} of function ``name`` (a name or qualified name) in a LineStats.
+
+    line_profiler 5 keys functions by qualified name (``Particle.step``), 4 by name (``step``).
+    """
     for (_, _, func_name), rows in stats.timings.items():
-        if func_name == name or func_name.endswith("." + name):
+        if name in (func_name, func_name.rsplit(".", 1)[-1]) or name.rsplit(".", 1)[-1] == func_name:
             return {line: hits for line, hits, _ in rows if hits}
     raise KeyError(name)
 
@@ -30,6 +62,19 @@ def reference_hits(func, *args, **kwargs):
         for name in own:
             py_func.__globals__[name] = func
     return hits_of(prof.get_stats(), py_func.__code__.co_name)
+
+
+def linear_reference_hits(func, make_args, n):
+    """line_profiler's hits for ``func(*make_args(n))``, read off runs with n = 1 and 2.
+
+    For kernels whose hits grow linearly with ``n`` (a loop repeated ``n`` times),
+    so a long run can be checked without running it in the interpreter.
+    """
+    one, two = reference_hits(func, *make_args(1)), reference_hits(func, *make_args(2))
+    return {
+        line: one.get(line, 0) + (two.get(line, 0) - one.get(line, 0)) * (n - 1)
+        for line in set(one) | set(two)
+    }
 
 
 def check_matches(func, *args, **kwargs):
@@ -57,3 +102,12 @@ def ipshell():
     shell = start_ipython() or TerminalInteractiveShell.instance()
     shell.run_line_magic("load_ext", "numba_lprun")
     return shell
+
+
+@pytest.fixture(autouse=True)
+def no_sampler_left_armed():
+    """Every test leaves the process's one sampler slot free (a leaked one silences the rest)."""
+    yield
+    from numba_lprun.sampling import sampler_running
+
+    assert not sampler_running(), "this test left a Sampler armed"

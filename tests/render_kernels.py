@@ -1,15 +1,17 @@
-"""A real profile for the renderer tests: two small jitted kernels, one with a long source line.
+"""Real profiles for the renderer tests: two small jitted kernels, one with a long source line.
 
-Profiled once per session (``functools.cache``) so the compiles are shared by
-every test module that renders it.
+The renderer tests read these profiles from JSON fixtures (``tests/fixtures``,
+remade by ``python -m tests.fixtures.make``), so they compile nothing; likewise a
+CUDA launch in the simulator (``tests.fixtures.make_cuda``).
 """
 
 import functools
+from pathlib import Path
 
 import numpy as np
 from numba import njit
 
-import numba_lprun
+from numba_lprun.stats import ProfileStats
 
 
 @njit
@@ -33,11 +35,19 @@ def caller(x, k):
 LONG_LINE = "out[i] = np.sum(np.multiply(window, k)) + 0.5 * np.max(window)"
 
 
+FIXTURES = Path(__file__).resolve().parent / "fixtures"
+
+
 @functools.cache
-def long_line_profile():
-    """The ProfileStats of ``caller`` and ``weigh`` on a small input (both profiled)."""
-    rng = np.random.default_rng(0)
-    x, k = rng.random(20_000), rng.random(16)
-    prof = numba_lprun.LineProfiler(caller, weigh)
-    prof.runcall(caller, x, k)
-    return prof.profile
+def long_line_profile(kind: str = "sampled_probes"):
+    """The profile of ``caller`` and ``weigh`` (both profiled) from its JSON fixture:
+    ``sampled_probes`` (default times, ``--probes`` beside them) or ``probes_only``."""
+    return ProfileStats.from_json((FIXTURES / f"{kind}.json").read_text(encoding="utf-8"))
+
+
+@functools.cache
+def cuda_simulated_profile() -> ProfileStats:
+    """A simulator launch of ``tests/cuda_kernels.walk`` with its device function ``step``
+    (hits, warps and lanes; no times), remade by
+    ``NUMBA_ENABLE_CUDASIM=1 python -m tests.fixtures.make_cuda``."""
+    return ProfileStats.from_json((FIXTURES / "cuda_simulated.json").read_text(encoding="utf-8"))

@@ -84,8 +84,7 @@ def test_usage_errors():
 
 def test_stateful_kernels_run_as_one_unprofiled_script(tmp_path):
     """Output, results and argument states equal one plain run; hits equal line_profiler's."""
-    from line_profiler import LineStats
-
+    from numba_lprun.stats import read_line_stats
     from tests.conftest import hits_of
     from tests.stateful import CASES
     from tests.test_isolation import reference_hits
@@ -115,7 +114,7 @@ def test_stateful_kernels_run_as_one_unprofiled_script(tmp_path):
     assert done.returncode == 0, done.stderr
     printed = done.stdout[: done.stdout.index("Timer unit")].strip()
     assert printed == plain_run.stdout.strip()  # once, and the same as an unprofiled run
-    stats = LineStats.from_files(str(stats_file))
+    stats = read_line_stats(str(stats_file))
     for case in CASES:
         if case.func.py_func.__name__ in names:
             assert hits_of(stats, case.func.py_func.__name__) == reference_hits(case), case.name

@@ -16,6 +16,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from IPython.core.error import UsageError
 
+from numba_lprun.internals import can_compile
+
 SETUP = """
 import numpy as np
 from numba import njit
@@ -53,7 +55,7 @@ def snapshot(ip):
     """Everything a profiler run could disturb."""
     ns = {k: id(v) for k, v in ip.user_ns.items() if not k.startswith("_")}
     jitted = {
-        k: (tuple(v.signatures), v._can_compile, id(v.py_func), id(v.py_func.__globals__.get(k)))
+        k: (tuple(v.signatures), can_compile(v), id(v.py_func), id(v.py_func.__globals__.get(k)))
         for k, v in ip.user_ns.items()
         if hasattr(v, "signatures") and hasattr(v, "py_func")
     }

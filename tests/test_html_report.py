@@ -41,6 +41,11 @@ def profile():
 
 
 @pytest.fixture(scope="module")
+def profile_probes():
+    return long_line_profile("probes_only")
+
+
+@pytest.fixture(scope="module")
 def page(profile):
     return profile_html(profile, page=True)
 
@@ -111,7 +116,18 @@ def test_report_is_a_self_contained_table_built_from_the_data(profile, page):
     assert len(anchors) == 2 and all(f'id="{a}"' in page for a in anchors)
     # marks explained on hover, bars and the chart drawn from the data
     assert 'title="below the timer' in page and '<svg class="chart"' in page
-    assert page.count('class="bar bt"') == page.count('class="bar bs"') > 0
+    assert page.count('class="bar bt"') == page.count('class="bar bs"') > 0  # probes beside samples
+    assert 'title="the two views disagree' in page  # ! marks
+
+
+def test_probe_only_report_marks_probe_times(profile_probes):
+    page = profile_html(profile_probes, page=True)
+    cells = {
+        re.sub(r"<[^>]+>", "", html.unescape(c)) for c in re.findall(r'<td class="n[^"]*">(.*?)</td>', page)
+    }
+    for figure in expected_numbers(profile_probes):
+        assert figure in cells, figure
+    assert "95% CI" not in page and 'class="bar bs"' not in page and "clock probes" in page
 
 
 @pytest.mark.parametrize("width", [700, 1600])

@@ -44,8 +44,8 @@ def test_runcall_gives_one_calls_result_effects_and_hits(case):
     assert numba_random_state() == rng_after
     assert hits_of(prof.get_stats(), case.func.py_func.__name__) == hits
     profile = prof.profile
-    assert profile.isolation.single_run is None
-    assert profile.sampling.unavailable is not None or profile.sampling.repeats >= 1
+    assert profile.runs.once is None
+    assert profile.sampling.unavailable is not None or profile.sampling.extra_runs >= 1
     assert profile.functions[0].overhead is not None  # the plain baseline ran over the same calls
 
 
@@ -86,7 +86,7 @@ def test_statement_rebinding_a_name_runs_from_the_users_binding(ipshell):
 def test_what_was_restored_is_said():
     prof = numba_lprun.LineProfiler(bubble_sort, **QUICK)
     prof.runcall(bubble_sort, np.random.default_rng(3).random(60))
-    restored = prof.profile.isolation.restored
+    restored = prof.profile.runs.restored
     assert list(restored) == ["argument 1"]
     assert "array" in restored["argument 1"]
     from numba_lprun.renderers.text import profile_text
@@ -130,12 +130,14 @@ def test_state_that_cannot_be_saved_runs_once_and_says_why(tmp_path):
     finally:
         handle.close()
     profile = prof.profile
-    assert "handle" in profile.isolation.single_run
+    assert "handle" in profile.runs.once
     assert profile.functions[0].overhead is None
-    assert profile.functions[0].plain_calls == 0
+    assert "handle" in profile.functions[0].overhead_unmeasured
+    assert profile.sampling.extra_runs == 0
     from numba_lprun.renderers.text import profile_text
 
-    assert "once, instrumented only" in profile_text(profile)
+    text = profile_text(profile)
+    assert "overhead not measured: handle is a _io.TextIOWrapper" in text
 
 
 def test_over_the_snapshot_budget_runs_once():
@@ -143,7 +145,7 @@ def test_over_the_snapshot_budget_runs_once():
     prof = numba_lprun.LineProfiler(bubble_sort, snapshot_budget=1000, **QUICK)
     swaps = prof.runcall(bubble_sort, arr)
     assert np.all(np.diff(arr) >= 0)
-    assert "snapshot budget" in prof.profile.isolation.single_run
+    assert "snapshot budget" in prof.profile.runs.once
     assert prof.profile.functions[0].hits  # the one run was profiled
     assert swaps > 0
 
@@ -152,7 +154,7 @@ def test_parallel_workers_random_states_are_put_back():
     """prange workers draw from their own thread-local states: each run must start from them."""
     import numba
 
-    from numba_lprun.private_api import worker_random_state_addresses
+    from numba_lprun.internals import worker_random_state_addresses
     from tests.stateful import parallel_noise, seed_workers
 
     def worker_states():
@@ -196,4 +198,4 @@ def test_state_too_large_to_walk_runs_once_and_says_so():
     prof = numba_lprun.LineProfiler(bubble_sort, **QUICK)
     arr = np.random.default_rng(3).random(20)
     prof.runctx("bubble_sort(arr); nested", {"bubble_sort": bubble_sort, "arr": arr, "nested": nested}, None)
-    assert "too large to save object by object" in prof.profile.isolation.single_run
+    assert "too large to save object by object" in prof.profile.runs.once

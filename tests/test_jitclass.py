@@ -6,7 +6,9 @@ import pytest
 
 import numba_lprun
 from numba_lprun.instrument.kinds import class_members
+from numba_lprun.internals import box_class, jitclass_constructor
 from tests import kinds
+from tests.conftest import comparable_key
 from tests.test_cli import nlprun
 
 Particle = kinds.Particle
@@ -19,7 +21,7 @@ def all_hits(stats) -> dict:
     for key, rows in stats.timings.items():
         hits = {line: n for line, n, _ in rows if n}
         if hits:
-            found[key] = hits
+            found[comparable_key(key)] = hits
     return found
 
 
@@ -43,14 +45,12 @@ def reference(members):
 
 def class_state():
     ct = Particle.class_type
-    from numba.experimental.jitclass.boxing import _cache_specialized_box
-
-    box = _cache_specialized_box.get(ct.instance_type)
+    box = box_class(Particle)
     return (
         dict(ct.jit_methods),
         {k: dict(v) for k, v in ct.jit_props.items()},
         dict(ct.jit_static_methods),
-        Particle.__dict__["_ctor"],
+        jitclass_constructor(Particle),
         dict(vars(box)) if box is not None else None,
         [type(d) for _, d in class_members(Particle)],
     )

@@ -63,21 +63,27 @@ def test_line_magic_table_and_overhead(ip, capsys):
     out = capsys.readouterr().out
     assert "Line #" in out and "% Time" in out and "Line Contents" in out
     assert "out[i] = np.sum(np.multiply(window, k))" in out
-    assert "instrumented run" in out and "the plain run" in out
-    assert "Signatures:" in out and "Compile:" in out
+    assert "counting run" in out and "the plain run" in out
+    assert "Signatures:" in out and "Compile:" in out and "Time from:" in out and "95% CI" in out
     assert ip.user_ns["y"].shape == (196,)
     assert ip.user_ns["conv"].py_func.__name__ == "conv"
 
 
 def test_distortion_warning_on_tight_reduction(ip, capsys):
+    """Counters leave a tight reduction alone; clock probes on it are flagged, run or not."""
     ip.run_line_magic("nlprun", "-f reduce_sq reduce_sq(np.ones(200_000))")
     out = capsys.readouterr().out
-    assert "distortion warning" in out
-    assert "guide, not a" in out
+    assert "distortion warning" not in out and "counting run" in out
+    ip.run_line_magic("nlprun", "--probes -f reduce_sq reduce_sq(np.ones(200_000))")
+    out = capsys.readouterr().out
+    assert "distortion warning" in out and "probed run" in out and "Probe %" in out
+    ip.run_line_magic("nlprun", "--probes --once -f reduce_sq reduce_sq(np.ones(200_000))")
+    out = capsys.readouterr().out  # the probes rode on the one run: not measured, and said so
+    assert "distortion warning" in out and "overhead not measured" in out and "guide, not a" in out
 
 
 def test_threshold_option_silences_warning(ip, capsys):
-    ip.run_line_magic("nlprun", "--threshold 1e9 -f reduce_sq reduce_sq(x)")
+    ip.run_line_magic("nlprun", "--probes --threshold 1e9 -f reduce_sq reduce_sq(x)")
     assert "distortion warning" not in capsys.readouterr().out
 
 
@@ -113,7 +119,7 @@ def test_once_skips_baseline(ip, capsys):
     ip.user_ns["calls"] = []
     ip.run_line_magic("nlprun", "--once -f conv calls.append(conv(x, k))")
     assert len(ip.user_ns["calls"]) == 1
-    assert "overhead not measured (no plain baseline run)" in capsys.readouterr().out
+    assert "overhead not measured: --once asked for one run" in capsys.readouterr().out
     ip.run_line_magic("nlprun", "-f conv calls.append(conv(x, k))")
     assert len(ip.user_ns["calls"]) == 2  # one call's effects, however many runs profiling took
 
@@ -219,10 +225,10 @@ def test_hits_only_and_raw_options(ip, capsys):
     out = capsys.readouterr().out
     assert "hits only" in out and "% Time" not in out
     assert "   201 " in out  # the loop header: 200 iterations + 1
-    prof = ip.run_line_magic("nlprun", "--raw -r -f conv conv(x, k)")
+    prof = ip.run_line_magic("nlprun", "--probes --raw -r -f conv conv(x, k)")
     (stats,) = prof.profile.functions
-    assert not stats.corrected
-    assert "times are raw" in capsys.readouterr().out
+    assert not stats.probes_corrected and stats.has_probes
+    assert "probe times are raw" in capsys.readouterr().out
 
 
 def test_saved_profile_of_a_cell_shows_its_source_later(ip, tmp_path, capsys):

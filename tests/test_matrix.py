@@ -86,7 +86,7 @@ def test_mutates_argument_in_place_once_with_baseline():
     prof = numba_lprun.LineProfiler(k.bump, sample_time=0.05)
     prof.runcall(k.bump, a)
     assert np.all(a == 1.0)  # the baseline runs' changes were put back
-    once = numba_lprun.LineProfiler(k.bump, baseline=False)
+    once = numba_lprun.LineProfiler(k.bump, repeat=False)
     once.runcall(k.bump, a)
     assert np.all(a == 2.0)
     assert once.overhead == {"bump": None}

@@ -41,7 +41,7 @@ def test_conv_table_in_html_and_text(executed):
     assert "Line #      Hits         Time  Per Hit   % Time  Line Contents" in report["text/plain"]
     assert "np.sum(np.multiply(window, k))" in report["text/plain"]
     assert "<table" in report["text/html"] and "Line Contents" in report["text/html"]
-    assert "instrumented run" in report["text/plain"]
+    assert "counting run" in report["text/plain"] and "95% intervals of % Time" in report["text/plain"]
 
 
 def test_html_outputs_are_self_contained_tables_with_every_hit_count(executed):
@@ -62,9 +62,9 @@ def test_html_outputs_are_self_contained_tables_with_every_hit_count(executed):
 
 
 def test_reduction_warns(executed):
-    (report,) = bundles(outputs_of(executed, "%nlprun -f sum_sq"))
-    assert "WARNING: instrumented run" in report["text/plain"]
-    assert "distortion warning" in report["text/html"]
+    (report,) = bundles(outputs_of(executed, "%nlprun --probes -f sum_sq"))
+    assert "WARNING: probed run" in report["text/plain"]
+    assert "distortion warning" in report["text/html"] and "Probe %" in report["text/html"]
 
 
 def test_caller_and_callee_tables(executed):
@@ -84,8 +84,8 @@ def test_cell_magic(executed):
 def test_conv_has_a_sampled_view_worth_reading(executed):
     (report,) = bundles(outputs_of(executed, "%nlprun -f conv"))
     text = report["text/plain"]
-    header = next(ln for ln in text.splitlines() if ln.startswith("sampled view"))
-    samples = int(header.split("plain run, ")[1].split()[0])
+    header = next(ln for ln in text.splitlines() if ln.startswith("95% intervals of % Time"))
+    samples = int(header.split("(")[1].split()[0])
     assert samples >= 1000, header
 
 

@@ -7,10 +7,10 @@ import sys
 
 import numpy as np
 import pytest
-from line_profiler.line_profiler import LineStats
 
 import numba_lprun
 from numba_lprun import NotProfilableError
+from numba_lprun.stats import LineStats
 from tests import driver
 from tests import kernels as k
 from tests.conftest import hits_of
@@ -73,7 +73,7 @@ def test_exception_is_reraised_after_stats_are_kept():
 def test_keyboard_interrupt_restores_namespace():
     before = snapshot()
     ns = {"kernels": k, "a": A}
-    prof = numba_lprun.LineProfiler(k.poly, k.caller, baseline=False)
+    prof = numba_lprun.LineProfiler(k.poly, k.caller, repeat=False)
     with pytest.raises(KeyboardInterrupt):
         prof.runctx("kernels.caller(a)\nraise KeyboardInterrupt", ns, None)
     assert snapshot() == before
@@ -102,7 +102,7 @@ def test_print_and_dump_stats(tmp_path):
     text = out.getvalue()
     assert "Line #      Hits         Time  Per Hit   % Time  Line Contents" in text
     assert "s += np.sin(i) ** 2" in text
-    assert "instrumented run" in text
+    assert "counting run" in text
     path = tmp_path / "busy.lprof"
     prof.dump_stats(str(path))
     shown = subprocess.run(
@@ -136,12 +136,16 @@ def test_no_source():
         numba_lprun.LineProfiler(jitted)
 
 
-def test_cache_true_twin_is_never_cached():
+def test_cache_true_twin_stays_out_of_numbas_cache():
+    """Twins of a ``cache=True`` function are cached in numba_lprun's own directory only."""
     k.cached_kernel(A)
     prof = numba_lprun.LineProfiler(k.cached_kernel)
     prof.runcall(k.cached_kernel, A)
     for twin in prof.twins():
-        assert type(twin.dispatcher._cache).__name__ == "NullCache"
+        cache = twin.dispatcher._cache
+        assert type(cache).__name__ in ("NullCache", "TwinCache")
+        if type(cache).__name__ == "TwinCache":
+            assert cache.cache_path.startswith(os.environ["NUMBA_LPRUN_CACHE_DIR"])
         assert twin.dispatcher.py_func.__module__ is None
     cache_dir = os.path.join(os.path.dirname(k.__file__), "__pycache__")
     names = [n for n in os.listdir(cache_dir) if n.endswith((".nbi", ".nbc"))]

@@ -1,18 +1,96 @@
-"""Every private Numba and pyelftools API numba_lprun uses is still there.
+"""Every private Numba (and numba-cuda, pyelftools) API numba_lprun relies on is still there.
 
 A Numba release that moves one of them must fail here, loudly, rather than make
-twins or the sampled view quietly wrong.
+twins or the sampled view quietly wrong. Each use names the Numba releases it was
+checked on (``numba_lprun.internals``); a use that moved has one entry per place,
+and only the one relied on with the installed release is checked.
 """
 
+import tomllib
+from pathlib import Path
+
 import numba
+import numpy as np
+import pytest
 
-from numba_lprun.private_api import CHECKED_NUMBA, USES, missing
+from numba_lprun.internals import NUMBA_RANGE, USES, PrivateUse, installed_numba, line_tables_only, minor
+from numba_lprun.internals import missing as missing_uses
+
+ROOT = Path(__file__).resolve().parent.parent
 
 
-def test_every_private_use_is_present():
-    assert missing() == []
+def test_every_use_relied_on_with_this_numba_is_present():
+    assert missing_uses() == []
+    assert sum(use.applies() for use in USES) >= 40
 
 
-def test_the_installed_numba_is_one_the_uses_were_checked_on():
-    assert numba.__version__.startswith(CHECKED_NUMBA + "."), numba.__version__
-    assert len(USES) >= 10
+def test_the_installed_numba_is_in_the_tested_range():
+    low, high = (minor(v) for v in NUMBA_RANGE)
+    assert low <= installed_numba() <= high, numba.__version__
+
+
+def test_every_numba_use_names_releases_inside_the_range():
+    low, high = (minor(v) for v in NUMBA_RANGE)
+    for use in USES:
+        if use.package == "numba":
+            assert low <= minor(use.checked[0]) <= minor(use.checked[1]) <= high, use
+
+
+def test_each_door_function_is_checked_on_every_release_in_the_range():
+    """The uses of one function together cover the whole range: widening NUMBA_RANGE fails
+    here until each use is checked on the new release (or gets a version-keyed successor)."""
+    low, high = (minor(v) for v in NUMBA_RANGE)
+    releases = [(0, m) for m in range(low[1], high[1] + 1)]
+    by_function: dict[str, list[PrivateUse]] = {}
+    for use in USES:
+        if use.package == "numba":
+            by_function.setdefault(use.function, []).append(use)
+    for function, uses in by_function.items():
+        for release in releases:
+            assert any(use.applies(release) for use in uses), (function, release)
+
+
+def test_a_use_that_moved_is_relied_on_only_where_it_exists():
+    """GUFunc's kernel dispatcher moved in Numba 0.60: one entry per place, by release."""
+    gufunc = {
+        u.instance_attribute: u
+        for u in USES
+        if u.function == "kernels.ufunc_dispatcher" and u.path == "GUFunc"
+    }
+    old, new = gufunc["gufunc_builder"], gufunc["_dispatcher"]
+    assert old.applies((0, 59)) and not old.applies((0, 60))
+    assert not new.applies((0, 59)) and new.applies((0, 60))
+
+
+def test_pyproject_allows_exactly_the_tested_range():
+    project = tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))["project"]
+    (spec,) = [d for d in project["dependencies"] if d.split(">")[0].split("<")[0].strip() == "numba"]
+    low, high = NUMBA_RANGE
+    assert spec.replace(" ", "") == f"numba>={low},<0.{minor(high)[1] + 1}", spec
+
+
+@pytest.mark.filterwarnings("ignore::numba.core.errors.NumbaDebugInfoWarning")
+def test_line_tables_only_compiles_a_function_with_line_tables_and_no_variables():
+    """The door's line-tables pipeline on this Numba: the code runs, and its object code has a
+    line table for the function's lines but no variable records."""
+    import io
+
+    from elftools.elf.elffile import ELFFile
+
+    from numba_lprun.internals import compiled_object, line_table_options, pipeline_class
+
+    def total(a):
+        s = 0.0
+        for x in a:
+            s += x
+        return s
+
+    plain = numba.njit(total)
+    options = line_table_options(boundscheck=False)
+    twin = numba.njit(pipeline_class=line_tables_only(pipeline_class(plain)), **options)(total)
+    assert twin(np.array([1.0, 2.0])) == 3.0
+    (cres,) = twin.overloads.values()
+    dwarf = ELFFile(io.BytesIO(compiled_object(cres.library))).get_dwarf_info(relocate_dwarf_sections=False)
+    assert dwarf.debug_line_sec is not None
+    tags = {die.tag for cu in dwarf.iter_CUs() for die in cu.iter_DIEs()}
+    assert "DW_TAG_variable" not in tags and "DW_TAG_formal_parameter" not in tags

@@ -11,15 +11,15 @@ from rich.console import Console
 
 from numba_lprun.renderers import print_profile, profile_text
 from numba_lprun.renderers.rich_table import FOLD_ORDER, function_renderable
-from numba_lprun.renderers.view import number, per_hit_text, profile_views
+from numba_lprun.renderers.view import interval_text, number, per_hit_text, probe_percent_text, profile_views
 from tests.render_kernels import LONG_LINE, long_line_profile
 
 WIDTHS = (60, 80, 120, 200)
 
 
-@pytest.fixture(scope="module")
-def profile():
-    return long_line_profile()
+@pytest.fixture(scope="module", params=["sampled_probes", "probes_only"])
+def profile(request):
+    return long_line_profile(request.param)
 
 
 def render(view, width: int) -> str:
@@ -57,25 +57,29 @@ def test_every_number_whole_and_no_line_wider_than_the_terminal(profile, width):
             assert tokens[1] == str(line.hits), (tokens, text)
             for figure in (number(line.time), per_hit_text(line), number(line.percent)):
                 assert figure in tokens, (figure, tokens, text)
-            if "Samples" in text.split("Line Contents")[0]:  # the column is shown
-                assert number(line.sampled) in tokens, (tokens, text)
+            header = text.split("Line Contents")[0]
+            if "CI" in header:  # the interval column is shown
+                assert interval_text(line.interval) in tokens, (tokens, text)
+            if "Probe" in header and "%" in header.split("Probe")[-1]:
+                assert probe_percent_text(line).split()[-1] in tokens, (tokens, text)
 
 
-def test_source_gives_way_first_then_columns_fold_in_order(profile):
-    view = next(v for v in profile_views(profile, None, False) if v.stats.name == "weigh")
+def test_source_gives_way_first_then_columns_fold_in_order():
+    view = next(v for v in profile_views(long_line_profile(), None, False) if v.stats.name == "weigh")
     widest = render(view, 200)
-    assert "not shown" not in widest and "Est./Hit" in widest and "95% CI" in widest
+    assert "not shown" not in widest and "Probe Time" in widest and "95% CI" in widest
     at_120 = render(view, 120)
     assert "not shown" not in at_120  # every column, the long line cropped with a marker
     (row,) = [line for line in at_120.splitlines() if "out[i] =" in line]
     assert row.rstrip().endswith("…") and LONG_LINE not in at_120
+    folded_first = [name for name, _, _ in FOLD_ORDER]
     for width in (60, 80):
         text = " ".join(render(view, width).split())  # the note may wrap
         said = text.split(f"not shown at {width} columns: ")[1].split(" (")[0].split(", ")
-        folded_first = [name for name, _ in FOLD_ORDER]
         assert said == sorted(said, key=folded_first.index)
-        assert said[0] == "Est./Hit"  # the first to fold
-        assert "% Samples" not in said  # kept while the source has room for a few characters
+        assert said[0] == "Probe Time"  # the first to fold
+        assert "Probe %" not in said  # kept while the source has room for a few characters
+    assert "95% CI" in render(view, 80)  # the interval stays at 80 columns
 
 
 def test_print_profile_to_a_file_shows_everything_whole(profile):
@@ -83,7 +87,9 @@ def test_print_profile_to_a_file_shows_everything_whole(profile):
     print_profile(profile, file=out)
     text = out.getvalue()
     assert LONG_LINE in text and "…" not in text and "not shown" not in text
-    assert "Est./Hit" in text
+    if profile.functions[0].time_source == "samples":
+        assert "Probe Time" in text and "95% CI" in text
+    assert all(line == line.rstrip() for line in text.splitlines()), "a file gets no padding"
 
 
 def test_text_notes_wrap_to_the_width_and_the_table_keeps_its_layout(profile):
@@ -91,7 +97,13 @@ def test_text_notes_wrap_to_the_width_and_the_table_keeps_its_layout(profile):
     narrow = profile_text(profile, width=60)
 
     def table(text):
-        return [line for line in text.splitlines() if line[:6].strip().isdigit() or line.startswith("Line #")]
+        """The table rows: from each ``Line #`` header to the blank line that ends its table."""
+        rows, inside = [], False
+        for line in text.splitlines():
+            inside = line.startswith("Line #") or (inside and bool(line.strip()))
+            if inside and not line.startswith("="):
+                rows.append(line)
+        return rows
 
     assert table(wide) == table(narrow)  # line_profiler's rows are never wrapped
     assert any(LONG_LINE in line for line in table(narrow))

@@ -41,7 +41,8 @@ def test_libm_line_gets_most_samples_and_disagreement_is_marked():
     libm_line = libm_heavy.py_func.__code__.co_firstlineno + 7
     assert sum(stats.sample_counts.values()) >= 100
     assert stats.sample_share(libm_line) > 50.0
-    assert max(stats.sampled, key=stats.sampled.get) == libm_line
+    assert max(stats.sample_seconds, key=stats.sample_seconds.get) == libm_line
+    assert stats.time_source == "samples" and stats.time_share(libm_line) == stats.sample_share(libm_line)
 
 
 def test_no_sample_leaves_no_trace():
@@ -53,14 +54,17 @@ def test_no_sample_leaves_no_trace():
     profile = prof.profile
     assert profile.sampling is None
     (stats,) = profile.functions
-    assert not stats.sampled and not stats.disagree
+    assert not stats.sample_counts and not stats.disagree and stats.time_source == "probes"
     from numba_lprun.renderers import profile_html, profile_text
 
-    assert "Samples" not in profile_text(profile) and "% Samples" not in profile_html(profile)
+    assert "samples" not in profile_text(profile).lower() and "95% CI" not in profile_html(profile)
     assert signal.getsignal(signal.SIGPROF) is before
 
 
-def test_once_says_sampling_needs_the_plain_run():
-    prof = numba_lprun.LineProfiler(libm_heavy, baseline=False)
+def test_once_samples_the_users_run_and_says_how_few():
+    prof = numba_lprun.LineProfiler(libm_heavy, repeat=False)
     prof.runcall(libm_heavy, np.ones(10))
-    assert "which --once skips" in prof.profile.sampling.unavailable
+    profile = prof.profile
+    assert profile.sampling.unavailable is None and profile.sampling.extra_runs == 0
+    (stats,) = profile.functions
+    assert stats.samples < 100 and any(n.level == "caution" for n in stats.notes)

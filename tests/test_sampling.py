@@ -7,7 +7,6 @@ noisy machine.
 """
 
 import inspect
-import math
 import os
 import signal
 import subprocess
@@ -21,7 +20,7 @@ from numba import njit, prange
 
 from numba_lprun.sampling import DISABLE_ENV, RawSamples, Sampler, attribute, line_map
 from numba_lprun.sampling import _native as N
-from numba_lprun.sampling.sampler import _recover_returns, _trim
+from numba_lprun.sampling.raw import trim_frames
 
 pytestmark = [
     pytest.mark.skipif(N.check_platform() is not None, reason=str(N.check_platform())),
@@ -63,35 +62,6 @@ def par_kernel(a, reps):
         for i in prange(a.size):
             s += np.exp(a[i]) * np.cos(a[i])  # BODY
     return s
-
-
-@njit
-def spin(units, seed):
-    """A leaf loop: LLVM proves it ``nounwind`` and emits no unwind table for it."""
-    x = 1.0 + seed * 1e-9
-    for _ in range(units * 2000):
-        x = x * 0.9999999 + 1e-7
-    return x
-
-
-@njit
-def sin_chain(units, seed):
-    """Only calls libm: also ``nounwind``, so a sample in libm stops the walk here."""
-    x = seed * 1e-9
-    for _ in range(units * 300):
-        x = math.sin(x) + 0.5
-    return x
-
-
-@njit(**DEBUG)
-def calls_helpers(n):
-    acc = 0.0
-    for i in range(n):
-        acc += spin(1, i)  # SPIN1
-        acc += spin(3, i)  # SPIN3
-        acc += sin_chain(1, i)  # SIN1
-        acc += sin_chain(3, i)  # SIN3
-    return acc
 
 
 def lines_of(dispatcher, marker):
@@ -154,33 +124,6 @@ def test_two_loops_share_follows_work():
     one = sum(seconds.get(n, 0) for n in lines_of(two_loops, "ONE"))
     three = sum(seconds.get(n, 0) for n in lines_of(two_loops, "THREE"))
     assert 0.6 <= three / (one + three) <= 0.9, (lines, seconds)  # CPU-weighted: robust to load
-
-
-def test_helpers_without_unwind_tables_charge_the_calling_line():
-    """Helpers that are not profiled, compiled without debug info, have no unwind
-    table entry (LLVM proved them nounwind), so ``backtrace`` stops inside them; the
-    calling line is found among the stack words instead, at the true 1 : 3 ratios."""
-    calls_helpers(1)
-    lmap = map_of(calls_helpers)
-    n = 1
-    while True:
-        start = time.perf_counter()
-        calls_helpers(n)
-        if time.perf_counter() - start > 0.02:
-            break
-        n *= 4
-    raw = sampled(calls_helpers, int(n * 0.6 / (time.perf_counter() - start)), rate_hz=2000)
-    result = attribute(raw, {"f": lmap})
-    seconds = result.seconds["f"]
-    share = {
-        m: sum(seconds.get(line, 0.0) for line in lines_of(calls_helpers, m))
-        for m in ("SPIN1", "SPIN3", "SIN1", "SIN3")
-    }
-    main = raw.per_thread[raw.tids[0]]
-    assert result.in_function("f") >= 0.9 * main, (result.lines, raw.per_thread)
-    assert (raw.recovered != 0).sum() >= 0.5 * result.in_function("f"), "the helpers were inlined"
-    assert 0.15 <= share["SPIN1"] / (share["SPIN1"] + share["SPIN3"]) <= 0.35, share
-    assert 0.15 <= share["SIN1"] / (share["SIN1"] + share["SIN3"]) <= 0.35, share
 
 
 def mnemonics(dispatcher):
@@ -291,71 +234,8 @@ def test_trim_keeps_pc_then_callers():
     pc = np.array([50, 51, 52], np.uint64)
     nframes = np.array([5, 2, 0], np.uint64)
     frames = np.array([[10, 20, 50, 60, 70], [10, 20, 0, 0, 0], [0, 0, 0, 0, 0]], np.uint64)
-    out = _trim(pc, nframes, frames, depth=3)
+    out = trim_frames(pc, nframes, frames, depth=3)
     assert out.tolist() == [[50, 60, 70], [51, 0, 0], [52, 0, 0]]
-
-
-def test_return_recovered_only_where_the_walk_was_cut_short():
-    # executable code: a file at [1000, 2000), JIT code at [40, 100) and [3000, 4000)
-    code = (
-        np.array([40, 1000, 3000], np.uint64),
-        np.array([100, 2000, 4000], np.uint64),
-        np.array([False, True, False]),
-    )
-    pc = np.array([50, 1500, 1500, 50, 1500, 50, 50], np.uint64)
-    nframes = np.array([3, 4, 4, 5, 5, 3, 3], np.uint64)
-    frames = np.array(
-        [
-            [1, 2, 50, 0, 0],  # stopped at the pc itself (no unwind table)
-            [1, 2, 1500, 60, 0],  # stopped in JIT code after libm: search above 60's slot
-            [1, 2, 1500, 60, 0],  # the same, but 60's slot was not copied
-            [1, 2, 50, 60, 1800],  # reached a file's outermost frame: complete
-            [1, 2, 1500, 1600, 1700],  # complete, all in files
-            [1, 2, 50, 0, 0],  # cut, but the handler copied nothing
-            [1, 2, 50, 0, 0],  # cut, no code address among the words
-        ],
-        np.uint64,
-    )
-    ncopied = np.array([3, 4, 3, 3, 3, 0, 3], np.uint64)
-    words = np.array(
-        [
-            [7, 3500, 70, 0],
-            [3900, 60, 8, 3100],
-            [3900, 8, 9, 0],
-            [3500, 70, 80, 0],
-            [3500, 70, 80, 0],
-            [3500, 70, 80, 0],
-            [7, 8, 9, 3500],
-        ],
-        np.uint64,
-    )
-    out = _recover_returns(pc, nframes, frames, ncopied, words, code)
-    assert out.tolist() == [3500, 3100, 0, 0, 0, 0, 0]
-
-
-def test_attribute_charges_recovered_return_when_no_frame_is_inside():
-    from numba_lprun.sampling.dwarf import LineMap
-
-    lmap = LineMap(
-        "x.py",
-        1,
-        9,
-        np.array([100, 150], np.uint64),
-        np.array([150, 200], np.uint64),
-        np.array([7, 8], np.int32),
-    )
-    raw = RawSamples(
-        addresses=np.array([[120, 0], [999, 0], [999, 0], [999, 0]], np.uint64),
-        recovered=np.array([160, 151, 0, 250], np.uint64),
-        threads=np.zeros(4, np.int32),
-        cpu_ns=np.full(4, 1000, np.int64),
-        tids=[11],
-        rate_hz=1000.0,
-    )
-    result = attribute(raw, {"k": lmap})
-    # a frame inside wins; a return address is looked up one byte earlier
-    assert result.lines["k"] == {7: 1, 8: 1}
-    assert (result.outside, result.total) == (2, 4)
 
 
 def test_attribute_walks_to_first_profiled_frame():

@@ -5,6 +5,11 @@ The probes read the CPU timestamp counter (``llvm.readcyclecounter``, one
 power state (``constant_tsc`` and ``nonstop_tsc``). Anywhere else they call
 ``clock_gettime(CLOCK_MONOTONIC)``, which costs more but is portable and already
 counts nanoseconds. Set ``NUMBA_LPRUN_CLOCK=monotonic`` to force the fallback.
+
+Calibrating the TSC compiles a reader and times three 50 ms intervals (0.2 s of
+every start), so its result is kept in the cache directory per machine and boot
+(``disk_cache.machine_key``: the kernel sets the TSC up at boot, and a VM may come
+back on another host) and read back by later processes.
 """
 
 from __future__ import annotations
@@ -17,6 +22,8 @@ from dataclasses import dataclass
 
 from llvmlite import ir
 from numba.core import cgutils
+
+from . import disk_cache
 
 CLOCK_MONOTONIC = 1  # Linux and macOS value of the clock id
 _I64 = ir.IntType(64)
@@ -102,11 +109,25 @@ def current_clock() -> ClockInfo:
     if forced not in ("", "tsc", "monotonic"):
         raise ValueError(f"NUMBA_LPRUN_CLOCK must be 'tsc' or 'monotonic', not {forced!r}")
     if forced != "monotonic" and _tsc_is_invariant():
-        seconds = _calibrate_tsc(_make_reader("tsc"))
+        seconds = tsc_seconds_per_tick()
         if seconds > 0:
             return ClockInfo("tsc", seconds, f"invariant TSC at {1e-9 / seconds:.3f} GHz")
     why = "forced by NUMBA_LPRUN_CLOCK" if forced == "monotonic" else "no invariant TSC"
     return ClockInfo("monotonic", 1e-9, f"clock_gettime(CLOCK_MONOTONIC), {why}")
+
+
+def tsc_seconds_per_tick() -> float:
+    """Seconds per TSC tick on this machine: from the cache when this boot measured it, else
+    measured now (and kept). 0.0 when the measurement failed (nothing is kept then)."""
+    key = disk_cache.machine_key()
+    if key is not None:
+        kept = disk_cache.load_record("machine", key).get("tsc_seconds_per_tick")
+        if isinstance(kept, float) and 0 < kept < 1e-6:  # anything else is not a TSC rate
+            return kept
+    seconds = _calibrate_tsc(_make_reader("tsc"))
+    if key is not None and seconds > 0:
+        disk_cache.update_record("machine", key, tsc_seconds_per_tick=seconds)
+    return seconds
 
 
 @functools.cache

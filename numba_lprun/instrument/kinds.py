@@ -15,25 +15,17 @@ import importlib
 from collections.abc import Iterator
 from types import FunctionType
 
-from numba.core.registry import CPUDispatcher
-
-from ..errors import NotProfilableError
+from ..errors import CudaFunctionError, NotProfilableError
+from ..internals import (
+    CPUDispatcher,
+    cached_dispatchers,
+    is_jitclass,
+    jitclasses,
+    overloads_function,
+    templates_with_implementations,
+)
 from .source import describe, python_function_of
 from .ufuncs import is_kernel_object
-
-
-def is_jitclass(obj: object) -> bool:
-    """Whether ``obj`` is a class made by ``@jitclass``."""
-    from numba.experimental.jitclass.base import JitClassType
-
-    return isinstance(obj, JitClassType)
-
-
-def jitclasses() -> list[type]:
-    """Every jitclass defined so far (each registers itself with ``as_numba_type``)."""
-    from numba.core.typing.asnumbatype import as_numba_type
-
-    return [cls for cls in list(as_numba_type.lookup) if is_jitclass(cls)]
 
 
 def class_members(cls: type) -> Iterator[tuple[str, CPUDispatcher]]:
@@ -69,16 +61,7 @@ def _member_of_function(func: object) -> list[CPUDispatcher]:
 def overload_templates(func: object) -> list[type]:
     """Typing templates made by ``@overload(func)`` or ``@register_jitable`` on ``func``
     (also found from the overload function itself)."""
-    from numba.core.typing.templates import builtin_registry
-
-    found = []
-    for template in list(builtin_registry.functions):
-        cache = getattr(template, "_impl_cache", None)
-        if cache is None:
-            continue
-        if getattr(template, "key", None) is func or getattr(template, "_overload_func", None) is func:
-            found.append(template)
-    return found
+    return [t for t in templates_with_implementations() if overloads_function(t, func)]
 
 
 def implementations(template: type) -> list[CPUDispatcher]:
@@ -89,30 +72,34 @@ def implementations(template: type) -> list[CPUDispatcher]:
     return list(found.values())
 
 
-def cached_dispatchers(template: type) -> list[CPUDispatcher]:
-    """Dispatchers in a template's ``_impl_cache`` (overload templates cache (dispatcher,
-    argument types) pairs; intrinsic templates cache signatures, which are skipped)."""
-    found = []
-    for value in list(template._impl_cache.values()):
-        if isinstance(value, tuple) and value and isinstance(value[0], CPUDispatcher):
-            found.append(value[0])
-    return found
-
-
 def templates_holding(dispatcher: object) -> list[type]:
     """Overload templates whose cache holds an implementation compiled from ``dispatcher``'s code."""
-    from numba.core.typing.templates import builtin_registry
 
     def code_of(disp: object) -> object:
         return getattr(getattr(disp, "py_func", None), "__code__", None)
 
     code = code_of(dispatcher)
     found = []
-    for template in list(builtin_registry.functions):
-        cache = getattr(template, "_impl_cache", None)
-        if cache and any(code_of(disp) is code for disp in cached_dispatchers(template)):
+    for template in templates_with_implementations():
+        if any(code_of(disp) is code for disp in cached_dispatchers(template)):
             found.append(template)
     return found
+
+
+def is_cuda_function(obj: object) -> bool:
+    """Whether ``obj`` is a ``@cuda.jit`` kernel or device function (numba-cuda's
+    dispatcher or the simulator's kernel); by its type's module, importing nothing."""
+    return type(obj).__module__.startswith("numba.cuda") and hasattr(obj, "py_func")
+
+
+def refuse_cuda(obj: object) -> None:
+    """The hook where CUDA kernels leave the CPU path: a ``CudaFunctionError`` that
+    front ends catch to profile the kernel's launches with ``numba_lprun.cuda``."""
+    raise CudaFunctionError(
+        f"{describe(obj)} is a CUDA kernel or device function: its launches are profiled by "
+        "numba_lprun.cuda (profile_launch, CudaLineProfiler), not by the CPU profiler",
+        obj,
+    )
 
 
 def resolve(obj: object) -> list[CPUDispatcher]:
@@ -124,7 +111,10 @@ def resolve(obj: object) -> list[CPUDispatcher]:
     made by ``@vectorize``/``@guvectorize`` (target ``cpu``) give themselves; a
     function given to ``@register_jitable``, or overloaded by ``@overload`` (or the
     overload function itself), gives the implementations jitted code compiled for it.
+    A CUDA kernel or device function raises ``CudaFunctionError`` (``refuse_cuda``).
     """
+    if is_cuda_function(obj):
+        refuse_cuda(obj)
     if is_jitclass(obj):
         members = [disp for _, disp in class_members(obj)]
         for disp in members:
@@ -171,3 +161,55 @@ def import_spec(spec: str) -> object:
     except Exception as exc:
         raise NotProfilableError(f"{type(exc).__name__}: {exc}") from None
     return obj
+
+
+def dispatcher_class() -> type:
+    """The class ``@njit``/``@jit`` make for the CPU target."""
+    return CPUDispatcher
+
+
+def is_dispatcher(value: object) -> bool:
+    """Whether ``value`` is a Numba CPU dispatcher (``@njit``/``@jit``)."""
+    return isinstance(value, CPUDispatcher)
+
+
+def source_file(value: object) -> str | None:
+    """The file the Python code behind ``value`` comes from (a jitted function, a jitclass,
+    a ufunc or a stencil), or None for anything else."""
+    if is_dispatcher(value):
+        return value.py_func.__code__.co_filename
+    if is_kernel_object(value):
+        from .ufuncs import kernel_function
+
+        return kernel_function(value).__code__.co_filename
+    if is_jitclass(value):
+        members = [disp for _, disp in class_members(value)]
+        return members[0].py_func.__code__.co_filename if members else None
+    return None
+
+
+def defined_in(filename: str):
+    """A ``pick`` for ``LineProfiler.runsource``: what can be profiled whose code comes from ``filename``."""
+
+    def pick(value: object) -> bool:
+        return source_file(value) == filename
+
+    return pick
+
+
+def profilable_in(namespace: dict, filename: str | None, module: str | None = None) -> list[str]:
+    """How to name, with ``-f``, each thing in ``namespace`` that could be profiled (only
+    those whose code comes from ``filename``, when given): ``module:name``
+    (``module:Class`` for a jitclass), or ``name`` without a module.
+
+    Said when nothing profiled ran, so a user learns what was there to ask for."""
+    found = []
+    for name, value in list(namespace.items()):
+        where = source_file(value)
+        if name.startswith("_") or where is None or (filename is not None and where != filename):
+            continue
+        spelled = f"{module}:{name}" if module else name
+        if is_jitclass(value):
+            spelled += " (a jitclass: all its members; or one, such as " + spelled + ".method)"
+        found.append(spelled)
+    return found

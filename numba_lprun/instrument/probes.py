@@ -1,32 +1,46 @@
 """The probes compiled into a twin: Numba intrinsics that read the clock and bump counters.
 
 Each profiled function gets its own counter array, and its own set of intrinsics
-with that array's address baked in as a constant, so a probe is a clock read and
-two memory updates with no argument passing. The per-call state (the previous
-line and when it started) lives in a stack slot of the LLVM function the probe is
-lowered into: LLVM promotes it to registers, every call (and every ``prange``
-worker, whose body is a function of its own) gets its own, and nothing Python can
-see is added, so reductions and type inference are left alone. A generator's
-body is re-entered at each resume, which makes its slot afresh: the time it spends
-suspended is charged to no line (and its hits-only counts go straight to the
-counters, see ``ProbeConfig.local_hits``).
+whose code reaches that array at a fixed address (patched in at load time, see
+below), so a probe is a clock read and two memory updates with no argument
+passing. The per-call state (the previous line and when it started) lives in a
+stack slot of the LLVM function the probe is lowered into: LLVM promotes it to
+registers, every call (and every ``prange`` worker, whose body is a function of
+its own) gets its own, and nothing Python can see is added, so reductions and
+type inference are left alone. A generator's body is re-entered at each resume,
+which makes its slot afresh: the time it spends suspended is charged to no line
+(and its hits-only counts go straight to the counters, see
+``ProbeConfig.local_hits``).
 
 Counter layout, one row of two int64 per entry: rows ``0..n-1`` are the lines
 (hits, ticks), row ``n`` is a trash row charged when there is no previous line,
 row ``n+1`` holds the function totals (calls, ticks from entry to return).
+
+The counters' address is not in the code: the probes name an external symbol
+(``CounterSlot``), registered with the JIT (``llvmlite.binding.add_symbol``)
+before the twin compiles, and the JIT's linker writes the address into the code
+when it loads it, from a fresh compile or from the disk cache alike. The machine
+code is the same as with the address as a constant (one ``movabs`` with the value
+patched in; ``benchmarks/relocatable_probes.py`` measures both), and the compiled
+code no longer depends on where this process put the counters, so it can be cached.
 """
 
 from __future__ import annotations
 
+import itertools
+import re
+import weakref
 from collections.abc import Callable
 from dataclasses import dataclass
 
+import llvmlite.binding as ll
 import numpy as np
 from llvmlite import ir
 from numba import types
 from numba.extending import intrinsic
 
 from .clock import emit_read
+from .exits import exits_flushed, flush_on_exit
 
 _I64 = ir.IntType(64)
 _I32 = ir.IntType(32)
@@ -59,19 +73,113 @@ class ProbeConfig:
     def trash_row(self) -> int:
         return self.n_lines
 
+    def token(self) -> str:
+        """Everything in the config that shapes the code (all but the counters' address)."""
+        return f"{self.n_lines}:{self.clock}:{self.timing}:{self.atomic}:{self.suspends}"
+
     @property
     def totals_row(self) -> int:
         return self.n_lines + 1
 
 
+_SYMBOL_PREFIX = "_nlp_ctr_"
+_taken: weakref.WeakValueDictionary[str, CounterSlot] = weakref.WeakValueDictionary()
+_serial = itertools.count(1)
+
+
+_CANONICAL = re.compile(_SYMBOL_PREFIX + r"([0-9a-f]{20})(?:n\d+)?")
+
+
+def symbol_taken(stem: str) -> bool:
+    """Whether a live slot holds the symbol ``bind(stem)`` would choose."""
+    return _SYMBOL_PREFIX + stem in _taken
+
+
+def symbols_in(object_code: bytes) -> frozenset[str]:
+    """The counters symbols that object code names (in its symbol table)."""
+    return frozenset(m.decode() for m in re.findall(rb"_nlp_ctr_[0-9A-Za-z_]+", object_code))
+
+
+def may_keep(symbol: str) -> bool:
+    """Whether code naming ``symbol`` may be cached: a key-derived name, which a later process
+    gives the same twin (one-off names are given to whoever asks next)."""
+    return _CANONICAL.fullmatch(symbol) is not None
+
+
+def resolves_as_meant(symbol: str, *, reached_by_name: bool) -> bool:
+    """Whether cached code naming ``symbol`` would reach the counters it was compiled for.
+
+    A live twin must hold the name (else loading the code aborts the process:
+    LLVM cannot resolve it). Code that reached the twin by name was keyed by that
+    twin; code that reached it otherwise (a jitclass member, an overload) is only
+    sure to mean this one when no other live twin has the same key.
+    """
+    match = _CANONICAL.fullmatch(symbol)
+    if match is None or symbol not in _taken:
+        return False
+    if reached_by_name:
+        return True
+    stem = _SYMBOL_PREFIX + match.group(1)
+    return sum(1 for name in list(_taken.keys()) if name.startswith(stem)) == 1
+
+
+class CounterSlot:
+    """The symbol through which one twin's probes reach its counters.
+
+    ``bind(stem)`` names it ``_nlp_ctr_<stem>`` (the twin's cache key, so the same
+    twin compiled in another process names the same symbol and its cached code
+    fits) and registers the counters' address under that name. A name stays taken
+    while its slot lives (the twin's globals and intrinsics hold it): binding a
+    taken name (or none) gives a serial suffix instead, and ``canonical`` says the
+    code must not be cached (``twin_identity.name_twin`` picks free names). Code
+    loaded later resolves the name to the address registered then, so a name is
+    only reused once the code using it is gone.
+    """
+
+    def __init__(self, address: int, config: str = ""):
+        self.address = address
+        self.config = config  # ProbeConfig.token(): what the probes compile to
+        self.symbol: str | None = None
+        self.canonical = False
+
+    def bind(self, stem: str | None) -> str:
+        """Name and register the symbol (once; later calls return the first name)."""
+        if self.symbol is not None:
+            return self.symbol
+        name = _SYMBOL_PREFIX + stem if stem else None
+        self.canonical = name is not None and name not in _taken
+        if not self.canonical:
+            name = f"{_SYMBOL_PREFIX}{stem or 'anon'}_{next(_serial)}"
+        ll.add_symbol(name, self.address)
+        _taken[name] = self
+        self.symbol = name
+        return name
+
+    @property
+    def name(self) -> str:
+        """The symbol, bound to a one-off name if nobody bound it before the code generation."""
+        return self.symbol if self.symbol is not None else self.bind(None)
+
+
 class _Emitter:
     """LLVM snippets shared by the intrinsics of one ProbeConfig."""
 
-    def __init__(self, cfg: ProbeConfig):
+    def __init__(self, cfg: ProbeConfig, slot: CounterSlot):
         self.cfg = cfg
+        self.slot = slot
+
+    def base(self, builder: ir.IRBuilder) -> ir.Value:
+        """The counters' first cell: the slot's symbol, declared in the module being lowered."""
+        module = builder.module
+        name = self.slot.name
+        symbol = module.globals.get(name)
+        if symbol is None:
+            symbol = ir.GlobalVariable(module, ir.ArrayType(_I64, 0), name=name)
+            symbol.linkage = "external"
+        return builder.bitcast(symbol, _I64.as_pointer())
 
     def cell(self, builder: ir.IRBuilder, row, column: int) -> ir.Value:
-        base = builder.inttoptr(ir.Constant(_I64, self.cfg.address), _I64.as_pointer())
+        base = self.base(builder)
         if isinstance(row, int):
             index = ir.Constant(_I64, 2 * row + column)
         else:
@@ -88,26 +196,29 @@ class _Emitter:
     def state(self, builder: ir.IRBuilder) -> ir.Value:
         """The per-call state slot of the function being lowered, made on first use.
 
-        It is initialised in the entry block (no previous line, clock read at
-        entry), so probes in code with no explicit ``enter`` (a ``prange`` body
-        outlined into a worker function) start from a defined state.
+        It is initialised in the entry block (no previous line; with clock probes,
+        the clock read at entry), so probes in code with no explicit ``enter`` (a
+        ``prange`` body outlined into a worker function) start from a defined state.
         """
         fn = builder.function
         slots = getattr(fn, "_nlp_state_slots", None)
         if slots is None:
             slots = fn._nlp_state_slots = {}
-        key = self.cfg.address
+        key = self.slot.name
         if key not in slots:
             local_rows = self.cfg.n_lines if self.cfg.local_hits else 0
             with builder.goto_entry_block():
                 slot = builder.alloca(ir.ArrayType(_I64, LOCAL_HITS + local_rows), name="nlp.state")
                 self.set(builder, slot, PREV_ROW, ir.Constant(_I64, self.cfg.trash_row))
-                now = emit_read(builder, self.cfg.clock)
-                self.set(builder, slot, PREV_T, now)
-                self.set(builder, slot, ENTRY_T, now)
+                if self.cfg.timing or self.cfg.suspends:
+                    now = emit_read(builder, self.cfg.clock)
+                    self.set(builder, slot, PREV_T, now)
+                    self.set(builder, slot, ENTRY_T, now)
                 for row in range(local_rows):
                     self.set(builder, slot, LOCAL_HITS + row, ir.Constant(_I64, 0))
             slots[key] = slot
+            if self.cfg.local_hits:  # hits held in the slot: flushed on every exit, errors too
+                flush_on_exit(fn, key, self.flush)
         return slots[key]
 
     @staticmethod
@@ -122,12 +233,38 @@ class _Emitter:
         prev_row = self.get(builder, slot, PREV_ROW)
         self.add(builder, prev_row, 1, builder.sub(now, self.get(builder, slot, PREV_T)))
 
-    def enter(self, builder: ir.IRBuilder) -> None:
+    def closes_at_exits(self, context: object) -> bool:
+        """Whether calls close at the function's exits (``close_call``), or at ``leave``: a
+        generator leaves at each yield and keeps its stretch in the slot, and a ufunc's or
+        stencil's kernel is built without the exit hook."""
+        return not self.cfg.suspends and exits_flushed(context)
+
+    def enter(self, builder: ir.IRBuilder, context: object) -> None:
+        """A call starts: its entry time goes to memory, not to a register (see ``close_call``)."""
         slot = self.state(builder)
         now = emit_read(builder, self.cfg.clock)
         self.set(builder, slot, PREV_ROW, ir.Constant(_I64, self.cfg.trash_row))
         self.set(builder, slot, PREV_T, now)
-        self.set(builder, slot, ENTRY_T, now)
+        if not self.closes_at_exits(context):
+            self.set(builder, slot, ENTRY_T, now)
+            return
+        ptr = self.cell(builder, self.cfg.totals_row, 1)
+        builder.atomic_rmw("sub", ptr, now, "monotonic")
+        flush_on_exit(builder.function, ("close", self.slot.name), self.close_call)
+
+    def close_call(self, builder: ir.IRBuilder) -> None:
+        """At every exit of a function that ``enter``-ed (returns and exceptions alike): the
+        call counts, and its time is the exit time added to the entry time's negative.
+
+        Why not the entry time held in a register until the return: a clock reading
+        kept alive across a loop slowed a loop of read-modify-writes (a histogram's
+        ``counts[b] += 1``) 15x on this machine, in code otherwise identical. The
+        entry time is subtracted from the total with an atomic add, whose result LLVM
+        cannot carry to the return in a register.
+        """
+        now = emit_read(builder, self.cfg.clock)
+        self.add(builder, self.cfg.totals_row, 0, ir.Constant(_I64, 1))
+        self.add(builder, self.cfg.totals_row, 1, now)
 
     def line(self, builder: ir.IRBuilder, row: int) -> None:
         slot = self.state(builder)
@@ -153,25 +290,31 @@ class _Emitter:
             self.add(builder, row, 0, self.get(builder, slot, field))
             self.set(builder, slot, field, ir.Constant(_I64, 0))
 
-    def leave(self, builder: ir.IRBuilder) -> None:
+    def leave(self, builder: ir.IRBuilder, context: object) -> None:
+        """A return: the hits held in registers go to memory, the last line is charged; the
+        call itself is closed at the function's exits (``close_call``), or here."""
         self.flush(builder)
         slot = self.state(builder)
+        closes_here = not self.closes_at_exits(context)
+        if not (self.cfg.timing or closes_here):
+            return
         now = emit_read(builder, self.cfg.clock)
         if self.cfg.timing:
             self.charge_previous(builder, slot, now)
             self.set(builder, slot, PREV_ROW, ir.Constant(_I64, self.cfg.trash_row))
             self.set(builder, slot, PREV_T, now)
-        self.add(builder, self.cfg.totals_row, 0, ir.Constant(_I64, 1))
-        self.add(builder, self.cfg.totals_row, 1, builder.sub(now, self.get(builder, slot, ENTRY_T)))
+        if closes_here:
+            self.add(builder, self.cfg.totals_row, 0, ir.Constant(_I64, 1))
+            self.add(builder, self.cfg.totals_row, 1, builder.sub(now, self.get(builder, slot, ENTRY_T)))
 
 
-def _no_arg_probe(emit: Callable[[ir.IRBuilder], None]):
-    """An intrinsic taking no argument that emits ``emit(builder)`` where it is called."""
+def _no_arg_probe(emit: Callable[[ir.IRBuilder, object], None]):
+    """An intrinsic taking no argument that emits ``emit(builder, context)`` where it is called."""
 
     @intrinsic
     def probe(typingctx):
         def codegen(context, builder, sig, args):
-            emit(builder)
+            emit(builder, context)
             return context.get_dummy_value()
 
         return types.none(), codegen
@@ -180,7 +323,8 @@ def _no_arg_probe(emit: Callable[[ir.IRBuilder], None]):
 
 
 def make_probes(cfg: ProbeConfig) -> dict[str, object]:
-    """The intrinsics for one twin, keyed by the global names the rewriter uses.
+    """The intrinsics for one twin, keyed by the global names the rewriter uses, and
+    their ``CounterSlot`` under ``SLOT``.
 
     ``enter()`` starts a call, ``line(k)`` is the line event of row ``k`` (a
     literal) and ``leave()`` ends a call (the rewriter puts it after a return
@@ -189,7 +333,8 @@ def make_probes(cfg: ProbeConfig) -> dict[str, object]:
     ``leave`` and ``flush()`` (at the end of each ``prange`` iteration, whose
     worker never returns through ``leave``) move them to the counters.
     """
-    emit = _Emitter(cfg)
+    slot = CounterSlot(cfg.address, cfg.token())
+    emit = _Emitter(cfg, slot)
 
     @intrinsic
     def nlp_line(typingctx, row):
@@ -202,15 +347,50 @@ def make_probes(cfg: ProbeConfig) -> dict[str, object]:
 
         return types.none(row), codegen
 
-    return {
+    probes = {
         ENTER: _no_arg_probe(emit.enter),
         LINE: nlp_line,
         LEAVE: _no_arg_probe(emit.leave),
-        FLUSH: _no_arg_probe(emit.flush),
+        FLUSH: _no_arg_probe(lambda builder, context: emit.flush(builder)),
     }
+    for kind, probe in probes.items():
+        setattr(probe, PROBE_ATTR, _ProbeTag(kind, emit))
+    return {**probes, SLOT: slot}
+
+
+class _ProbeTag:
+    """Marks a probe intrinsic, so a twin's cache key can say what the probe compiles to."""
+
+    def __init__(self, kind: str, emit: _Emitter):
+        self.kind = kind
+        self.emit = emit
+
+    def token(self) -> str | None:
+        """The probe's config and symbol; None when its symbol is a one-off (never cached)."""
+        slot = self.emit.slot
+        if not slot.canonical:
+            return None
+        return f"probe:{self.kind}:{self.emit.cfg.token()}:{slot.symbol}"
+
+
+def probe_token(obj: object) -> str | None:
+    """``obj``'s probe token if it is a probe intrinsic with a cacheable symbol, else None."""
+    tag = getattr(obj, PROBE_ATTR, None)
+    return tag.token() if isinstance(tag, _ProbeTag) else None
+
+
+def probe_symbol(obj: object) -> str:
+    """The counters symbol of a probe intrinsic (bound)."""
+    return getattr(obj, PROBE_ATTR).emit.slot.name
+
+
+def is_probe(obj: object) -> bool:
+    return isinstance(getattr(obj, PROBE_ATTR, None), _ProbeTag)
 
 
 ENTER, LINE, LEAVE, FLUSH = "_nlp_enter", "_nlp_line", "_nlp_leave", "_nlp_flush"
+SLOT = "_nlp_slot"  # the CounterSlot of a set of probes (see make_twin, which names it)
+PROBE_ATTR = "_nlp_probe"
 PYHIT = "_nlp_pyhit"  # a plain Python hit counter, for lines inside objmode blocks
 
 

@@ -54,8 +54,7 @@ def describe(obj: object) -> str:
 
 def python_function_of(dispatcher: object) -> FunctionType:
     """The Python function behind a CPU dispatcher, or NotProfilableError saying why not."""
-    from numba.core.registry import CPUDispatcher
-
+    from ..internals import CPUDispatcher
     from .ufuncs import is_kernel_object, kernel_function
 
     if isinstance(dispatcher, CPUDispatcher) or is_kernel_object(dispatcher):

@@ -4,7 +4,8 @@ A twin is a new dispatcher with the original's target options, ``locals`` and
 signatures, built from a rewritten function (the instrumented or the plain twin)
 or from the original's own code with different globals (a *relinked* caller, so a
 jitted caller reaches a twin instead of the callee it linked at compile time).
-Originals are never touched, and no twin is ever written to Numba's disk cache.
+Originals are never touched, and no twin is ever written to Numba's disk cache:
+twins have a cache of their own (``twin_cache``), keyed by ``twin_identity``.
 """
 
 from __future__ import annotations
@@ -23,7 +24,11 @@ from numba.core.registry import CPUDispatcher
 from numba.core.untyped_passes import WithLifting
 
 from ..errors import TwinCompileError
+from . import probes as P
+from . import unwind
+from .exits import flushing
 from .source import FunctionSource
+from .twin_identity import name_twin, register, tagged_pipeline, twin_key
 from .ufuncs import is_kernel_object, kernel_twin
 
 
@@ -100,27 +105,39 @@ def line_table_options(original: CPUDispatcher) -> dict:
 
 
 def _new_dispatcher(
-    original: CPUDispatcher, py_func: pytypes.FunctionType, line_tables: bool = False
+    original: CPUDispatcher,
+    py_func: pytypes.FunctionType,
+    line_tables: bool = False,
+    kind: str = "relinked",
+    slot: P.CounterSlot | None = None,
 ) -> CPUDispatcher:
-    """A dispatcher like ``original`` for ``py_func``, never cached.
+    """A dispatcher like ``original`` for ``py_func``, cached in numba_lprun's own directory.
 
     Twins have ``__module__ = None``: Numba then treats them as dynamically
     generated, so object-mode blocks look globals up in the twin's own globals
-    (where the probes are) and nothing can be cached or pickled by module name.
+    (where the probes are) and nothing is cached or pickled by module name.
     With ``line_tables`` the code carries DWARF line tables (for the vectorization
     check and the sampler), compiled otherwise exactly as the original.
+    ``twin_identity`` keys the twin (``slot``: its probes' counters symbol), tags
+    its symbol names and gives it a disk cache (``twin_cache``), so an unchanged
+    twin compiled by an earlier process is loaded instead of compiled.
     """
     options = dict(original.targetoptions)
     pipeline = original._compiler.pipeline_class
     if line_tables and not options.get("debug"):
         options.update(line_table_options(original))
         pipeline = _line_tables_only(pipeline)
-    return type(original)(
+    pipeline = flushing(pipeline)  # counters held in registers reach memory on every exit
+    locals_ = dict(original.locals)
+    naming = name_twin(twin_key(kind, py_func, options, locals_, pipeline, slot), slot)
+    dispatcher = type(original)(
         py_func,
-        locals=dict(original.locals),
+        locals=locals_,
         targetoptions=options,
-        pipeline_class=pipeline,
+        pipeline_class=tagged_pipeline(pipeline, naming.tag),
     )
+    register(dispatcher, py_func, naming)
+    return dispatcher
 
 
 @register_pass(mutates_CFG=True, analysis_only=False)
@@ -192,6 +209,10 @@ class _LineTablesDIBuilder(debuginfo.DIBuilder):
             self.emission_kind = "LineTablesOnly"
         super().initialize()
 
+    def mark_subprogram(self, function, qualname, argnames, argtypes, line):
+        super().mark_subprogram(function, qualname, argnames, argtypes, line)
+        unwind.keep_loop_body_apart(function)
+
     def mark_variable(self, builder, allocavalue, name, lltype, size, line, datamodel=None, argidx=None):
         if self._line_tables:
             return None
@@ -219,11 +240,19 @@ def _line_tables_only(base: type) -> type:
             pm.passes = [
                 (_WithLiftingNoObjmodeDebug if cls is WithLifting else cls, desc) for cls, desc in pm.passes
             ]
+            pm.passes = unwind.before_lowering(pm.passes)
             pm.finalize()
         return pipelines
 
     namespace = {"__init__": __init__, "define_pipelines": define_pipelines}
     return type(f"LineTables{base.__name__}", (base,), namespace)
+
+
+def loaded_from_cache(twin: Twin) -> int:
+    """How many of the twin's signatures were loaded from the disk cache instead of compiled
+    (for progress messages: a load fires no compile event)."""
+    stats = getattr(twin.code, "stats", None)
+    return sum(stats.cache_hits.values()) if stats is not None else 0
 
 
 def make_twin(
@@ -235,7 +264,7 @@ def make_twin(
     line_tables: bool = False,
 ) -> Twin:
     """A twin built from a rewritten def; its globals are a copy of the original's."""
-    globals_ = dict(src.py_func.__globals__)
+    globals_ = LiveGlobals(src.py_func.__globals__)
     globals_.update(extra_globals)
     py_func = _exec_def(tree, src, globals_)
     py_func.__defaults__ = src.py_func.__defaults__
@@ -249,7 +278,26 @@ def make_twin(
         except Exception as exc:  # Numba raises many types; all mean the twin failed
             raise TwinCompileError(src.py_func.__qualname__, numba_reason(exc), kind=kind) from None
         return Twin(original, twin, kind, compiled=["kernel"], kernel=code)
-    return Twin(original, _new_dispatcher(original, py_func, line_tables), kind)
+    slot = extra_globals.get(P.SLOT)
+    return Twin(original, _new_dispatcher(original, py_func, line_tables, kind, slot), kind)
+
+
+class LiveGlobals(dict):
+    """A twin's globals: a copy of the module's, which ``link`` points at other twins, that
+    looks up in the module itself what the copy lacks.
+
+    Numba reads a function's globals when it compiles (``__globals__[name]``), and a
+    twin compiles when first called: by then a script may have bound names that did
+    not exist when the twin was made (the function's own name, when ``@njit`` is
+    seen as it runs; a helper defined further down).
+    """
+
+    def __init__(self, module_globals: dict):
+        super().__init__(module_globals)
+        self._module = module_globals
+
+    def __missing__(self, name: str):
+        return self._module[name]
 
 
 def make_relinked(original: CPUDispatcher) -> Twin:
@@ -257,7 +305,7 @@ def make_relinked(original: CPUDispatcher) -> Twin:
     old = original.py_func
     cells = tuple(pytypes.CellType(_cell_value(c)) for c in (old.__closure__ or ()))
     py_func = pytypes.FunctionType(
-        old.__code__, dict(old.__globals__), old.__name__, old.__defaults__, cells or None
+        old.__code__, LiveGlobals(old.__globals__), old.__name__, old.__defaults__, cells or None
     )
     py_func.__kwdefaults__ = old.__kwdefaults__
     py_func.__qualname__ = old.__qualname__

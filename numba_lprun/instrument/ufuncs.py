@@ -22,32 +22,14 @@ from __future__ import annotations
 
 from types import FunctionType
 
+from ..internals import is_cpu_ufunc, is_stencil, kernel_function, rebuild_stencil, rebuild_ufunc
 
-def is_cpu_ufunc(obj: object) -> bool:
-    """Whether ``obj`` is a ufunc Numba built for the ``cpu`` target (a DUFunc or GUFunc)."""
-    from numba.np.ufunc.dufunc import DUFunc
-    from numba.np.ufunc.gufunc import GUFunc
-
-    return isinstance(obj, (DUFunc, GUFunc))
-
-
-def is_stencil(obj: object) -> bool:
-    """Whether ``obj`` was made by ``@stencil``."""
-    from numba.stencils.stencil import StencilFunc
-
-    return isinstance(obj, StencilFunc)
+__all__ = ["NoDispatcher", "is_cpu_ufunc", "is_kernel_object", "is_stencil", "kernel_function", "kernel_twin"]
 
 
 def is_kernel_object(obj: object) -> bool:
     """A ufunc (cpu) or a stencil: compiled from a kernel function, without a dispatcher of its own."""
     return is_cpu_ufunc(obj) or is_stencil(obj)
-
-
-def kernel_function(obj: object) -> FunctionType:
-    """The Python function a DUFunc or GUFunc compiles for each element (or core), or a stencil's kernel."""
-    if is_stencil(obj):
-        return obj.kernel_ir.func_id.func
-    return obj._dispatcher.py_func
 
 
 class NoDispatcher:
@@ -61,26 +43,5 @@ class NoDispatcher:
 def kernel_twin(original: object, py_func: FunctionType) -> tuple[object, object]:
     """The twin of a kernel object for the rewritten ``py_func``, and where its code is."""
     if is_stencil(original):
-        from numba.core import compiler
-        from numba.stencils.stencil import StencilFunc
-
-        twin = StencilFunc(compiler.run_frontend(py_func), original.mode, dict(original.options))
-        return twin, NoDispatcher(py_func)
-    twin = ufunc_twin(original, py_func)
-    return twin, twin._dispatcher
-
-
-def ufunc_twin(original: object, py_func: FunctionType) -> object:
-    """A ufunc like ``original`` whose kernel is ``py_func``, compiled for the same signatures."""
-    from numba.np.ufunc.dufunc import DUFunc
-
-    states = original._reduce_states()
-    if isinstance(original, DUFunc):
-        kernel = original._dispatcher
-        states["dispatcher"] = type(kernel)(
-            py_func, locals=dict(kernel.locals), targetoptions=dict(kernel.targetoptions)
-        )
-        return DUFunc._rebuild(**states)
-    states["py_func"] = py_func
-    states["cache"] = False  # twins are never written to the disk cache
-    return type(original)._rebuild(**states)
+        return rebuild_stencil(original, py_func), NoDispatcher(py_func)
+    return rebuild_ufunc(original, py_func)

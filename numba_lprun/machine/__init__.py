@@ -11,46 +11,76 @@ benchmark kernels), and allocations are counted in one more run of the call.
 
 API::
 
-    code, unavailable = function_code(dispatcher, filename, first, last, sample_addresses)
-    code[line].instructions   # [stats.Instruction]: address, text, samples, target, packed
+    reading = read_code_by_line(dispatcher, filename, first, last, sample_addresses, hosts)
+    reading.code[line].instructions   # (values.Instruction, ...): address, text, samples, target
+    facts = CodeFacts(code, hits, calls); function_hints(facts, hot_lines(shares, 3))
 """
 
 from __future__ import annotations
 
 import time
+from dataclasses import dataclass, replace
 
-from ..sampling.dwarf import _libraries, line_map
-from ..stats import FunctionStats, LineCode
+from ..internals import linked_libraries
+from ..sampling.dwarf import line_map
+from ..sampling.rows import code_libraries
 from .disasm import is_packed, read_code
-from .hints import function_hints, hot_lines, line_hints
+from .hints import CodeFacts, function_hints, hot_lines, line_hints
 from .names import call_names, pretty
+from .values import Hint, Instruction, LineCode
 
-__all__ = ["describe", "function_code", "function_hints", "hot_lines", "is_packed", "line_hints", "pretty"]
+__all__ = [
+    "CodeFacts",
+    "CodeReading",
+    "Hint",
+    "Instruction",
+    "LineCode",
+    "function_code",
+    "function_hints",
+    "hot_lines",
+    "is_packed",
+    "line_hints",
+    "pretty",
+    "read_code_by_line",
+    "with_allocations",
+]
 
 
-def describe(
-    stats: FunctionStats,
+@dataclass(frozen=True)
+class CodeReading:
+    """One function's machine code by line, or why there is none, and what reading it cost."""
+
+    code: dict[int, LineCode]
+    unavailable: str | None
+    seconds: float
+    twin: str  # which twin's code was read ("plain" or "counting")
+
+
+def read_code_by_line(
     dispatcher: object,
+    twin: str,
+    filename: str,
+    first: int,
+    last: int,
+    sample_addresses: dict[int, int],
     hosts: list[object],
-    allocations: dict[int, int] | None = None,
-    allocations_unavailable: str | None = None,
-) -> None:
-    """Fill ``stats.code`` (the plain twin ``dispatcher``'s code by line), ``code_seconds``,
-    ``code_unavailable`` and ``hints``; ``allocations`` (line -> count, from a counted run)
-    and the stats' hits give the allocation figures."""
+) -> CodeReading:
+    """Read ``dispatcher``'s code (a twin with line tables) by source line, samples counted."""
     started = time.perf_counter()
-    last = stats.first_lineno + len(stats.source_lines) - 1
-    code, why = function_code(
-        dispatcher, stats.filename, stats.first_lineno, last, stats.sample_addresses, hosts
-    )
-    stats.code, stats.code_unavailable = code, why
-    stats.allocations_unavailable = allocations_unavailable
-    if allocations is not None:
-        for line, lc in code.items():
-            lc.allocations = allocations.get(line, 0)
-            lc.executions = stats.hits.get(line, 0)
-    stats.hints = function_hints(stats) if why is None else []
-    stats.code_seconds = time.perf_counter() - started
+    code, why = function_code(dispatcher, filename, first, last, sample_addresses, hosts)
+    return CodeReading(code, why, time.perf_counter() - started, twin)
+
+
+def with_allocations(
+    code: dict[int, LineCode], allocations: dict[int, int] | None, hits: dict[int, int]
+) -> dict[int, LineCode]:
+    """``code`` with each line's allocation count (from a counted run) and executions."""
+    if allocations is None:
+        return code
+    return {
+        line: replace(lc, allocations=allocations.get(line, 0), executions=hits.get(line, 0))
+        for line, lc in code.items()
+    }
 
 
 def function_code(
@@ -75,6 +105,6 @@ def function_code(
     libraries = []
     for owner in [dispatcher, *(inlined_into or [])]:
         for cres in list(getattr(owner, "overloads", {}).values()):
-            libraries += [lib for lib, _ in _libraries(cres.library)]
-            libraries += list(getattr(cres.library, "_linking_libraries", ()))
+            libraries += [lib for lib, _ in code_libraries(cres.library)]
+            libraries += linked_libraries(cres.library)
     return read_code(lmap, call_names(libraries), sample_addresses or {}), None

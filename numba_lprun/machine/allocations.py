@@ -30,7 +30,8 @@ from llvmlite import ir
 from numba import cfunc, types
 from numba.extending import intrinsic
 
-from ..sampling.attribution import _innermost
+from ..internals import allocation_statistics_on, use_python_allocator
+from ..sampling.attribution import innermost_lines
 from ..sampling.dwarf import LineMap
 
 DEPTH = 10  # frames per record: the hook, CPython's and Numba's allocator, the jitted caller...
@@ -118,9 +119,7 @@ _switched = False  # Numba's runtime allocates through PyMem_RawMalloc (set once
 
 def unavailable() -> str | None:
     """Why allocations cannot be counted in this process, or None."""
-    from numba.core.runtime import _nrt_python
-
-    if not _switched and _nrt_python.memsys_stats_enabled():
+    if not _switched and allocation_statistics_on():
         # switching the allocator with statistics on and arrays alive is a fatal error in NRT
         return "Numba's allocation statistics are on (NUMBA_NRT_STATS), so its allocator cannot be switched"
     return None
@@ -135,11 +134,9 @@ def counting() -> Iterator[dict]:
     Check ``unavailable()`` first.
     """
     global _switched
-    from numba.core.runtime import _nrt_python
-
     buffer, counter, traced, old = _build()
     if not _switched:
-        _nrt_python.memsys_use_cpython_allocator()
+        use_python_allocator()
         _switched = True
     hooked = _Allocator(old.ctx, traced.address, old.calloc, old.realloc, old.free)
     result: dict = {}
@@ -162,7 +159,7 @@ def allocations_per_line(stacks: np.ndarray, maps: dict[Hashable, LineMap]) -> d
     lookup = stacks.astype(np.uint64, copy=True)
     lookup[lookup != 0] -= np.uint64(1)  # return addresses: look inside the call instruction
     for key, lmap in maps.items():
-        line, _ = _innermost(lmap.lookup(lookup), lookup)
+        line, _ = innermost_lines(lmap.lookup(lookup), lookup)
         values, counts = np.unique(line[line >= 0], return_counts=True)
         out[key] = {int(v): int(c) for v, c in zip(values, counts, strict=True)}
     return out

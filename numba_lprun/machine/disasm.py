@@ -21,7 +21,7 @@ import ctypes
 import re
 
 from ..sampling.dwarf import LineMap
-from ..stats import Instruction, LineCode
+from .values import Instruction, LineCode
 
 _PACKED = re.compile(
     r"^v?(?:(?:add|sub|mul|div|min|max|sqrt|hadd|rcp|rsqrt|round)p[sd]"
@@ -56,8 +56,7 @@ def read_code(
     from capstone import x86
 
     md = _disassembler()
-    by_line: dict[int, LineCode] = {}
-    instructions: list[Instruction] = []
+    rows: list[tuple[int, dict]] = []  # (line, instruction fields), in address order
     ranges = sorted(zip(lmap.starts.tolist(), lmap.ends.tolist(), lmap.lines.tolist(), strict=True))
     loaded: dict[int, int] = {}  # register -> immediate last loaded into it (address order)
     previous_end = None
@@ -67,8 +66,12 @@ def read_code(
         previous_end = end
         code = ctypes.string_at(start, end - start)
         for ins in md.disasm(code, start):
-            item = Instruction(ins.address, ins.size, f"{ins.mnemonic} {ins.op_str}".strip())
-            item.packed = is_packed(ins.mnemonic, ins.op_str)
+            item = {
+                "address": ins.address,
+                "size": ins.size,
+                "text": f"{ins.mnemonic} {ins.op_str}".strip(),
+                "packed": is_packed(ins.mnemonic, ins.op_str),
+            }
             ops = ins.operands
             if ins.group(capstone.CS_GRP_CALL) or ins.group(capstone.CS_GRP_JUMP):
                 target = None
@@ -80,7 +83,7 @@ def read_code(
                     slot = ins.address + ins.size + ops[0].mem.disp
                     target = ctypes.c_uint64.from_address(slot).value if slot else None
                 if target is not None and target in names:
-                    item.target, item.origin = names[target]
+                    item["target"], item["origin"] = names[target]
             try:
                 _, written = ins.regs_access()
             except capstone.CsError:
@@ -90,14 +93,21 @@ def read_code(
             if ins.mnemonic in ("mov", "movabs") and len(ops) == 2 and ops[1].type == x86.X86_OP_IMM:
                 if ops[0].type == x86.X86_OP_REG:
                     loaded[_full(ops[0].reg)] = ops[1].imm & 0xFFFFFFFFFFFFFFFF
-            instructions.append(item)
-            by_line.setdefault(line, LineCode(line)).instructions.append(item)
-    starts = [i.address for i in instructions]
+            rows.append((line, item))
+    _count_samples([item for _, item in rows], sample_addresses)
+    by_line: dict[int, list[Instruction]] = {}
+    for line, item in rows:
+        by_line.setdefault(line, []).append(Instruction(**item))
+    return {line: LineCode(line, tuple(items)) for line, items in by_line.items()}
+
+
+def _count_samples(items: list[dict], sample_addresses: dict[int, int]) -> None:
+    """Add each charged address's samples to the instruction that holds it."""
+    starts = [item["address"] for item in items]
     for address, count in sample_addresses.items():
         index = bisect.bisect_right(starts, address) - 1
-        if index >= 0 and address < starts[index] + instructions[index].size:
-            instructions[index].samples += count
-    return by_line
+        if index >= 0 and address < starts[index] + items[index]["size"]:
+            items[index]["samples"] = items[index].get("samples", 0) + count
 
 
 def _full(reg: int) -> int:

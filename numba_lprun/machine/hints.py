@@ -20,28 +20,38 @@ Only what the code shows for certain is said:
 from __future__ import annotations
 
 import re
+from dataclasses import dataclass
 
-from ..stats import FunctionStats, Hint
+from .values import Hint, LineCode
 
 ALLOCATORS = ("NRT_MemInfo_alloc", "NRT_MemInfo_new", "NRT_Allocate", "NRT_MemInfo_varsize_alloc")
 REFCOUNT = ("NRT_incref", "NRT_decref")
 HOT_SHARE = 5.0  # % of samples (or of time, without samples) from which a line counts as hot
 
 
-def hot_lines(stats: FunctionStats, limit: int | None = None) -> list[int]:
-    """Lines by sampled share (instrumented share without samples), hottest first, above HOT_SHARE."""
-    if stats.sampled:
-        share = {line: stats.sample_share(line) or 0.0 for line in stats.sampled}
-    else:
-        share = {line: stats.time_share(line) or 0.0 for line in stats.hits}
-    lines = sorted((line for line, s in share.items() if s >= HOT_SHARE), key=lambda n: -share[n])
+@dataclass(frozen=True)
+class CodeFacts:
+    """What the hints are read from: one function's code by line and its counts."""
+
+    code: dict[int, LineCode]
+    hits: dict[int, int]
+    calls: int  # completed calls: a line that ran more often is inside a loop
+    allocations_unavailable: str | None = None
+
+
+def hot_lines(shares: dict[int, float], limit: int | None = None) -> list[int]:
+    """Lines by share (% of the function's time), hottest first, at or above HOT_SHARE.
+
+    One ranking serves the hints and the instruction listings, so both always
+    name the same lines."""
+    lines = sorted((line for line, s in shares.items() if s >= HOT_SHARE), key=lambda n: (-shares[n], n))
     return lines[:limit] if limit is not None else lines
 
 
-def line_hints(stats: FunctionStats, line: int) -> list[Hint]:
+def line_hints(facts: CodeFacts, line: int) -> list[Hint]:
     """The facts about ``line``'s code, most telling first."""
-    code = stats.code.get(line)
-    hits = stats.hits.get(line, 0)
+    code = facts.code.get(line)
+    hits = facts.hits.get(line, 0)
     if code is None or not code.instructions:
         if hits:
             return [Hint(line, "no-code", f"line {line} has no machine code of its own (merged or removed)")]
@@ -62,10 +72,10 @@ def line_hints(stats: FunctionStats, line: int) -> list[Hint]:
         via = f" ({', '.join(allocators)})" if allocators else " (in what it calls)"
         out.append(Hint(line, "alloc", said + via + ": a new array or buffer each time"))
     elif allocators:
-        why = f" (not counted: {stats.allocations_unavailable})" if stats.allocations_unavailable else ""
+        why = f" (not counted: {facts.allocations_unavailable})" if facts.allocations_unavailable else ""
         out.append(Hint(line, "alloc", f"line {line} calls Numba's allocator ({', '.join(allocators)}){why}"))
     packed = code.packed
-    loop_line = hits > max(stats.calls, 1) * 1
+    loop_line = hits > max(facts.calls, 1)
     scalar = list(dict.fromkeys(i.text.split()[0] for i in code.instructions if _is_float_arith(i.text)))
     if packed:
         said = f"line {line} runs packed SIMD arithmetic ({', '.join(packed[:4])})"
@@ -100,9 +110,9 @@ def _is_float_arith(text: str) -> bool:
     return bool(_SCALAR.match(text.split()[0])) if text else False
 
 
-def function_hints(stats: FunctionStats, limit: int = 3) -> list[Hint]:
-    """Hints for the function's hot lines (at most ``limit`` lines)."""
+def function_hints(facts: CodeFacts, hot: list[int]) -> list[Hint]:
+    """Hints for the ``hot`` lines (see :func:`hot_lines`), hottest first."""
     out: list[Hint] = []
-    for line in hot_lines(stats, limit):
-        out += line_hints(stats, line)
+    for line in hot:
+        out += line_hints(facts, line)
     return out

@@ -16,7 +16,7 @@ import io
 import os
 import re
 
-from ..private_api import compiled_object
+from ..internals import compiled_object, numba_helper_address, symbol_address
 
 _NUMBA_NAME = re.compile(r"(\d+)")
 _ESCAPES = re.compile(r"_(3c|3e|24)")  # Numba writes <, > and $ as _3c, _3e, _24 in symbol names
@@ -75,9 +75,7 @@ def origin(name: str, jitted: bool, address: int) -> str:
         return "Numba's runtime"
     if jitted:
         return "jitted code"
-    from numba import _helperlib
-
-    if _helperlib.c_helpers.get(name) == address:
+    if numba_helper_address(name) == address:
         return "Numba's helpers" if name.startswith("numba_") else "libm, through Numba's helpers"
     return shared_object(address) or "a native library"
 
@@ -85,7 +83,6 @@ def origin(name: str, jitted: bool, address: int) -> str:
 def call_names(libraries: list[object]) -> dict[int, tuple[str, str]]:
     """Runtime address -> (readable name, origin) of every symbol the libraries' code refers
     to or defines."""
-    import llvmlite.binding as ll
     from elftools.elf.elffile import ELFFile
     from elftools.elf.relocation import RelocationSection
 
@@ -122,7 +119,7 @@ def call_names(libraries: list[object]) -> dict[int, tuple[str, str]]:
                 address = 0
             jitted = bool(address)
             if not address:
-                address = ll.address_of_symbol(name) or 0
+                address = symbol_address(name)
             if address and address not in out:
                 out[address] = (pretty(name), origin(name, jitted, address))
     return out

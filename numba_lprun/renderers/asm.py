@@ -8,7 +8,6 @@ samples, calls and packed arithmetic, in address order, and the rest counted.
 
 from __future__ import annotations
 
-from ..machine.hints import hot_lines
 from ..stats import FunctionStats, Instruction, LineCode
 
 MAX_INSTRUCTIONS = 40  # per listed line; more are cut to the telling ones
@@ -21,7 +20,7 @@ def hint_lines(stats: FunctionStats) -> list[str]:
 
 def shown_instructions(code: LineCode, limit: int = MAX_INSTRUCTIONS) -> tuple[list[Instruction], int]:
     """The instructions to list, and how many were left out."""
-    items = code.instructions
+    items = list(code.instructions)
     if len(items) <= limit:
         return items, 0
     telling = [i for i in items if i.samples or i.target or i.packed]
@@ -45,16 +44,16 @@ def listing_lines(stats: FunctionStats, count: int) -> list[str]:
         return []
     if stats.code_unavailable:
         return [f"machine code: unavailable: {stats.code_unavailable}"]
-    lines = hot_lines(stats, count) or sorted(stats.code, key=lambda n: -stats.code[n].samples)[:count]
-    out = []
-    total = stats.samples
+    lines = list(stats.hot_lines[:count]) or sorted(stats.code, key=lambda n: -stats.code[n].samples)[:count]
+    out = [f"machine code of the {stats.code_twin} twin, by line:"] if stats.code_twin else []
+    total = sum(c.samples for c in stats.code.values())
     for lineno in lines:
         code = stats.code.get(lineno)
         source = stats.line_text(lineno).strip()
         if code is None or not code.instructions:
             out.append(f"line {lineno}: no machine code of its own   {source}")
             continue
-        share = f", {code.samples} of the function's {total} samples" if total else ""
+        share = f", {code.samples} of the {total} samples in this code" if total else ""
         items, left = shown_instructions(code)
         out.append(f"line {lineno} ({len(code.instructions)} instructions{share}):   {source}")
         out.append(f"  {'samples':>7}  {'address':<14}  instruction")

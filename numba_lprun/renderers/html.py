@@ -18,10 +18,10 @@ from html import escape
 from ..stats import ProfileStats
 from .html_table import BELOW_RESOLUTION, DISAGREE, function_table
 from .svg_chart import INSTRUMENTED, SAMPLED, time_chart
-from .view import FunctionView, profile_views, seconds_text
+from .view import NOTE_TITLES, FunctionView, profile_views
 
 #: window widths (px) at or below which optional columns fold, as in the terminal: first
-#: Est./Hit and Est. Time (class f1, f2), then 95% CI (f3; the whisker still shows it)
+#: Probe Time (class f2), then 95% CI (f3; the whisker still shows it)
 FOLD_WIDTHS = (1000, 820)
 
 STYLE = f"""
@@ -103,7 +103,7 @@ _PAGE = """<!DOCTYPE html>
 
 def _anchor_prefix(profile: ProfileStats) -> str:
     """Ids unique to this report, so several reports in one notebook do not share anchors."""
-    said = repr([(f.key, f.calls, f.instrumented_ticks, f.plain_ticks, f.samples) for f in profile.functions])
+    said = repr([(f.key, f.calls, f.run_ticks, f.hits, f.samples) for f in profile.functions])
     return "nlp-" + hashlib.sha1(said.encode()).hexdigest()[:8]
 
 
@@ -112,7 +112,7 @@ def _summary(views: list[FunctionView], ids: list[str]) -> str:
     rows = []
     for view, anchor in zip(views, ids, strict=True):
         s = view.stats
-        total = seconds_text(view.total_seconds) if s.timed else "not timed"
+        total = view.amount_text(view.total) if s.timed else "not timed"
         over = s.overhead
         over_text = "not measured" if over is None else f"{over:.2f}x"
         warn = ' class="n bang"' if any(n.level == "warning" for n in s.notes) else ' class="n"'
@@ -131,10 +131,14 @@ def _summary(views: list[FunctionView], ids: list[str]) -> str:
 def _key(view: FunctionView) -> str:
     """What the bars and marks mean, under each table."""
     parts = []
-    if view.stats.timed:
-        parts.append("<i style='background:var(--t)'></i>% Time (instrumented)")
     if view.sampled:
-        parts.append("<i style='background:var(--s)'></i>% Samples (probe-free), whisker: its 95% interval")
+        parts.append(
+            "<i style='background:var(--s)'></i>% Time (sampled, probe-free), whisker: its 95% interval"
+        )
+        if view.probes_beside:
+            parts.append("<i style='background:var(--t)'></i>Probe % (clock probes)")
+    elif view.timed:
+        parts.append("<i style='background:var(--t)'></i>% Time (clock probes)")
     marks = []
     if any(line.below_resolution for line in view.lines):
         marks.append(f'<span title="{escape(BELOW_RESOLUTION)}">~ below the timer\'s resolution</span>')
@@ -144,9 +148,11 @@ def _key(view: FunctionView) -> str:
     folded = ""
     if view.sampled:
         hover = "hover a bar for the figures"
-        folded = (
-            f'<div class="folded at1">narrow window: Est. Time and Est./Hit are folded ({hover})</div>'
-            f'<div class="folded at2">narrow window: 95% CI, Est. Time and Est./Hit are folded '
+        both = " and Probe Time are" if view.probes_beside else " is"
+        if view.probes_beside:
+            folded = f'<div class="folded at1">narrow window: Probe Time is folded ({hover})</div>'
+        folded += (
+            f'<div class="folded at2">narrow window: 95% CI{both} folded '
             f"(the whisker shows the interval; {hover})</div>"
         )
     return (f'<div class="key">{text}</div>' if text else "") + folded
@@ -155,15 +161,17 @@ def _key(view: FunctionView) -> str:
 def _notes(view: FunctionView) -> str:
     boxes = []
     for note in view.stats.notes:
-        if note.level == "warning":
-            boxes.append(f'<div class="note warning"><b>distortion warning</b>{escape(note.text)}</div>')
+        if note.level in NOTE_TITLES:
+            title = NOTE_TITLES[note.level]
+            boxes.append(f'<div class="note warning"><b>{title}</b>{escape(note.text)}</div>')
         else:
             boxes.append(f'<div class="note">{escape(note.text)}</div>')
     for hint in view.stats.hints:
         boxes.append(f'<div class="note hint">{escape(hint.text)}</div>')
     if view.stats.code:
         boxes.append(
-            '<div class="key">click a line for its machine code (plain twin), hot instructions shaded</div>'
+            f'<div class="key">click a line for its machine code ({view.stats.code_twin} twin), '
+            "hot instructions shaded</div>"
         )
     return "".join(boxes)
 
@@ -172,7 +180,7 @@ def _function(view: FunctionView, anchor: str) -> str:
     s = view.stats
     shown = [(label, value) for label, value in view.header if label not in ("Timer unit", "Function")]
     rows = "".join(f"<dt>{escape(label)}</dt><dd>{escape(value)}</dd>" for label, value in shown)
-    rows += f"<dt>Times in</dt><dd>{view.output_unit:g} s</dd>"
+    rows += f"<dt>Times in</dt><dd>{escape(view.tick + 's' if view.tick else f'{view.output_unit:g} s')}</dd>"
     title = f"{escape(s.qualname)} <small>at line {s.first_lineno}</small>"
     return (
         f'<section id="{anchor}"><h3>{title}</h3>'

@@ -2,9 +2,9 @@
 
 A browser lays out a real table to fit its cells, so numbers are never cut (a
 console recording cut them wherever the terminal was too narrow). Each row gets
-two inline bars side by side, % Time (instrumented) over % Samples (probe-free,
-with its 95% interval as a whisker), so lines where the views disagree stand
-out without reading numbers. Marks carry their meaning in ``title`` attributes,
+an inline bar of % Time (sampled, with its 95% interval as a whisker) and, with
+``--probes``, one of the probes' share under it, so lines where the two views
+disagree stand out without reading numbers. Marks carry their meaning in ``title`` attributes,
 and the source is highlighted with pygments tokens mapped to a few classes
 whose colours the stylesheet sets (readable on light and dark backgrounds).
 """
@@ -19,7 +19,6 @@ from pygments.token import Comment, Keyword, Name, Number, String, Token
 from .view import (
     FunctionView,
     LineView,
-    has_estimates,
     interval_text,
     number,
 )
@@ -29,8 +28,8 @@ BELOW_RESOLUTION = (
     "so this figure is an upper bound, not a measurement"
 )
 DISAGREE = (
-    "the two views disagree: the instrumented share lies outside the sampled share's 95% interval; "
-    "here the probes distort, and % Samples (probe-free, optimized code) is the better guide"
+    "the two views disagree: the probes' share lies outside the sampled share's 95% interval; "
+    "here the probes distort, and % Time (sampled, probe-free) is the better guide"
 )
 HEAVY = "one of the heaviest lines (10% of the time or more)"
 
@@ -68,25 +67,32 @@ def _mark(symbol: str, title: str, css: str) -> str:
     return f'<span class="{css}" title="{escape(title)}">{symbol}</span>'
 
 
-def _bars(line: LineView, timed: bool, sampled: bool) -> str:
-    """% Time over % Samples as two thin bars on one 0-100% scale, the interval as a whisker."""
-    parts, said = [], []
-    if timed and line.percent is not None:
-        parts.append(f'<div class="bar bt"><span style="width:{line.percent:.1f}%"></span></div>')
-        said.append(f"% Time {line.percent:.1f} (instrumented)")
-    elif timed:
-        parts.append('<div class="bar bt"></div>')
-    if sampled and line.sampled is not None:
-        whisker = ""
-        if line.interval is not None:
-            low, high = line.interval
-            whisker = f'<i style="left:{low:.1f}%;width:{max(high - low, 0.4):.1f}%"></i>'
-        parts.append(f'<div class="bar bs"><span style="width:{line.sampled:.1f}%"></span>{whisker}</div>')
-        said.append(f"% Samples {line.sampled:.1f}, 95% interval {interval_text(line.interval)} (probe-free)")
-        if line.sampled_time is not None:
-            said.append(f"Est. Time {number(line.sampled_time)}, Est./Hit {number(line.sampled_per_hit)}")
-    elif sampled:
-        parts.append('<div class="bar bs"></div>')
+def _bar(percent: float | None, css: str, interval: tuple[float, float] | None = None) -> str:
+    if percent is None:
+        return f'<div class="bar {css}"></div>'
+    whisker = ""
+    if interval is not None:
+        low, high = interval
+        whisker = f'<i style="left:{low:.1f}%;width:{max(high - low, 0.4):.1f}%"></i>'
+    return f'<div class="bar {css}"><span style="width:{percent:.1f}%"></span>{whisker}</div>'
+
+
+def _bars(line: LineView, view: FunctionView) -> str:
+    """% Time (sampled: orange with its interval; probes: blue) and, with --probes, the
+    probes' share under it, on one 0-100% scale."""
+    said = []
+    if view.sampled:
+        parts = [_bar(line.percent, "bs", line.interval)]
+        if line.percent is not None:
+            said.append(f"% Time {line.percent:.1f}, 95% interval {interval_text(line.interval)} (sampled)")
+        if view.probes_beside:
+            parts.append(_bar(line.probe_percent, "bt"))
+            if line.probe_percent is not None:
+                said.append(f"Probe % {line.probe_percent:.1f}, Probe Time {number(line.probe_time)}")
+    else:
+        parts = [_bar(line.percent, "bt")]
+        if line.percent is not None:
+            said.append(f"% Time {line.percent:.1f} (clock probes)")
     if not said:
         return '<td class="bars"></td>'
     return f'<td class="bars" title="{escape("; ".join(said))}">{"".join(parts)}</td>'
@@ -121,55 +127,67 @@ def _num(text: str, extra: str = "") -> str:
     return f'<td class="n{extra}">{text}</td>'
 
 
-def function_table(view: FunctionView) -> str:
-    """The per-line table: line_profiler's columns, the sampled ones, the bars and the source."""
-    timed, sampled, estimates = view.stats.timed, view.sampled, has_estimates(view)
+def _heads(view: FunctionView) -> str:
     heads = ["Line #", "Hits"]
-    if timed:
+    if view.timed:
         heads += ["Time", "Per Hit", "% Time"]
-    if sampled:
-        heads += ["% Samples", "95% CI"]
-        if estimates:
-            heads += ["Est. Time", "Est./Hit"]
-    fold = {"95% CI": " f3", "Est. Time": " f2", "Est./Hit": " f1"}
-    unit = f' title="in {view.output_unit:g} s"'
+    heads += view.extra_headers
+    if view.sampled:
+        heads.append("95% CI")
+    if view.probes_beside:
+        heads += ["Probe Time", "Probe %"]
+    fold = {"95% CI": " f3", "Probe Time": " f2"}
+    unit = f' title="in {view.tick}s"' if view.tick else f' title="in {view.output_unit:g} s"'
+    said = {c.header: f' title="{escape(c.explanation)}"' for c in view.stats.extra_columns if c.explanation}
     head = "".join(
-        f'<th class="n{fold.get(h, "")}"{unit if h[-4:] in ("Time", " Hit", "/Hit") else ""}>{h}</th>'
+        f'<th class="n{fold.get(h, "")}"{unit if h[-4:] in ("Time", " Hit") else said.get(h, "")}>'
+        f"{escape(h)}</th>"
         for h in heads
     )
-    if timed or sampled:
-        key = " / ".join(n for n, on in (("% Time", timed), ("% Samples", sampled)) if on)
-        swatches = [(n, v) for n, v, on in (("Time", "t", timed), ("Samples", "s", sampled)) if on]
+    if view.timed:
+        swatches = [("Time", "s" if view.sampled else "t")] + (
+            [("Probes", "t")] if view.probes_beside else []
+        )
         label = "".join(f'<b style="background:var(--{v})"></b>{n}' for n, v in swatches)
-        head += f'<th class="bars" title="{key} as bars on one 0-100% scale">{label}</th>'
-    head += '<th class="src">Line Contents</th>'
+        head += f'<th class="bars" title="shares as bars on one 0-100% scale">{label}</th>'
+    return head + '<th class="src">Line Contents</th>'
+
+
+def _cells(view: FunctionView, line: LineView) -> list[str]:
+    cells = [f'<td class="n ln">{line.lineno}</td>', _num("" if line.hits is None else str(line.hits))]
+    if view.timed:
+        per_hit = number(line.per_hit)
+        if line.below_resolution and line.probe_time is None and per_hit:
+            per_hit = _mark("~", BELOW_RESOLUTION, "mark") + per_hit
+        percent = number(line.percent)
+        cells += [_num(number(line.time)), _num(per_hit), _num(percent, " heavy" if line.heavy else "")]
+    cells += [_num(escape(text)) for text in line.extra]
+    if view.sampled:
+        cells.append(_num(interval_text(line.interval), " ci f3"))
+    if view.probes_beside:
+        share = number(line.probe_percent)
+        if line.disagree and share:
+            share = _mark("!", DISAGREE, "mark bang") + " " + share
+        probe_time = number(line.probe_time)
+        if line.below_resolution and probe_time:
+            probe_time = _mark("~", BELOW_RESOLUTION, "mark") + probe_time
+        cells += [_num(probe_time, " f2"), _num(share, " bang" if line.disagree else "")]
+    if view.timed:
+        cells.append(_bars(line, view))
+    return cells
+
+
+def function_table(view: FunctionView) -> str:
+    """The per-line table: line_profiler's columns, the interval, probe times, the bars and the source."""
     rows = []
     hottest = max((i.samples for c in view.stats.code.values() for i in c.instructions), default=0)
     for line, code in zip(view.lines, highlighted_lines(view), strict=True):
-        cells = [f'<td class="n ln">{line.lineno}</td>', _num("" if line.hits is None else str(line.hits))]
-        if timed:
-            per_hit = number(line.per_hit)
-            if line.below_resolution and per_hit:
-                per_hit = _mark("~", BELOW_RESOLUTION, "mark") + per_hit
-            percent = number(line.percent)
-            cells += [_num(number(line.time)), _num(per_hit), _num(percent, " heavy" if line.heavy else "")]
-        if sampled:
-            share = number(line.sampled)
-            if line.disagree and share:
-                share = _mark("!", DISAGREE, "mark bang") + " " + share
-            cells += [
-                _num(share, " bang" if line.disagree else ""),
-                _num(interval_text(line.interval), " ci f3"),
-            ]
-            if estimates:
-                cells += [_num(number(line.sampled_time), " f2"), _num(number(line.sampled_per_hit), " f1")]
-        if timed or sampled:
-            cells.append(_bars(line, timed, sampled))
+        cells = _cells(view, line)
         cells.append(f'<td class="src">{_asm(view, line.lineno, code, hottest)}</td>')
         classes = " ".join(c for c, on in (("heavy", line.heavy), ("disagree", line.disagree)) if on)
         title = f' title="{HEAVY}"' if line.heavy else ""
         rows.append(f'<tr class="{classes}"{title}>' if classes else "<tr>")
         rows[-1] += "".join(cells) + "</tr>"
     body = "\n".join(rows)
-    table = f'<table class="lines"><thead><tr>{head}</tr></thead>\n<tbody>\n{body}\n</tbody></table>'
+    table = f'<table class="lines"><thead><tr>{_heads(view)}</tr></thead>\n<tbody>\n{body}\n</tbody></table>'
     return f'<div class="scroll">{table}</div>'

@@ -5,11 +5,12 @@ by hand rather than left to rich's column shrinking (which cuts every column to
 ``Hi…`` when one source line is long). Giving way, in this order:
 
 1. the source column is cropped (with ``…``), down to ``CODE_MIN`` characters;
-2. the gaps between columns narrow from two spaces to one, and column headers
-   wrap onto two lines (``% Samples`` -> ``%`` / ``Samples``);
-3. optional columns fold, in ``FOLD_ORDER``: Est./Hit, Est. Time, 95% CI, and,
-   only when the source would get fewer than ``SAMPLES_CODE_MIN`` characters,
-   % Samples; a note under the table names what was folded;
+2. the gaps between columns narrow from two spaces to one;
+3. optional columns fold, in ``FOLD_ORDER``: Probe Time, then (after the column
+   headers wrap onto two lines, ``% Time`` -> ``%`` / ``Time``) 95% CI, and, only
+   when the source would get fewer than ``PROBES_CODE_MIN`` characters, Probe %,
+   then the profile's extra columns (``ExtraColumn``, shown after % Time), the
+   last one first; a note under the table names what was folded;
 4. the source column takes whatever is left.
 
 Line #, Hits, Time, Per Hit and % Time never fold and are never cut at any
@@ -32,24 +33,25 @@ from ..stats import ProfileStats
 from .asm import hint_lines, listing_lines
 from .text import output_width
 from .view import (
+    NOTE_TITLES,
     FunctionView,
-    has_estimates,
     interval_text,
     number,
     per_hit_text,
+    probe_percent_text,
+    probe_time_text,
     profile_views,
-    samples_text,
 )
 
 THEME = "ansi_dark"
 CODE_MIN = 20  # the source column is cropped down to this before any column folds
-SAMPLES_CODE_MIN = 8  # % Samples folds only when the source would get fewer characters
-#: optional columns, first folded first, with the source width below which each folds
+PROBES_CODE_MIN = 8  # Probe % folds only when the source would get fewer characters
+#: optional columns, first folded first: (header, the source width below which it folds,
+#: whether the column headers wrap before it folds)
 FOLD_ORDER = (
-    ("Est./Hit", CODE_MIN),
-    ("Est. Time", CODE_MIN),
-    ("95% CI", CODE_MIN),
-    ("% Samples", SAMPLES_CODE_MIN),
+    ("Probe Time", CODE_MIN, False),
+    ("95% CI", CODE_MIN, True),
+    ("Probe %", PROBES_CODE_MIN, True),
 )
 CODE_HEADER = "Line Contents"
 NATURAL_MIN = 100  # width for files and pipes: the table's own width, notes wrapped at least here
@@ -69,10 +71,12 @@ class _Column:
     header: str
     cells: list[Text]
     style: str = ""
+    extra: bool = False  # one of the profile's extra columns: folds after the others
 
     def width(self, compact: bool) -> int:
-        """Widest cell, and the header whole (or, ``compact``, its longest word)."""
-        head = max(len(word) for word in self.header.split()) if compact else len(self.header)
+        """Widest cell, and the header whole (or, ``compact``, its longest word; "Line #" stays whole)."""
+        wraps = compact and self.header != "Line #"
+        head = max(len(word) for word in self.header.split()) if wraps else len(self.header)
         return max([head] + [cell.cell_len for cell in self.cells])
 
     def heading(self, width: int) -> str:
@@ -88,7 +92,7 @@ def _code_lines(view: FunctionView) -> list[Text]:
 
 
 def _columns(view: FunctionView) -> list[_Column]:
-    """The numeric columns with their cells, in line_profiler's order, then the sampled ones."""
+    """The numeric columns with their cells: line_profiler's, then the interval and probe times."""
     lines = view.lines
 
     def column(header: str, texts: list[str], style: str = "", styles: list[str] | None = None) -> _Column:
@@ -99,44 +103,51 @@ def _columns(view: FunctionView) -> list[_Column]:
         column("Line #", [str(line.lineno) for line in lines], style="dim"),
         column("Hits", ["" if line.hits is None else str(line.hits) for line in lines]),
     ]
-    if view.stats.timed:
+    if view.timed:
         heavy = ["bold red" if line.heavy else "" for line in lines]
         cols += [
             column("Time", [number(line.time) for line in lines]),
             column("Per Hit", [per_hit_text(line) for line in lines]),
             column("% Time", [number(line.percent) for line in lines], styles=heavy),
         ]
+    for index, header in enumerate(view.extra_headers):
+        cols.append(_Column(header, [Text(line.extra[index]) for line in lines], extra=True))
     if view.sampled:
+        cols.append(column("95% CI", [interval_text(line.interval) for line in lines], style="dim"))
+    if view.probes_beside:
         marked = ["bold yellow" if line.disagree else "" for line in lines]
         cols += [
-            column("% Samples", [samples_text(line) for line in lines], styles=marked),
-            column("95% CI", [interval_text(line.interval) for line in lines], style="dim"),
+            column("Probe Time", [probe_time_text(line) for line in lines]),
+            column("Probe %", [probe_percent_text(line) for line in lines], styles=marked),
         ]
-        if has_estimates(view):
-            cols += [
-                column("Est. Time", [number(line.sampled_time) for line in lines]),
-                column("Est./Hit", [number(line.sampled_per_hit) for line in lines]),
-            ]
     return cols
+
+
+def fold_order(cols: list[_Column]) -> tuple[tuple[str, int, bool], ...]:
+    """``FOLD_ORDER``, then the extra columns among ``cols``, the last one first."""
+    extras = [(c.header, PROBES_CODE_MIN, True) for c in reversed(cols) if c.extra]
+    return FOLD_ORDER + tuple(extras)
 
 
 def layout(cols: list[_Column], code_natural: int, width: int) -> tuple[list[_Column], bool, int, int]:
     """Columns to show, whether headers wrap, the source's width and the gap between columns."""
     shown = list(cols)
+    by_header = {c.header: c for c in cols}
 
     def room(compact: bool, gap: int) -> int:  # what is left for the source
         return width - sum(c.width(compact) for c in shown) - gap * len(shown)
 
-    for compact, gap in ((False, 2), (False, 1), (True, 1)):
-        if room(compact, gap) >= min(code_natural, CODE_MIN):
-            return shown, compact, min(code_natural, room(compact, gap)), gap
-    by_header = {c.header: c for c in cols}
-    for header, floor in FOLD_ORDER:
-        if room(True, 1) >= min(code_natural, floor):
+    for gap in (2, 1):
+        if room(False, gap) >= min(code_natural, CODE_MIN):
+            return shown, False, min(code_natural, room(False, gap)), gap
+    compact = False
+    for header, floor, wrap_first in fold_order(cols):
+        compact = compact or wrap_first
+        if room(compact, 1) >= min(code_natural, floor):
             break
         if header in by_header:
             shown.remove(by_header[header])
-    return shown, True, max(1, min(code_natural, room(True, 1))), 1
+    return shown, compact, max(1, min(code_natural, room(compact, 1))), 1
 
 
 def function_renderable(view: FunctionView, width: int, asm_lines: int = 0) -> RenderableType:
@@ -165,13 +176,13 @@ def function_renderable(view: FunctionView, width: int, asm_lines: int = 0) -> R
 
     parts: list[RenderableType] = [header, Text(""), table]
     hidden = {c.header for c in cols if c not in shown}
-    folded = [header for header, _ in FOLD_ORDER if header in hidden]  # in the order they fold
+    folded = [header for header, _, _ in fold_order(cols) if header in hidden]  # in the order they fold
     if folded:
         said = ", ".join(folded)
         parts.append(Text(f"not shown at {width} columns: {said} (a wider terminal or --html shows them)"))
     for note in stats.notes:
-        if note.level == "warning":
-            panel = Panel(Text(note.text), title="distortion warning", border_style="yellow", expand=False)
+        if note.level in NOTE_TITLES:
+            panel = Panel(Text(note.text), title=NOTE_TITLES[note.level], border_style="yellow", expand=False)
             parts.append(panel)
         else:
             parts.append(Text(note.text, style="dim"))
@@ -228,5 +239,12 @@ def print_profile(
     if width is None:
         width = output_width(file) or natural_width(profile, output_unit, stripzeros)
     console = Console(file=file, width=width, highlight=False, force_jupyter=False)
-    for renderable in profile_renderables(profile, output_unit, stripzeros, width, asm_lines):
-        console.print(renderable)
+    renderables = profile_renderables(profile, output_unit, stripzeros, width, asm_lines)
+    if console.is_terminal:
+        for renderable in renderables:
+            console.print(renderable)
+        return
+    with console.capture() as captured:  # a log or a pipe: rich's padding to the width is noise
+        for renderable in renderables:
+            console.print(renderable)
+    file.write("\n".join(line.rstrip() for line in captured.get().split("\n")))

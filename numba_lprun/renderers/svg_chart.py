@@ -1,10 +1,10 @@
-"""A small inline SVG chart of time per line in both views, drawn from the data.
+"""A small inline SVG chart of time per line, drawn from the data.
 
 No plotting library: a chart is a few dozen rectangles, and an inline SVG needs
 nothing fetched, scales with the page, and takes its text colour from the page
 (``currentColor``), so it reads on light and dark backgrounds alike. It sits
-next to the table so the shape of the profile (which lines cost, and whether
-the probes' view and the sampler's agree) shows at a glance.
+next to the table so the shape of the profile (which lines cost, and, with
+``--probes``, whether the probes' view and the sampler's agree) shows at a glance.
 """
 
 from __future__ import annotations
@@ -12,7 +12,7 @@ from __future__ import annotations
 import html
 import math
 
-from .view import FunctionView, has_estimates, seconds_text
+from .view import FunctionView
 
 INSTRUMENTED = "#4e79a7"  # mid blue and orange: readable on white and on near-black
 SAMPLED = "#f28e2b"
@@ -34,19 +34,32 @@ def _rect(x: float, y: float, w: float, h: float, fill: str, tip: str) -> str:
     )
 
 
+def _series(view: FunctionView) -> list[tuple[str, str, list[float]]]:
+    """(legend, colour, time per row in output units) of each series to draw."""
+    rows = [line for line in view.lines if line.hits or line.time]
+    if view.sampled:
+        out = [("sampled (Time)", SAMPLED, [(line.time or 0.0) for line in rows])]
+        if view.probes_beside:
+            out.append(
+                (
+                    "clock probes (Probe Time)",
+                    INSTRUMENTED,
+                    [(line.probe_time or 0.0) for line in rows],
+                )
+            )
+        return out
+    if view.timed:
+        return [("clock probes (Time)", INSTRUMENTED, [(line.time or 0.0) for line in rows])]
+    return []
+
+
 def time_chart(view: FunctionView) -> str:
-    """Grouped bars per line: instrumented time and the sampler's probe-free estimate (empty if neither)."""
-    unit = view.output_unit
-    timed = view.stats.timed
-    estimated = has_estimates(view)
-    rows = [
-        (line.lineno, (line.time or 0.0) * unit if timed else None, (line.sampled_time or 0.0) * unit)
-        for line in view.lines
-        if line.hits or line.sampled
-    ]
-    if not rows or not (timed or estimated):
+    """Grouped bars per line, one per series (empty when nothing was timed)."""
+    rows = [line.lineno for line in view.lines if line.hits or line.time]
+    series = _series(view)
+    if not rows or not series:
         return ""
-    top = max(max(t or 0.0, s if estimated else 0.0) for _, t, s in rows)
+    top = max(max(values) for _, _, values in series)
     if top <= 0:
         return ""
     step = _nice_step(top)
@@ -61,32 +74,22 @@ def time_chart(view: FunctionView) -> str:
         out.append(
             f'<line x1="{_LEFT}" x2="{_W - _RIGHT}" y1="{y:.1f}" y2="{y:.1f}" '
             'stroke="currentColor" stroke-opacity="0.2"/>'
-            f'<text x="{_LEFT - 4}" y="{y + 3:.1f}" text-anchor="end">{seconds_text(i * step)}</text>'
+            f'<text x="{_LEFT - 4}" y="{y + 3:.1f}" text-anchor="end">{view.amount_text(i * step)}</text>'
         )
     group = plot_w / len(rows)
-    bars = 2 if timed and estimated else 1
-    bar = min(18.0, group * 0.8 / bars)
+    bar = min(18.0, group * 0.8 / len(series))
     label_every = max(1, math.ceil(len(rows) * 22 / plot_w))
-    for i, (lineno, instrumented, sampled) in enumerate(rows):
-        x = _LEFT + group * i + (group - bar * bars) / 2
-        shown = []
-        if timed:
-            shown.append(
-                (instrumented, INSTRUMENTED, f"line {lineno}: instrumented {seconds_text(instrumented)}")
-            )
-        if estimated:
-            shown.append((sampled, SAMPLED, f"line {lineno}: sampled estimate {seconds_text(sampled)}"))
-        for j, (value, fill, tip) in enumerate(shown):
-            h = plot_h * value / top
+    for i, lineno in enumerate(rows):
+        x = _LEFT + group * i + (group - bar * len(series)) / 2
+        for j, (label, fill, values) in enumerate(series):
+            h = plot_h * values[i] / top
+            tip = f"line {lineno}: {label.split(' (')[0]} {view.amount_text(values[i])}"
             out.append(_rect(x + j * bar, _TOP + plot_h - h, bar, max(h, 0.0), fill, tip))
         if i % label_every == 0:
             cx = _LEFT + group * (i + 0.5)
             out.append(f'<text x="{cx:.1f}" y="{_H - 6}" text-anchor="middle">{lineno}</text>')
-    legend = [("instrumented (Time)", INSTRUMENTED)] if timed else []
-    if estimated:
-        legend.append(("sampled, probe-free (Est. Time)", SAMPLED))
     x = _LEFT
-    for label, fill in legend:
+    for label, fill, _ in series:
         out.append(
             f'<rect x="{x}" y="6" width="10" height="10" fill="{fill}"/>'
             f'<text x="{x + 14}" y="15">{html.escape(label)}</text>'

@@ -18,7 +18,7 @@ from typing import TextIO
 
 from ..stats import ProfileStats
 from .asm import hint_lines, listing_lines
-from .view import DEFAULT_OUTPUT_UNIT, FunctionView, LineView, function_view
+from .view import DEFAULT_OUTPUT_UNIT, FunctionView, LineView, profile_views
 
 #: line_profiler 5's default minimum column widths (``get_column_widths()``).
 _WIDTHS = {"line": 6, "hits": 9, "time": 12, "perhit": 8, "percent": 8}
@@ -48,20 +48,23 @@ def _cells(line: LineView) -> tuple[str, str, str, str]:
 
 
 def function_table(view: FunctionView) -> str:
-    """One function's table in line_profiler's layout (``Total time`` to the last line)."""
+    """One function's table in line_profiler's layout (``Total time`` to the last line); a
+    profile's extra columns (``ExtraColumn``) come after % Time, right-aligned like the rest."""
     stats = view.stats
-    cells = {line.lineno: _cells(line) for line in view.lines}
+    cells = {line.lineno: _cells(line) + line.extra for line in view.lines}
     widths = dict(_WIDTHS)
     for index, key in enumerate(("hits", "time", "perhit")):
         widths[key] = max([widths[key]] + [len(c[index]) for c in cells.values()])
-    order = ("line", "hits", "time", "perhit", "percent")
+    extras = view.extra_headers
+    for index, header in enumerate(extras, start=4):
+        widths[header] = max([len(header)] + [len(c[index]) for c in cells.values()])
+    order = ("line", "hits", "time", "perhit", "percent", *extras)
     template = " ".join(f"%{widths[k]}s" for k in order) + "  %-s"
     out = io.StringIO()
-    total = f"{view.total_seconds:g} s" if stats.timed else "not measured (hits only)"
-    out.write(f"Total time: {total}\n")
+    out.write(f"Total time: {view.total_text}\n")
     out.write(f"File: {stats.filename}\n")
     out.write(f"Function: {stats.qualname} at line {stats.first_lineno}\n\n")
-    header = template % _HEADER
+    header = template % (*_HEADER[:5], *extras, _HEADER[5])
     out.write(header + "\n" + "=" * len(header) + "\n")
     for line in view.lines:
         out.write(template % (line.lineno, *cells[line.lineno], line.text.rstrip("\r")) + "\n")
@@ -69,31 +72,28 @@ def function_table(view: FunctionView) -> str:
     return out.getvalue()
 
 
-def _sample_lines(view: FunctionView) -> str:
-    """The sampled view as extra lines (line_profiler's table has no column for it)."""
-    stats, info = view.stats, view.sampling
-    if info.unavailable is not None:
-        return f"sampling unavailable: {info.unavailable}\n"
-    if info.not_repeated:
-        return f"sampled view: none ({info.not_repeated})\n"
-    if not stats.sampled:
-        return "sampled view: no samples landed in this function\n"
-    rows = [
-        f"sampled view (plain run, {stats.samples} samples in {info.repeats} repeat(s)): "
-        "line: % samples [95% interval], probe-free time estimate"
-    ]
-    for line in view.lines:
-        if line.sampled is None or (not line.sampled and not line.hits):
-            continue
-        low, high = line.interval
-        mark = "  ! differs from % Time" if line.disagree else ""
-        est = ""
-        if line.sampled_time is not None:
-            est = f"  est. {_seconds(line.sampled_time * view.output_unit)}"
-            if line.sampled_per_hit is not None:
-                est += f", {_seconds(line.sampled_per_hit * view.output_unit)} per hit"
-        rows.append(f"  {line.lineno}: {line.sampled:.1f}% [{low:.1f}, {high:.1f}]{est}{mark}")
-    return "\n".join(rows) + "\n"
+def _interval_lines(view: FunctionView) -> str:
+    """The 95% intervals of sampled % Time, and probe times beside (``--probes``):
+    line_profiler's table has no column for them."""
+    rows = []
+    if view.sampled and view.stats.hits:
+        cells = [
+            f"{line.lineno}: {line.interval[0]:.1f}-{line.interval[1]:.1f}"
+            for line in view.lines
+            if line.interval is not None and line.hits
+        ]
+        if cells:
+            rows.append(f"95% intervals of % Time ({view.stats.samples} samples): " + ", ".join(cells))
+    if view.probes_beside:
+        cells = [
+            f"{line.lineno}: {'~' if line.below_resolution else ''}"
+            f"{_seconds(line.probe_time * view.output_unit)} "
+            f"({line.probe_percent or 0.0:.1f}%{' !' if line.disagree else ''})"
+            for line in view.lines
+            if line.probe_time is not None
+        ]
+        rows.append("probe times (--probes): " + ", ".join(cells))
+    return "".join(row + "\n" for row in rows)
 
 
 def _seconds(value: float) -> str:
@@ -159,20 +159,20 @@ def profile_text(
     """
     width = (output_width(sys.stdout) or 0) if width is None else width
     out = io.StringIO()
+    views = profile_views(profile, output_unit, stripzeros)
     unit = DEFAULT_OUTPUT_UNIT if output_unit is None else output_unit
-    out.write(f"Timer unit: {unit:g} s\n\n")
-    for stats in profile.functions:
-        if stripzeros and not any(stats.hits.values()):
-            continue
-        view = function_view(stats, profile.unit, unit, profile.sampling, profile.isolation)
+    unit = f"1 {profile.tick}" if profile.tick else f"{unit:g} s"
+    out.write(f"Timer unit: {unit}\n\n")
+    for view in views:
+        stats = view.stats
         out.write(function_table(view))
         below = io.StringIO()
-        if profile.sampling is not None:
-            below.write(_sample_lines(view))
-        if view.runs:
-            below.write(f"runs: {view.runs}\n")
+        for label, value in view.header[4:]:  # after line_profiler's own header lines
+            if label not in ("Signatures", "Compile"):
+                below.write(f"{label.lower()}: {value}\n")
+        below.write(_interval_lines(view))
         for note in stats.notes:
-            prefix = "WARNING: " if note.level == "warning" else ""
+            prefix = {"warning": "WARNING: ", "caution": "CAUTION: "}.get(note.level, "")
             below.write(f"{prefix}{note.text}\n")
         for hint in hint_lines(stats):
             below.write(hint + "\n")

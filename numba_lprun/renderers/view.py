@@ -1,11 +1,13 @@
-"""The numbers every renderer shows, derived once from the stats (no I/O, no styling)."""
+"""The numbers every renderer shows, derived once from the profile (no I/O, no styling)."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 
-from ..stats import FunctionStats, IsolationInfo, ProfileStats, SamplingInfo
+from ..stats import PROBES, SAMPLES, FunctionStats, ProfileStats, RunsSummary, SamplingSummary
 
+#: the title each level of note is shown under (info notes have none)
+NOTE_TITLES = {"warning": "distortion warning", "caution": "uncertain figures"}
 HEAVY_SHARE = 10.0  # % Time at or above which a line is highlighted
 DEFAULT_OUTPUT_UNIT = 1e-9  # nanoseconds, as line_profiler 5 reports by default
 
@@ -15,40 +17,70 @@ class LineView:
     lineno: int
     text: str
     hits: int | None  # None: the line never produced a line event
-    time: float | None  # in output units
+    time: float | None  # in output units (from samples, or probes: the function's time source)
     per_hit: float | None
-    percent: float | None
-    below_resolution: bool
-    heavy: bool
-    sampled: float | None = None  # % of the function's samples
-    disagree: bool = False  # the instrumented share lies outside the sampled interval
-    interval: tuple[float, float] | None = None  # 95% interval of ``sampled``, in %
-    sampled_time: float | None = None  # probe-free time estimate, in output units
-    sampled_per_hit: float | None = None
+    percent: float | None  # % Time
+    interval: tuple[float, float] | None = None  # 95% interval of % Time (sampled times)
+    below_resolution: bool = False  # a probe time within the probe's own cost
+    heavy: bool = False
+    probe_time: float | None = None  # clock probes' time beside the sampled one (--probes)
+    probe_percent: float | None = None
+    disagree: bool = False  # the probe share lies outside the sampled interval
+    extra: tuple[str, ...] = ()  # the cells of the profile's extra columns (``ExtraColumn``)
 
 
 @dataclass(frozen=True)
 class FunctionView:
     stats: FunctionStats
-    output_unit: float
-    total_seconds: float
-    lines: list[LineView]
-    sampling: SamplingInfo | None
-    isolation: IsolationInfo | None = None
+    output_unit: float  # seconds per output unit (1.0 where ``tick`` is named)
+    total: float  # the function's time: in seconds, or in ticks where ``tick`` is named
+    lines: tuple[LineView, ...]
+    sampling: SamplingSummary | None
+    runs: RunsSummary | None = None
+    tick: str | None = None  # times stay in these ticks ("cycle"): no seconds conversion
+
+    @property
+    def extra_headers(self) -> tuple[str, ...]:
+        return tuple(column.header for column in self.stats.extra_columns)
+
+    def amount_text(self, value: float) -> str:
+        """A time in output units, written with its unit: ``24.1 ms`` or ``12.3k cycles``."""
+        return ticks_text(value, self.tick) if self.tick else seconds_text(value * self.output_unit)
+
+    @property
+    def unit_text(self) -> str:
+        """What one unit of the Time column is: ``1e-09 s`` or ``1 cycle``."""
+        return f"1 {self.tick}" if self.tick else f"{self.output_unit:g} s"
+
+    @property
+    def total_text(self) -> str:
+        if not self.timed:
+            return "not measured (hits only)"
+        return f"{self.total:.0f} {self.tick}s" if self.tick else f"{self.total:g} s"
+
+    @property
+    def timed(self) -> bool:
+        return self.stats.timed
 
     @property
     def sampled(self) -> bool:
-        """Whether to show the % Samples column."""
-        return self.sampling is not None and self.sampling.unavailable is None
+        """Whether the Time column comes from samples (then the 95% CI column shows)."""
+        return self.stats.time_source == SAMPLES
+
+    @property
+    def probes_beside(self) -> bool:
+        """Whether probe times show beside the sampled ones (``--probes``)."""
+        return self.sampled and self.stats.has_probes
 
     @property
     def header(self) -> list[tuple[str, str]]:
         s = self.stats
         rows = [
-            ("Timer unit", f"{self.output_unit:g} s"),
-            ("Total time", f"{self.total_seconds:g} s" if s.timed else "not measured (hits only)"),
+            ("Timer unit", self.unit_text),
+            ("Total time", self.total_text),
             ("File", s.filename),
             ("Function", f"{s.qualname} at line {s.first_lineno}"),
+            *s.header_rows,
         ]
         if s.signatures:
             rows.append(("Signatures", "; ".join(f"({sig})" for sig in s.signatures)))
@@ -58,89 +90,120 @@ class FunctionView:
                 for kind, sec in sorted(s.compile_seconds.items())
             )
             rows.append(("Compile", said))
-        info = self.sampling
-        if info is not None and info.unavailable is not None:
-            rows.append(("Samples", f"sampling unavailable: {info.unavailable}"))
-        elif info is not None:
-            outside = 100.0 * info.outside_cpu_seconds / info.cpu_seconds if info.cpu_seconds > 0 else 0.0
-            repeats = f"{info.repeats} sampled repeat{'s' if info.repeats != 1 else ''} of the plain run"
-            said = (
-                f"{s.samples} here, {info.total} in all ({info.achieved_hz:.0f} Hz per thread, {repeats}, "
-                f"{info.seconds:.2f} s); {outside:.0f}% of sampled CPU time elsewhere"
-            )
-            if info.not_repeated:
-                said = f"none: {info.not_repeated}"
-            rows.append(("Samples", said))
-        runs = self.runs
+        source = time_source_text(s)
+        if source:
+            rows.append(("Time from", source))
+        samples = samples_text(s, self.sampling)
+        if samples:
+            rows.append(("Samples", samples))
+        runs = runs_text(self.runs)
         if runs:
             rows.append(("Runs", runs))
         return rows
 
-    @property
-    def runs(self) -> str:
-        """How the call was kept to one call's effects, for the header."""
-        iso = self.isolation
-        if iso is None:
-            return ""
-        if iso.single_run:
-            return f"once, instrumented only (no baseline, no overhead, no samples): {iso.single_run}"
-        if iso.restored:
-            return "restored between runs: " + ", ".join(iso.restored.values())
+
+def time_source_text(stats: FunctionStats) -> str:
+    """Where the Time column comes from, for the header."""
+    if stats.time_source == SAMPLES:
+        return "samples (share of samples x measured time); hits counted exactly"
+    if stats.time_source == PROBES:
+        return "clock probes on every line (see the notes); hits counted exactly"
+    return ""
+
+
+def samples_text(stats: FunctionStats, info: SamplingSummary | None) -> str:
+    """The sampling line of the header: how many samples, where from, what was lost."""
+    if info is None:
         return ""
+    if info.unavailable is not None:
+        return f"sampling unavailable: {info.unavailable}"
+    if stats.time_source != SAMPLES:
+        return ""
+    outside = 100.0 * info.outside_cpu_seconds / info.cpu_seconds if info.cpu_seconds > 0 else 0.0
+    said = (
+        f"{stats.samples} in this function of {info.total} ({info.achieved_hz:.0f} Hz per thread, "
+        f"{info.runs} run{'s' if info.runs != 1 else ''}, {info.seconds:.2f} s); "
+        f"{outside:.0f}% of CPU time in other code"
+    )
+    if info.stopped:
+        parts = [f"{n} ({100.0 * n / max(info.total, 1):.0f}%) {cause}" for cause, n in info.stopped.items()]
+        said += "; not attributed: " + "; ".join(parts)
+    return said
+
+
+def runs_text(runs: RunsSummary | None) -> str:
+    """What ran, for the header: the user's run, the extra runs, what was put back."""
+    if runs is None:
+        return ""
+    twin = "clock-probed" if runs.user_twin == "probed" else "counting"
+    said = f"yours, on {twin} twins"
+    if runs.once:
+        said += f", only: {runs.once}"
+    elif runs.extra:
+        said += ", after " + ", ".join(runs.extra)
+    if runs.restored:
+        said += "; restored between runs: " + ", ".join(runs.restored.values())
+    return said
 
 
 def function_view(
     stats: FunctionStats,
     unit: float,
     output_unit: float,
-    sampling: SamplingInfo | None = None,
-    isolation: IsolationInfo | None = None,
+    sampling: SamplingSummary | None = None,
+    runs: RunsSummary | None = None,
+    tick: str | None = None,
 ) -> FunctionView:
-    """Per-line figures of one function in ``output_unit`` seconds."""
-    total = stats.total_ticks() if stats.timed else 0.0
+    """Per-line figures of one function in ``output_unit`` seconds (``unit``: seconds per tick),
+    or in ticks where ``tick`` names them (then both units are ignored)."""
+    if tick:
+        unit = output_unit = 1.0
     scale = unit / output_unit
+    extras = stats.extra_columns
     lines = []
     last = stats.first_lineno + len(stats.source_lines) - 1
+    with_probes = stats.time_source == SAMPLES and stats.has_probes
     for lineno in range(stats.first_lineno, last + 1):
         hits = stats.hits.get(lineno)
         text = stats.line_text(lineno)
-        sampled = stats.sample_share(lineno) if lineno in stats.sampled else None
-        if sampled is None and stats.sampled and hits:
-            sampled = 0.0
-        interval = stats.sample_interval(lineno) if sampled is not None else None
-        est = stats.sampled_ticks(lineno) if sampled is not None else None
-        est = est * scale if est is not None else None
-        if not hits:
-            lines.append(
-                LineView(lineno, text, None, None, None, None, False, False, sampled, False, interval, est)
-            )
-            continue
-        percent = stats.time_share(lineno)
-        time = stats.line_ticks(lineno) * scale if stats.timed else None
+        ticks = stats.line_ticks(lineno)
+        sampled_here = stats.sample_seconds.get(lineno) if stats.time_source == SAMPLES else False
+        sampled_here = sampled_here or hits
+        if ticks is None or not sampled_here:
+            time = percent = interval = None
+        else:
+            time, percent = ticks * scale, stats.time_share(lineno)
+            interval = stats.sample_interval(lineno) if stats.time_source == SAMPLES else None
+        probe_time = probe_percent = None
+        if with_probes and hits:
+            probe_time = stats.probe_line_ticks(lineno) * scale
+            probe_percent = stats.probe_share(lineno)
         lines.append(
             LineView(
                 lineno,
                 text,
-                hits,
+                hits or None,
                 time,
-                time / hits if time is not None else None,
+                time / hits if time is not None and hits else None,
                 percent,
-                lineno in stats.below_resolution,
-                percent is not None and percent >= HEAVY_SHARE,
-                sampled,
-                lineno in stats.disagree,
                 interval,
-                est,
-                est / hits if est is not None else None,
+                lineno in stats.below_resolution and (stats.time_source == PROBES or with_probes),
+                percent is not None and percent >= HEAVY_SHARE,
+                probe_time,
+                probe_percent,
+                lineno in stats.disagree,
+                tuple(column.cells.get(lineno, "") for column in extras),
             )
         )
-    return FunctionView(stats, output_unit, total * unit, lines, sampling, isolation)
+    total = stats.total_ticks() * unit
+    return FunctionView(stats, output_unit, total, tuple(lines), sampling, runs, tick)
 
 
 def profile_views(profile: ProfileStats, output_unit: float | None, stripzeros: bool) -> list[FunctionView]:
-    unit = output_unit if output_unit is not None else DEFAULT_OUTPUT_UNIT
+    out_unit = output_unit if output_unit is not None else DEFAULT_OUTPUT_UNIT
     views = [
-        function_view(f, profile.unit, unit, profile.sampling, profile.isolation) for f in profile.functions
+        function_view(f, profile.unit, out_unit, profile.sampling, profile.runs, profile.tick)
+        for f in profile.functions
     ]
     if stripzeros:
         views = [v for v in views if any(line.hits for line in v.lines)]
@@ -159,20 +222,29 @@ def interval_text(interval: tuple[float, float] | None) -> str:
 
 
 def per_hit_text(line: LineView) -> str:
-    """Per Hit, with the ``~`` mark on lines below the timer's resolution."""
+    """Per Hit, with the ``~`` mark where it is a probe time below the timer's resolution."""
     text = number(line.per_hit)
+    return "~" + text if line.below_resolution and line.probe_time is None and text else text
+
+
+def probe_time_text(line: LineView) -> str:
+    """Probe Time, with the ``~`` mark on lines below the timer's resolution."""
+    text = number(line.probe_time)
     return "~" + text if line.below_resolution and text else text
 
 
-def samples_text(line: LineView) -> str:
-    """% Samples, with the ``!`` mark where the two views disagree."""
-    text = number(line.sampled)
+def probe_percent_text(line: LineView) -> str:
+    """Probe %, with the ``!`` mark where it disagrees with the sampled share."""
+    text = number(line.probe_percent)
     return "! " + text if line.disagree and text else text
 
 
-def has_estimates(view: FunctionView) -> bool:
-    """Whether the sampler gave probe-free time estimates (Est. Time, Est./Hit columns)."""
-    return any(line.sampled_time is not None for line in view.lines)
+def ticks_text(value: float, tick: str) -> str:
+    """A count of named ticks: ``850 cycles``, ``12.3k cycles``, ``4.1M cycles``."""
+    for scale, suffix in ((1e9, "G"), (1e6, "M"), (1e3, "k")):
+        if abs(value) >= scale:
+            return f"{value / scale:.3g}{suffix} {tick}s"
+    return f"{value:.3g} {tick}{'' if value == 1 else 's'}"
 
 
 def seconds_text(seconds: float) -> str:

@@ -1,14 +1,16 @@
 """Running a profiled call: swap the twins in, run, keep one call's effects, put everything back.
 
+- ``targets``: a profiled function's rewrites, counters and three twins (plain,
+  counting, probed), kept on the dispatcher between profiles;
 - ``reach``: make calls reach the twins (names in namespaces, jitted callers, any
   Python-level call) and undo it afterwards;
-- ``jitclasses``: recompile a jitclass against the twins of its members for a run;
-- ``overloads``: point ``@overload``/``@register_jitable`` templates at the twins for a run;
-- ``runner``: targets, their twins and counters, and one phase (plain or instrumented);
-- ``snapshot``: save the state a call can reach and put back what an extra run changed;
+- ``jitclasses``, ``overloads``: recompile jitclasses and point ``@overload``
+  templates at the twins for a run;
+- ``runner``: one phase on one kind of twin; ``compiles``: Numba's compile events meanwhile;
+- ``snapshot``, ``state_types``: save the state a call can reach, put back what an extra run changed;
 - ``quiet``: silence the extra runs' output;
 - ``statements``: run a cell or script statement by statement, adopting the functions it defines;
-- ``sampled_run``: sample the plain run's repeats and charge samples to lines;
-- ``baseline``: the timed plain run and its sampled repeats, before the user's run;
-- ``counted_run``: one more plain run that counts each line's allocations (``asm=True``).
+- ``sampled_run``: sample a phase and charge the samples to lines;
+- ``phases``: the runs of one call (the user's run last) over one call context;
+- ``measurements``: what the phases return, and ``fold`` to add them up.
 """

@@ -16,9 +16,15 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
-from numba.core.registry import CPUDispatcher
-
 from ..instrument.kinds import class_members
+from ..internals import (
+    CPUDispatcher,
+    box_class,
+    box_instance_type,
+    compiled_box_property,
+    forget_bound_method_types,
+    jitclass_constructor,
+)
 
 
 def class_namespaces(classes: Iterable[type]) -> list[dict]:
@@ -47,16 +53,14 @@ def _dispatchers_in(value: object) -> list[CPUDispatcher]:
 def entry_points(classes: Iterable[type]) -> list[CPUDispatcher]:
     """Jitted code Numba made for each class that links its members: members themselves,
     the constructor, and the box class's method wrappers and property accessors."""
-    from numba.experimental.jitclass.boxing import _cache_specialized_box
-
     found: dict[int, CPUDispatcher] = {}
     for cls in classes:
         for _, disp in class_members(cls):
             found[id(disp)] = disp
-        ctor = cls.__dict__.get("_ctor")
+        ctor = jitclass_constructor(cls)
         if isinstance(ctor, CPUDispatcher):
             found[id(ctor)] = ctor
-        box = _cache_specialized_box.get(cls.class_type.instance_type)
+        box = box_class(cls)
         if box is not None:
             for value in vars(box).values():
                 if not isinstance(value, property):  # properties: see box_properties
@@ -72,12 +76,9 @@ def box_properties(classes: Iterable[type]) -> list[tuple[type, str, property]]:
     accessor (no dispatcher left to redirect), so for a run the property itself
     is replaced by :func:`fresh_property`.
     """
-    from numba.experimental.jitclass.boxing import _cache_specialized_box
-
     found = []
     for cls in classes:
-        instance_type = cls.class_type.instance_type
-        box = _cache_specialized_box.get(instance_type)
+        box = box_class(cls)
         if box is None:
             continue
         for name in cls.class_type.jit_props:
@@ -87,38 +88,19 @@ def box_properties(classes: Iterable[type]) -> list[tuple[type, str, property]]:
     return found
 
 
-def fresh_property(instance_type, name: str, old: property) -> property:
-    """A box property whose accessors are compiled now, against the swapped member dicts."""
-    from numba.experimental.jitclass.boxing import _generate_getter, _generate_setter
-
-    fget = fset = None
-    if old.fget is not None:
-        fget = _generate_getter(name)
-        fget = fget.compile((instance_type,))
-    if old.fset is not None:
-        fset = _generate_setter(name)
-    return property(fget, fset, old.fdel, doc=old.__doc__)
+def fresh_property(box: type, name: str, old: property) -> property:
+    """A property of ``box`` whose accessors are compiled now, against the swapped member dicts."""
+    return compiled_box_property(box_instance_type(box), name, old)
 
 
 def forget_bound_methods(classes: Iterable[type]) -> None:
     """Make Numba type ``instance.method`` afresh, against the member dicts as they are now.
 
-    Typing ``p.step`` makes a ``BoundFunction`` type whose template captured the
-    ``step`` dispatcher found then; Numba interns types by key, so later typing
-    reuses it and would keep typing calls against the original member while
-    lowering (which reads the dict) links the twin. Dropping the interned bound
-    methods of these classes (when the dicts are swapped and again when they are
-    put back) keeps typing and lowering on the same dispatcher.
+    Typing ``p.step`` makes a bound-method type that Numba interns; it would keep
+    typing calls against the original member while lowering (which reads the dict)
+    links the twin. Done when the dicts are swapped and again when they are put back.
     """
-    from numba.core.types import BoundFunction, abstract
-
-    instance_types = [cls.class_type.instance_type for cls in classes]
-    if not instance_types:
-        return
-    for ref in list(abstract._typecache):
-        ty = ref()
-        if isinstance(ty, BoundFunction) and any(ty.this == it for it in instance_types):
-            abstract._typecache.pop(ref, None)
+    forget_bound_method_types(cls.class_type.instance_type for cls in classes)
 
 
 def instance_type_names(classes: Iterable[type]) -> list[str]:

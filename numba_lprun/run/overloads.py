@@ -16,6 +16,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
 
+from ..internals import replace_implementations
 from .reach import Swap
 
 
@@ -27,13 +28,4 @@ def overloaded_functions(templates: Iterable[type]) -> list[object]:
 def swap_implementations(templates: Iterable[type], twins: Mapping[object, object], swap: Swap) -> None:
     """Point each template's implementations at the twins (``twins``: code object -> twin)."""
     for template in templates:
-        cache = template.__dict__["_impl_cache"]
-        replaced = {}
-        for key, value in list(cache.items()):
-            if isinstance(value, tuple) and len(value) == 2:
-                disp, args = value
-                code = getattr(getattr(disp, "py_func", None), "__code__", None)
-                value = (twins.get(code, disp), args)
-            replaced[key] = value
-        swap.set_attribute(template, "_impl_cache", replaced)
-        swap.set_attribute(template, "_compiled_overloads", dict(template.__dict__["_compiled_overloads"]))
+        replace_implementations(template, twins, swap.set_attribute)

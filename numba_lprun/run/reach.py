@@ -12,7 +12,6 @@ name the statement rebound in the meantime.
 from __future__ import annotations
 
 import contextlib
-import functools
 import signal
 import sys
 import threading
@@ -20,7 +19,7 @@ import types as pytypes
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 
-from numba.core.registry import CPUDispatcher
+from ..internals import CPUDispatcher, redirect_calls, stop_redirect
 
 
 def module_namespaces() -> list[dict]:
@@ -97,38 +96,12 @@ def find_callers(
     return callers
 
 
-@functools.cache
-def _redirecting(cls: type) -> type:
-    """A subclass of ``cls`` whose instances call the twin stored on them.
-
-    Swapping names reaches the calls made through names; a dispatcher kept inside
-    another object (a dict of kernels, a dataclass field, a closure, a
-    ``functools.partial``) is called directly. While a run lasts, the original's
-    class is this one, so every Python-level call of it goes to its twin.
-    """
-
-    def __call__(self, *args, **kwargs):
-        return self.__dict__[_REDIRECT](*args, **kwargs)
-
-    @property
-    def _numba_type_(self):
-        # passed as an argument to jitted code (a first-class function such as
-        # ``integrate(f, 0, 1)``), it is typed as its twin, so the callee calls the twin
-        return self.__dict__[_REDIRECT]._numba_type_
-
-    namespace = {"__call__": __call__, "_numba_type_": _numba_type_, "__module__": cls.__module__}
-    return type(cls.__name__, (cls,), namespace)
-
-
-_REDIRECT = "_numba_lprun_twin"
-
-
 @dataclass
 class Swap:
     """Bindings replaced for one run; ``restore`` puts the originals back.
 
     ``redirected`` holds the originals whose Python-level calls go to a twin
-    (see :func:`_redirecting`), with the class to give back.
+    (see ``internals.redirect``), with the class to give back.
     """
 
     undo: list[tuple[dict, str, object, object]] = field(default_factory=list)
@@ -148,13 +121,9 @@ class Swap:
                 new = replacements.get(id(original))
                 if new is None or new is original:
                     continue
-                cls = type(original)
-                if _REDIRECT in original.__dict__:  # already redirected in this run: retarget
-                    original.__dict__[_REDIRECT] = new
-                    continue
-                original.__dict__[_REDIRECT] = new
-                original.__class__ = _redirecting(cls)
-                self.redirected.append((original, cls))
+                cls = redirect_calls(original, new)
+                if cls is not None:  # None: already redirected in this run, now to ``new``
+                    self.redirected.append((original, cls))
 
     def apply(self, namespaces: Iterable[dict], replacements: Mapping[int, object]) -> None:
         with ctrl_c_deferred():
@@ -189,8 +158,7 @@ class Swap:
                     setattr(obj, name, old)
                 self.attributes.clear()
                 for original, cls in reversed(self.redirected):
-                    original.__class__ = cls
-                    original.__dict__.pop(_REDIRECT, None)
+                    stop_redirect(original, cls)
                 self.redirected.clear()
 
 

@@ -1,9 +1,9 @@
-"""Sample plain runs, then charge the samples to source lines.
+"""Sample runs, then charge the samples to source lines.
 
-The plain twin carries line tables and no line probes, so sampling it shows the
-optimized code as it really runs. Numba must not compile while the native
-sampler is armed (its unwinder lock), so sampling pauses around every compile
-during the run and resumes after it; each stretch is one segment.
+Every twin carries line tables, so the samples of a run on plain or counting
+twins map to source lines. Numba must not compile while the native sampler is
+armed (its unwinder lock), so sampling pauses around every compile during the
+run and resumes after it; each stretch is one segment.
 """
 
 from __future__ import annotations
@@ -13,15 +13,18 @@ import time
 from collections.abc import Hashable, Iterator
 from dataclasses import dataclass, field
 
-from ..sampling import LineMap, RawSamples, SampledLines, Sampler, attribute, line_map
+from ..sampling import LineMap, RawSamples, Sampler, attribute, line_map
+from .measurements import LineSamples, Sampled, fold
+from .runner import Where
 
 
 @dataclass
 class SegmentedSampling:
-    """Samples of one run, in segments split by Numba compiles."""
+    """Samples of one phase, in segments split by Numba compiles."""
 
     rate_hz: float
     parallel: bool
+    boost: tuple[float, int] | None = None  # (faster rate, samples at it): over all segments together
     segments: list[RawSamples] = field(default_factory=list)
     unavailable: str | None = None
     paused_seconds: float = 0.0  # time paused inside running blocks (Numba compiling)
@@ -55,7 +58,11 @@ class SegmentedSampling:
             self._paused_at = None
         if not self._running or self._sampler is not None or self.unavailable is not None:
             return
-        sampler = Sampler(rate_hz=self.rate_hz, numba_threads=self.parallel)
+        boost = None
+        if self.boost is not None:
+            left = self.boost[1] - sum(seg.count for seg in self.segments)
+            boost = (self.boost[0], left) if left > 0 else None
+        sampler = Sampler(rate_hz=self.rate_hz, numba_threads=self.parallel, boost=boost)
         sampler.__enter__()
         if sampler.unavailable is not None:
             self.unavailable = sampler.unavailable
@@ -66,9 +73,6 @@ class SegmentedSampling:
     def achieved_hz(self) -> float:
         rates = [s.achieved_hz for s in self.segments if s.count]
         return sum(rates) / len(rates) if rates else 0.0
-
-
-Where = tuple[object, str, int, int]  # dispatcher, filename, first line, last line
 
 
 def line_maps(functions: dict[Hashable, Where]) -> dict[Hashable, LineMap]:
@@ -84,29 +88,56 @@ def samples_inside(segments: list[RawSamples], maps: dict[Hashable, LineMap]) ->
     """How many samples of ``segments`` landed in any of the mapped functions."""
     inside = 0
     for raw in segments:
-        part = attribute(raw, maps)
-        inside += part.total - part.outside
+        inside += attribute(raw, maps).inside
     return inside
 
 
-def charge(sampling: SegmentedSampling, maps: dict[Hashable, LineMap]) -> SampledLines:
-    """Samples per line of each mapped function, over all segments."""
-    missing = [lmap.unavailable for lmap in maps.values() if lmap.unavailable]
-    if missing and sampling.unavailable is None and len(missing) == len(maps):
-        sampling.unavailable = missing[0]
-    total = SampledLines()
-    for raw in sampling.segments:
+def measured(
+    sampling: SegmentedSampling,
+    maps: dict[Hashable, LineMap],
+    twin: str,
+    user: bool,
+    runs: int,
+    seconds: float,
+) -> Sampled:
+    """The samples of ``sampling``'s segments charged to lines, as one measurement."""
+    unavailable = sampling.unavailable  # a function without a line map just gets no samples
+    parts = []
+    for raw in sampling.segments if unavailable is None else []:
         part = attribute(raw, maps)
-        total.total += part.total
-        total.outside += part.outside
-        total.total_seconds += part.total_seconds
-        total.outside_seconds += part.outside_seconds
-        for key in maps:
-            for line, count in part.lines.get(key, {}).items():
-                total.lines.setdefault(key, {})[line] = total.lines.get(key, {}).get(line, 0) + count
-            for line, secs in part.seconds.get(key, {}).items():
-                total.seconds.setdefault(key, {})[line] = total.seconds.get(key, {}).get(line, 0.0) + secs
-            addresses = total.addresses.setdefault(key, {})
-            for address, count in part.addresses.get(key, {}).items():
-                addresses[address] = addresses.get(address, 0) + count
-    return total
+        functions = {
+            key: LineSamples(
+                dict(part.lines.get(key, {})),
+                dict(part.seconds.get(key, {})),
+                dict(part.addresses.get(key, {})),
+            )
+            for key in maps
+        }
+        parts.append(
+            Sampled(
+                twin,
+                user,
+                total=part.total,
+                outside=part.outside,
+                cpu_seconds=part.total_seconds,
+                outside_cpu_seconds=part.outside_seconds,
+                stopped=dict(part.stopped),
+                functions=functions,
+            )
+        )
+    base = fold(parts) or Sampled(twin, user)
+    return Sampled(
+        twin,
+        user,
+        runs=runs,
+        seconds=seconds,
+        rate_hz=sampling.rate_hz,
+        achieved_hz=sampling.achieved_hz,
+        total=base.total,
+        outside=base.outside,
+        cpu_seconds=base.cpu_seconds,
+        outside_cpu_seconds=base.outside_cpu_seconds,
+        stopped=base.stopped,
+        functions=base.functions,
+        unavailable=unavailable,
+    )

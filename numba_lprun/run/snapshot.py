@@ -23,9 +23,10 @@ which name reached it, and the profiler runs the call once instead of guessing.
 
 from __future__ import annotations
 
+import functools
 import os
 import types as pytypes
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -69,22 +70,15 @@ class Snapshot:
     items: list[Item] = field(default_factory=list)
     unrestorable: str | None = None  # why the call cannot be isolated (names the object)
     nbytes: int = 0
-    swapped: Mapping[int, object] = field(default_factory=dict)  # id(original) -> twin, while swapped in
 
-    def restore(self, swapped: Mapping[int, object] | None = None) -> list[Item]:
+    def restore(self) -> list[Item]:
         """Put back every item the last run changed; return those items.
 
-        ``swapped`` maps the originals that are swapped for twins right now (in a
-        run's phase) to those twins: a binding is then put back to the twin, and
-        the phase's own undo log puts the original back later.
-        """
-        self.swapped = swapped or {}
-        try:
-            changed = [item for item in self.items if item.changed()]
-            for item in changed:
-                item.write(item.saved)
-        finally:
-            self.swapped = {}
+        A run swaps no binding the user sees (calls are redirected, see
+        ``reach``), so a name is put back to the very object it held."""
+        changed = [item for item in self.items if item.changed()]
+        for item in changed:
+            item.write(item.saved)
         return changed
 
 
@@ -144,11 +138,32 @@ class Reach:
     bindings: list[tuple[dict, list[str]]] = field(default_factory=list)
 
 
-def call_reach(args: tuple, kwargs: dict) -> Reach:
-    """A direct call reaches its arguments."""
+def call_reach(func: object, args: tuple, kwargs: dict) -> Reach:
+    """A direct call reaches its arguments and what the callable carries: a bound
+    method's object, a closure's cells, a ``functools.partial``'s arguments."""
     values = [(f"argument {i + 1}", a) for i, a in enumerate(args)]
     values += [(f"argument {k}", v) for k, v in kwargs.items()]
-    return Reach(values)
+    return Reach(_carried(func, "the called function") + values)
+
+
+def _carried(func: object, name: str, depth: int = 0) -> list[tuple[str, object]]:
+    """State a callable brings along into its call (not its module's globals)."""
+    if depth > 4:
+        return []
+    out: list[tuple[str, object]] = []
+    owner = getattr(func, "__self__", None)
+    if owner is not None and not isinstance(owner, pytypes.ModuleType):
+        out.append((f"{name}'s object", owner))
+    for i, cell in enumerate(getattr(func, "__closure__", None) or ()):
+        try:
+            out.append((f"{name}'s closure variable {i + 1}", cell.cell_contents))
+        except ValueError:
+            continue
+    if isinstance(func, functools.partial):
+        out += _carried(func.func, name, depth + 1)
+        out += [(f"{name}'s bound argument {i + 1}", a) for i, a in enumerate(func.args)]
+        out += [(f"{name}'s bound argument {k}", v) for k, v in func.keywords.items()]
+    return out
 
 
 def names_of(code: pytypes.CodeType) -> set[str]:
@@ -177,11 +192,6 @@ def statement_reach(codes: Iterable[pytypes.CodeType], namespaces: list[dict]) -
 
 
 def _bindings(w: _Walker, ns: dict, names: list[str]) -> None:
-    snapshot = w.snapshot
-
-    def expected(value: object) -> object:
-        return snapshot.swapped.get(id(value), value)
-
     def read() -> dict:
         return {n: ns.get(n, _MISSING) for n in names}
 
@@ -189,11 +199,11 @@ def _bindings(w: _Walker, ns: dict, names: list[str]) -> None:
         for n, value in saved.items():
             if value is _MISSING:
                 ns.pop(n, None)
-            elif ns.get(n, _MISSING) is not expected(value):
-                ns[n] = expected(value)
+            elif ns.get(n, _MISSING) is not value:
+                ns[n] = value
 
     def same(saved: dict) -> bool:
-        return all(ns.get(n, _MISSING) is expected(value) for n, value in saved.items())
+        return all(ns.get(n, _MISSING) is value for n, value in saved.items())
 
     w.add(Item("names the statement binds", "bindings", 0, read, write, same))
 

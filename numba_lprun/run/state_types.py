@@ -17,14 +17,17 @@ import random
 import types as pytypes
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import Protocol
 
 import numpy as np
 
-from ..private_api import numba_random_state_addresses, worker_random_state_addresses
-
-if TYPE_CHECKING:
-    from .snapshot import _Walker as Walker
+from ..internals import (
+    is_dispatcher,
+    is_jitclass_instance,
+    jitclass_fields,
+    numba_random_state_addresses,
+    worker_random_state_addresses,
+)
 
 #: Values that are not state: immutable, or compared by value.
 ATOMS = (int, float, complex, bool, str, bytes, type(None), range, slice, np.generic, np.dtype)
@@ -48,6 +51,14 @@ class Item:
         return not same_state(self.read(), self.saved)
 
 
+class Walker(Protocol):
+    """What a state handler is given: the snapshot's walker (``snapshot._Walker``)."""
+
+    def add(self, item: Item) -> None: ...
+    def walk(self, name: str, obj: object, depth: int = 0) -> None: ...
+    def refuse(self, name: str, obj: object) -> None: ...
+
+
 def same_state(a: object, b: object) -> bool:
     """Exact equality of saved state (byte-wise for arrays, so NaNs compare equal)."""
     if isinstance(a, np.ndarray) or isinstance(b, np.ndarray):
@@ -61,7 +72,14 @@ def same_state(a: object, b: object) -> bool:
     if isinstance(a, dict) and isinstance(b, dict):
         return a.keys() == b.keys() and all(same_state(a[k], b[k]) for k in a)
     if isinstance(a, (list, tuple)) and isinstance(b, (list, tuple)):
-        return len(a) == len(b) and all(same_state(x, y) for x, y in zip(a, b, strict=True))
+        if len(a) != len(b):
+            return False
+        try:  # C-level comparison first: a random state is a tuple of 625 ints
+            if type(a) is type(b) and a == b and list(map(type, a)) == list(map(type, b)):
+                return True
+        except (ValueError, TypeError):  # an array inside: compared item by item below
+            pass
+        return all(same_state(x, y) for x, y in zip(a, b, strict=True))
     if isinstance(a, ATOMS) and isinstance(b, ATOMS):
         return type(a) is type(b) and (a == b or (a != a and b != b))
     return a is b
@@ -175,7 +193,7 @@ def _typed_dict(w: Walker, name: str, obj, depth: int) -> None:
 
 
 def _jitclass(w: Walker, name: str, obj, depth: int) -> None:
-    fields = list(type(obj)._numba_type_.struct)
+    fields = jitclass_fields(obj)
 
     def read() -> dict:
         return {f: getattr(obj, f) for f in fields}
@@ -223,10 +241,6 @@ def _method(w: Walker, name: str, obj: pytypes.MethodType, depth: int) -> None:
     w.walk(f"{name}.__self__", obj.__self__, depth)
 
 
-def _is_jitclass(obj: object) -> bool:
-    return hasattr(type(obj), "_numba_type_") and type(obj).__mro__[-2].__name__ == "Box"
-
-
 _PLAIN_SIZE = object.__basicsize__ + 2 * ctypes.sizeof(ctypes.c_void_p)  # object + dict and weakref slots
 
 
@@ -242,12 +256,6 @@ def _is_plain_instance(obj: object) -> bool:
     return all(c.__basicsize__ <= _PLAIN_SIZE and "__slots__" not in vars(c) for c in type(obj).__mro__[:-1])
 
 
-def _is_dispatcher(obj: object) -> bool:
-    from numba.core.dispatcher import Dispatcher
-
-    return isinstance(obj, Dispatcher)
-
-
 def _typed(name: str) -> Callable[[object], bool]:
     def check(obj: object) -> bool:
         cls = type(obj)
@@ -257,7 +265,7 @@ def _typed(name: str) -> Callable[[object], bool]:
 
 
 HANDLERS: list[tuple[Callable[[object], bool], Callable]] = [
-    (_is_dispatcher, lambda w, n, o, d: None),
+    (is_dispatcher, lambda w, n, o, d: None),
     (lambda o: isinstance(o, np.ndarray), _array),
     (lambda o: type(o) is list, _list),
     (lambda o: type(o) is dict, _dict),
@@ -267,7 +275,7 @@ HANDLERS: list[tuple[Callable[[object], bool], Callable]] = [
     (lambda o: isinstance(o, tuple), _tuple),
     (_typed("List"), _typed_list),
     (_typed("Dict"), _typed_dict),
-    (_is_jitclass, _jitclass),
+    (is_jitclass_instance, _jitclass),
     (lambda o: isinstance(o, np.random.Generator), _generator),
     (lambda o: isinstance(o, np.random.BitGenerator), _bitgen),
     (lambda o: isinstance(o, np.random.RandomState), _random_state),
@@ -305,19 +313,43 @@ def numba_random_states(w: Walker, workers: bool) -> None:
         def write(saved: np.ndarray, address: int = address) -> None:
             ctypes.memmove(address, saved.ctypes.data, size)
 
-        w.add(Item(f"Numba's {label} state", "random state", size, read, write))
+        def same(saved: np.ndarray, address: int = address) -> bool:  # no copy: checked every repeat
+            return _memcmp()(address, saved.ctypes.data, size) == 0
+
+        w.add(Item(f"Numba's {label} state", "random state", size, read, write, same))
 
 
 def global_random_states(w: Walker) -> None:
     """NumPy's and Python's global random states: a statement may draw its data from them
     (``np.random.rand(n)``) through a module it names, which the walk does not enter."""
-    w.add(
-        Item(
-            "NumPy's global np.random state",
-            "random state",
-            5000,
-            lambda: np.random.get_state(legacy=False),
-            np.random.set_state,
-        )
-    )
+    w.add(Item("NumPy's global np.random state", "random state", 5000, *_numpy_global_state()))
     w.add(Item("Python's global random state", "random state", 5000, random.getstate, random.setstate))
+
+
+_MT19937_STATE_BYTES = 624 * 4 + 4  # numpy's mt19937_state: uint32 key[624], int pos
+
+
+def _numpy_global_state() -> tuple[Callable, Callable, Callable]:
+    """read, write and same for NumPy's global state, checked cheaply after every repeat.
+
+    ``np.random.get_state`` builds a dict and costs about 0.1 ms, more than a quick
+    kernel; the Mersenne Twister's state is compared in place instead (``memcmp``).
+    Only a draw served from the cached Gaussian leaves it alone, and there is one
+    to serve only when the saved state held one: then the whole state is compared.
+    """
+    bitgen = np.random.get_bit_generator()
+    address = bitgen.ctypes.state_address
+
+    def read() -> tuple[dict, bytes]:
+        return np.random.get_state(legacy=False), ctypes.string_at(address, _MT19937_STATE_BYTES)
+
+    def write(saved: tuple[dict, bytes]) -> None:
+        np.random.set_state(saved[0])
+
+    def same(saved: tuple[dict, bytes]) -> bool:
+        state, raw = saved
+        if state.get("has_gauss"):
+            return same_state(np.random.get_state(legacy=False), state)
+        return ctypes.string_at(address, _MT19937_STATE_BYTES) == raw
+
+    return read, write, same

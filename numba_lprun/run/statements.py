@@ -1,19 +1,27 @@
 """Module-like source run statement by statement, adopting the functions it defines.
 
 A ``%%nlprun`` cell or a script defines the jitted functions it profiles itself:
-they do not exist before the run, and each run (plain, sampled repeats,
-instrumented) defines them anew. So the source runs one top-level statement at a
-time, and after each one the new bindings that ``pick`` accepts (and whatever
-``discover`` finds) are adopted by the phase: swapped for their twins from then on.
+they do not exist before the run, and each run defines them anew. So the source
+runs one top-level statement at a time, and after each one the new bindings
+that ``pick`` accepts (a jitted function, a jitclass, a ufunc, a stencil: see
+``resolve``) and whatever ``discover`` finds are adopted by the phase: their
+calls reach their twins from then on. Functions made while a statement runs (an
+``@njit`` inside another function, as examples and tests write them) are
+adopted as the decorator makes them (``new_dispatchers``).
 """
 
 from __future__ import annotations
 
 import ast
+import contextlib
 import linecache
-from collections.abc import Callable, Iterable
+import sys
+from collections.abc import Callable, Iterable, Iterator
 
-from .runner import PhaseRun, Target
+from ..errors import NotProfilableError
+from ..instrument.kinds import dispatcher_class, resolve
+from .reach import ctrl_c_deferred
+from .runner import PhaseRun
 from .snapshot import Reach, statement_reach
 
 
@@ -23,14 +31,12 @@ def statement_run(
     namespace: dict | Callable[[], dict],
     pick: Callable[[object], bool] | None,
     discover: Callable[[], Iterable[Callable]] | None,
-    adopted: Callable[[Target], None],
 ) -> tuple[Callable[[PhaseRun], None], list[dict], Reach]:
-    """What a phase runs for ``source``, the namespaces to swap in, and the state it reaches.
+    """What a phase runs for ``source``, the namespaces to look in, and the state it reaches.
 
     ``namespace`` may be a factory, called once per run, for a fresh module
     namespace each time (nothing to restore in it then). The source is registered
-    in linecache under ``filename`` so its functions' source can be read back;
-    ``adopted`` is told of each function adopted.
+    in linecache under ``filename`` so its functions' source can be read back.
     """
     lines = source.splitlines(keepends=True)
     linecache.cache[filename] = (len(source), None, lines, filename)
@@ -41,19 +47,80 @@ def statement_run(
     def execute(run: PhaseRun) -> None:
         ns = fixed if fixed is not None else namespace()
         run.add_namespace(ns)
+
+        def made(dispatcher: object) -> None:
+            if pick is not None and pick(dispatcher):
+                run.adopt(dispatcher)
+
         try:
-            for code in codes:
-                before = {k: id(v) for k, v in ns.items()}
-                exec(code, ns)
-                found = [
-                    v for k, v in list(ns.items()) if before.get(k) != id(v) and pick is not None and pick(v)
-                ]
-                found += list(discover()) if discover is not None else []
-                for func in found:
-                    adopted(run.adopt(func))
+            with new_dispatchers(made):
+                for code in codes:
+                    before = {k: id(v) for k, v in ns.items()}
+                    exec(code, ns)
+                    new = [v for k, v in list(ns.items()) if before.get(k) != id(v)]
+                    found = [d for v in new if pick is not None and pick(v) for d in _profilable(v)]
+                    found += list(discover()) if discover is not None else []
+                    if found:
+                        run.adopt(*found)
         finally:
             if fixed is None:  # a fresh namespace per run: let it go with its run
                 run.drop_namespace(ns)
 
     reach = statement_reach(codes, [fixed]) if fixed is not None else Reach()
     return execute, [fixed] if fixed is not None else [], reach
+
+
+def _profilable(value: object) -> list:
+    """The dispatchers that stand for ``value`` (a jitclass gives its members); none if it
+    cannot be profiled (the front end's pick said it was the source's own)."""
+    try:
+        return resolve(value)
+    except NotProfilableError:
+        return []
+
+
+#: Modules whose frames sit between a Numba decorator and the code that applied it.
+_DECORATOR_MODULES = ("numba.core.decorators",)
+
+
+def _made_by_a_decorator_in_user_code() -> bool:
+    """Whether the dispatcher being made comes from ``@njit``/``@jit`` applied by the
+    program itself, not from Numba or numba_lprun making one for their own use
+    (a ufunc's kernel, a jitclass's members, a stencil, a twin)."""
+    frame = sys._getframe(2)  # the caller of the patched __init__
+    while frame is not None and frame.f_globals.get("__name__", "").startswith(_DECORATOR_MODULES):
+        frame = frame.f_back
+    if frame is None:
+        return False
+    module = frame.f_globals.get("__name__", "") or ""
+    return not (module == "numba" or module.startswith(("numba.", "numba_lprun")))
+
+
+@contextlib.contextmanager
+def new_dispatchers(found: Callable[[object], None]) -> Iterator[None]:
+    """Tell ``found`` of every jitted function the program makes while the block runs.
+
+    The CPU dispatcher class's ``__init__`` is wrapped for the block (and put back,
+    Ctrl-C held meanwhile); a dispatcher is reported once made, when it comes from
+    a decorator in the program's own code (see above).
+    """
+    cls = dispatcher_class()
+    had = "__init__" in vars(cls)
+    old = vars(cls).get("__init__")
+    base_init = cls.__init__
+
+    def __init__(self, *args, **kwargs):
+        base_init(self, *args, **kwargs)
+        if type(self) is cls and _made_by_a_decorator_in_user_code():
+            found(self)
+
+    with ctrl_c_deferred():
+        cls.__init__ = __init__
+    try:
+        yield
+    finally:
+        with ctrl_c_deferred():
+            if had:
+                cls.__init__ = old
+            else:
+                del cls.__init__

@@ -8,7 +8,7 @@ Numba generated turn addresses into source lines.
 
 API::
 
-    with Sampler(rate_hz=1000.0, depth=16, max_samples=1_000_000, numba_threads=False) as s:
+    with Sampler(rate_hz=1000.0, depth=64, max_samples=1_000_000, numba_threads=False) as s:
         result = dispatcher(*args)
     s.unavailable            # None, or why nothing was sampled (never raises on start)
     raw = s.samples          # RawSamples: addresses (n, depth) uint64, threads, tids,
@@ -18,32 +18,36 @@ API::
     lines.lines[key]         # {line: samples}; lines.threads[key] {tid: samples}
     lines.seconds[key]       # {line: CPU seconds}: samples weighed by their thread's CPU time
     lines.outside, lines.total, lines.outside_seconds, lines.total_seconds
+    lines.stopped            # {cause: samples} whose walk stopped before any profiled frame
+    lines.stopped_seconds, lines.inside, lines.add(other)
 
 How to compile what is sampled: give the twin the original's target options plus
 ``debug=True, boundscheck=<original's, False if unset>, _dbg_extend_lifetimes=False``
 (``debug=True`` alone turns bounds checking and lifetime extension on, which slows
-the code). Compile every signature *before* entering the sampler, and pass
-``numba_threads=True`` for ``parallel=True`` functions, so that Numba's worker threads
+the code), and the pipeline of ``instrument.twins`` (line tables only, unwind tables
+on everything the twin runs). Compile every signature *before* entering the sampler,
+and pass ``numba_threads=True`` for ``parallel=True`` functions, so that Numba's worker threads
 exist (and get a timer) when sampling starts.
 
 Semantics: timers run on CLOCK_MONOTONIC (wall time) for every thread in
 ``/proc/self/task`` at start and every thread started while sampling (``threads``),
-so idle threads are sampled too and their samples
-count as ``outside``; each sample also carries the CPU time its thread used since
-its previous sample, so ``seconds`` follows the work even on a loaded machine (prefer
-it for shares). A sample counts, for each profiled function, at the innermost frame
+so idle threads are sampled too and their samples count as ``outside``; each sample
+also carries the CPU time its thread used since its previous sample (not counting the
+handler itself; nothing when the signal found the thread blocked in a system call),
+so ``seconds`` follows the work even on a loaded machine (prefer it for shares). A
+sample counts, for each profiled function, at the innermost frame
 inside that function, so a line's count includes its callees (libm, Numba's
 runtime, helpers that are not profiled, other profiled functions). Threads started
-after the sampler (including a Numba pool launched late) are not sampled.
+while sampling get a timer within ``threads.WATCH_PERIOD`` (20 ms).
 
 Callees without unwind tables: LLVM gives none to a jitted function it proved
-``nounwind`` (a helper compiled without debug info that is a leaf loop or only calls
-libm), and the native stack walk stops inside it. For such samples the handler also
-copies a few words above the stack pointer, and the sampler takes the first one
-that points into code (above the last frame walked) for the missing return address
-(``RawSamples.recovered``): the calling line gets the sample. Only that one caller
-is recovered, so a profiled function above another profiled function that calls
-such a helper does not get those samples (the inner one does).
+``nounwind`` unless asked, and the native stack walk stops inside such code. Twins
+are compiled so that every function they run has unwind tables, their callees'
+copies included (``instrument.unwind``). A walk that still stops early (foreign code
+without unwind tables, jitted code reached through a pointer) is not guessed at: its
+sample is counted by cause in ``SampledLines.stopped``, apart from ``outside``
+(``walks`` says how the cause is found). A walk cut at ``depth`` frames without
+reaching a profiled one counts as ``outside`` and in ``truncated``.
 
 Known approximation: parfor gufuncs (``prange`` bodies) are compiled from generated
 source whose scaffolding (thread id, loop header, reduction set-up) has line numbers
@@ -55,8 +59,7 @@ Set ``NUMBA_LPRUN_NO_SAMPLER=1`` to make every sampler unavailable (for tests an
 an escape hatch). Only Linux x86-64 with glibc is supported; ``_native`` documents
 what other platforms would need.
 
-Safety: the handler calls no Python and allocates nothing itself; the stack words it
-copies are its own thread's stack, mapped (``_handler`` says why). glibc's
+Safety: the handler calls no Python and allocates nothing itself. glibc's
 ``backtrace`` is warmed up at start, which loads libgcc_s and sorts libgcc's tables of
 the JIT code registered so far; it still takes libgcc's unwinder lock. The handler
 skips unwinding when the interrupted instruction is inside libgcc itself, but a
@@ -67,9 +70,23 @@ the unwinder allocate: hence, compile nothing inside the sampled block.
 
 from __future__ import annotations
 
+import os
+
 from .attribution import SampledLines, attribute
-from .dwarf import FunctionCode, LineMap, line_map
-from .sampler import DISABLE_ENV, RawSamples, Sampler
+from .dwarf import LineMap, line_map
+from .raw import RawSamples
+from .rows import FunctionCode
+from .sampler import DISABLE_ENV, Sampler, sampler_running
+
+
+def sampler_unavailable() -> str | None:
+    """Why no sampler can run in this process (None: it can), asked before any run."""
+    if os.environ.get(DISABLE_ENV, "0") not in ("", "0"):
+        return f"sampling disabled by {DISABLE_ENV}"
+    from ._native import check_platform
+
+    return check_platform()
+
 
 __all__ = [
     "DISABLE_ENV",
@@ -80,4 +97,6 @@ __all__ = [
     "Sampler",
     "attribute",
     "line_map",
+    "sampler_running",
+    "sampler_unavailable",
 ]

@@ -26,22 +26,35 @@ Why it is built this way:
   which lets attribution weigh samples by CPU time: shares then follow the work even
   on a loaded machine, and idle threads weigh nothing.
 
-* ``backtrace`` stops at the first frame whose code has no unwind table entry. LLVM
-  emits none for a function it proved ``nounwind`` unless the module has debug info:
-  a jitted helper compiled without ``debug=True`` that is a leaf loop, or only calls
-  libm, has none, and a sample inside it used to lose its calling line. So when the
-  walk comes back short, the handler also copies the ``STACK_WORDS`` words above the
-  interrupted stack pointer (at most ``MAX_STACK_WORDS``), among which the sampler
-  later finds the return address the walk could not reach. These are the thread's
-  own stack, and always mapped: above the interrupted frame lie its callers' frames,
-  and above a thread's first frame glibc's thread descriptor (pthreads) or argv,
-  envp and the ELF auxiliary vector (the main thread: more than 256 bytes).
+* The CPU time is read twice: at the handler's start (the delta since the previous
+  sample) and again at its end (where the next delta starts). The handler's own work
+  (``backtrace``, whose cost depends on where the thread was: a deep interpreter
+  stack costs several times a jitted loop's) is then in no sample's weight; counted
+  in, it made the places where unwinding is dear look heavier than they are.
+* A thread blocked in a system call (waiting for the GIL, a lock, I/O) is woken by
+  each of its timer's signals, and waking it, delivering the signal and putting it
+  back to sleep cost CPU time (about 25 us here) that the next delta counts: a
+  thread waiting for the GIL in an ``objmode`` block looked busy there. So the
+  record says whether the signal found the thread in a system call it interrupted:
+  the kernel left the pc *at* the ``syscall`` instruction (a call restarted after
+  the handler, SA_RESTART) or just after it with rax = -EINTR; such a sample
+  weighs nothing (``RawSamples.weights``). The two code bytes are read only when
+  they lie in the pc's own page, which is mapped.
+* ``backtrace`` stops at the first frame whose code has no unwind table entry (or at
+  the thread's first frame, or after ``NFRAMES`` frames); the sampler tells these
+  apart afterwards (``walks``).
+* A short run gives few samples, so a sampler may start fast and slow down once the
+  process has ``BOOST_UNTIL`` samples: each thread's handler, on its first signal
+  past that count, re-arms its own timer at the slower period (``timer_settime`` is
+  async-signal-safe; the timer ids and the slower ``itimerspec`` are in arrays the
+  control block points at). No other thread is needed, so the switch happens on
+  time even while a jitted call holds the GIL.
 
 Record layout (uint64 words): ``[pc, thread index, cpu ns since the thread's previous
-sample (or -1 when unknown), n frames, n stack words, frame 0 .. frame NFRAMES-1,
-stack word 0 .. stack word STACK_WORDS-1]``; the frames start with the handler's own
-frame and the kernel's signal trampoline, followed by ``pc`` itself and its callers
-(the sampler trims the first ones); stack word ``i`` is the word at ``sp + 8 * i``.
+sample (or -1 when unknown), n frames, 1 if blocked in a system call else 0, frame 0 ..
+frame NFRAMES-1]``; the frames start
+with the handler's own frame and the kernel's signal trampoline, followed by ``pc``
+itself and its callers (the sampler trims the first ones).
 """
 
 from __future__ import annotations
@@ -59,161 +72,205 @@ from . import _native as N
 # Control block slots.
 ACTIVE, NEXT, DROPPED, CAPACITY, STRIDE, BUFFER, NFRAMES, FOREIGN = range(8)
 MAGIC, SKIP_LO, SKIP_HI, SKIPPED, INFLIGHT, OVERRUNS, LAST_CPU, NTHREADS = range(8, 16)
-STACK_WORDS = 16
-CONTROL_SIZE = 17
-HEADER = 5  # pc, thread index, cpu ns, number of frames, number of stack words
-#: Most stack words a record may hold (see the module docstring for why 256 bytes are safe).
-MAX_STACK_WORDS = 32
+BOOST_UNTIL, TIMERS, SLOWED, SLOW_SPEC = range(16, 20)
+CONTROL_SIZE = 20
+HEADER = 5  # pc, thread index, cpu ns, number of frames, blocked in a system call
 CLOCK_THREAD_CPUTIME_ID = 3
 
 _lock = threading.Lock()
 _built: tuple[np.ndarray, object] | None = None
 
 
-def _make_intrinsic(ctrl_addr: int, backtrace_addr: int, errno_addr: int, clock_addr: int):
-    """An intrinsic emitting the whole handler body with the four addresses baked in."""
-    i8p = ir.IntType(8).as_pointer()
-    i32 = ir.IntType(32)
-    i64 = ir.IntType(64)
-    i64p = i64.as_pointer()
+_I8P = ir.IntType(8).as_pointer()
+_I16 = ir.IntType(16)
+_I32 = ir.IntType(32)
+_I64 = ir.IntType(64)
+_I64P = _I64.as_pointer()
 
-    def c64(value: int) -> ir.Constant:
-        return ir.Constant(i64, value)
+
+def _c64(value: int) -> ir.Constant:
+    return ir.Constant(_I64, value)
+
+
+def _c32(value: int) -> ir.Constant:
+    return ir.Constant(_I32, value)
+
+
+class _Body:
+    """The handler's LLVM, written into one function by ``builder`` (see the module docstring)."""
+
+    def __init__(self, builder: ir.IRBuilder, addresses: dict[str, int], info_p, uctx_p):
+        self.b, self.at = builder, addresses
+        self.info_p, self.uctx_p = info_p, uctx_p
+        self.ctrl = builder.inttoptr(_c64(addresses["ctrl"]), _I64P)
+
+    def slot(self, index: int):
+        return self.b.gep(self.ctrl, [_c32(index)])
+
+    def field(self, base, offset: int, ty):
+        ptr = self.b.gep(base, [_c32(offset)])
+        return self.b.load(self.b.bitcast(ptr, ty.as_pointer()))
+
+    def thread_cpu(self):
+        """(this thread's CPU ns, whether the clock could be read)."""
+        b = self.b
+        timespec = ir.LiteralStructType([_I64, _I64])
+        ts = cgutils.alloca_once(b, timespec)
+        clock_ty = ir.FunctionType(_I32, [_I32, timespec.as_pointer()])
+        clock_fn = b.inttoptr(_c64(self.at["clock"]), clock_ty.as_pointer())
+        rc = b.call(clock_fn, [_c32(CLOCK_THREAD_CPUTIME_ID), ts])
+        sec = b.load(b.gep(ts, [_c32(0), _c32(0)]))
+        nsec = b.load(b.gep(ts, [_c32(0), _c32(1)]))
+        return b.add(b.mul(sec, _c64(1_000_000_000)), nsec), b.icmp_signed("==", rc, _c32(0))
+
+    def last_cpu(self, thread):
+        """(pointer to this thread's end-of-last-handler CPU ns, whether it has one)."""
+        b = self.b
+        known = b.icmp_unsigned("<", thread, b.load(self.slot(NTHREADS)))
+        base = b.inttoptr(b.load(self.slot(LAST_CPU)), _I64P)
+        return b.gep(base, [b.select(known, thread, _c64(0))]), known
+
+    def cpu_delta(self, thread):
+        """CPU ns of this thread since the end of its previous handler; -1 when not known."""
+        b = self.b
+        now, ok = self.thread_cpu()
+        last_p, known = self.last_cpu(thread)
+        delta_p = cgutils.alloca_once_value(b, _c64(-1))
+        with b.if_then(b.and_(ok, known)):
+            last = b.load(last_p)
+            with b.if_then(b.icmp_signed(">=", last, _c64(0))):
+                b.store(b.sub(now, last), delta_p)
+        return b.load(delta_p)
+
+    def stamp_cpu(self, thread) -> None:
+        """Where the next delta starts: this thread's CPU ns now, as the handler ends."""
+        now, ok = self.thread_cpu()
+        last_p, known = self.last_cpu(thread)
+        with self.b.if_then(self.b.and_(ok, known)):
+            self.b.store(now, last_p)  # one timer per thread: no other writer of this slot
+
+    def in_syscall(self, pc):
+        """1 when the signal interrupted a blocking system call (see the module docstring)."""
+        b = self.b
+        offset = b.and_(pc, _c64(0xFFF))
+        result = cgutils.alloca_once_value(b, _c64(0))
+        with b.if_then(b.icmp_unsigned("<=", offset, _c64(0xFFE))):
+            at = b.load(b.inttoptr(pc, _I16.as_pointer()))
+            with b.if_then(b.icmp_unsigned("==", at, ir.Constant(_I16, N.SYSCALL_OPCODE))):
+                b.store(_c64(1), result)
+        with b.if_then(b.icmp_unsigned(">=", offset, _c64(2))):
+            before = b.load(b.inttoptr(b.sub(pc, _c64(2)), _I16.as_pointer()))
+            is_syscall = b.icmp_unsigned("==", before, ir.Constant(_I16, N.SYSCALL_OPCODE))
+            ax = self.field(self.uctx_p, N.UCONTEXT_AX_OFFSET, _I64)
+            eintr = b.icmp_signed("==", ax, _c64(N.EINTR_RESULT))
+            with b.if_then(b.and_(is_syscall, eintr)):
+                b.store(_c64(1), result)
+        return b.load(result)
+
+    def write_record(self, value, index) -> None:
+        b = self.b
+        buf = b.inttoptr(b.load(self.slot(BUFFER)), _I64P)
+        record = b.gep(buf, [b.mul(index, b.load(self.slot(STRIDE)))])
+        pc = self.field(self.uctx_p, N.UCONTEXT_PC_OFFSET, _I64)
+        b.store(pc, record)
+        thread = b.and_(value, _c64(0xFFFFFFFF))
+        b.store(thread, b.gep(record, [_c32(1)]))
+        b.store(self.cpu_delta(thread), b.gep(record, [_c32(2)]))
+        b.store(self.in_syscall(pc), b.gep(record, [_c32(4)]))
+        count_p = b.gep(record, [_c32(3)])
+        b.store(_c64(0), count_p)
+        nframes = b.load(self.slot(NFRAMES))
+        in_skip = b.and_(
+            b.icmp_unsigned(">=", pc, b.load(self.slot(SKIP_LO))),
+            b.icmp_unsigned("<", pc, b.load(self.slot(SKIP_HI))),
+        )
+        wanted = b.icmp_signed(">", nframes, _c64(0))
+        with b.if_else(b.and_(wanted, b.not_(in_skip))) as (unwind, skip):
+            with unwind:
+                bt_ty = ir.FunctionType(_I32, [_I8P, _I32])
+                bt_fn = b.inttoptr(_c64(self.at["backtrace"]), bt_ty.as_pointer())
+                frames = b.bitcast(b.gep(record, [_c32(HEADER)]), _I8P)
+                got = b.call(bt_fn, [frames, b.trunc(nframes, _I32)])
+                b.store(b.sext(got, _I64), count_p)
+            with skip:
+                b.atomic_rmw("add", self.slot(SKIPPED), _c64(1), "monotonic")
+        self.slow_down(thread, index)
+        self.stamp_cpu(thread)
+
+    def slow_down(self, thread, index) -> None:
+        """Past ``BOOST_UNTIL`` samples, re-arm this thread's timer at the slower period, once."""
+        b = self.b
+        until = b.load(self.slot(BOOST_UNTIL))
+        known = b.icmp_unsigned("<", thread, b.load(self.slot(NTHREADS)))
+        due = b.and_(b.and_(b.icmp_signed(">", until, _c64(0)), b.icmp_signed(">=", index, until)), known)
+        with b.if_then(due):
+            slowed_p = b.gep(b.inttoptr(b.load(self.slot(SLOWED)), _I64P), [thread])
+            with b.if_then(b.icmp_signed("==", b.load(slowed_p), _c64(0))):
+                b.store(_c64(1), slowed_p)  # one timer per thread: no other writer of this flag
+                timer = b.load(b.gep(b.inttoptr(b.load(self.slot(TIMERS)), _I64P), [thread]))
+                settime_ty = ir.FunctionType(_I32, [_I8P, _I32, _I8P, _I8P])
+                settime = b.inttoptr(_c64(self.at["settime"]), settime_ty.as_pointer())
+                spec = b.inttoptr(b.load(self.slot(SLOW_SPEC)), _I8P)
+                b.call(settime, [b.inttoptr(timer, _I8P), _c32(0), spec, ir.Constant(_I8P, None)])
+
+    def record_if_ours(self) -> None:
+        """One record for a signal of our timers (counted as dropped when the buffer is full)."""
+        b = self.b
+        code = self.field(self.info_p, N.SIGINFO_CODE_OFFSET, _I32)
+        value = self.field(self.info_p, N.SIGINFO_VALUE_OFFSET, _I64)
+        is_timer = b.icmp_signed("==", code, _c32(N.SI_TIMER))
+        is_ours = b.icmp_unsigned("==", b.lshr(value, _c64(32)), b.load(self.slot(MAGIC)))
+        with b.if_else(b.and_(is_timer, is_ours)) as (ours, foreign):
+            with ours:
+                overrun = b.sext(self.field(self.info_p, N.SIGINFO_OVERRUN_OFFSET, _I32), _I64)
+                with b.if_then(b.icmp_signed(">", overrun, _c64(0))):
+                    b.atomic_rmw("add", self.slot(OVERRUNS), overrun, "monotonic")
+                index = b.atomic_rmw("add", self.slot(NEXT), _c64(1), "monotonic")
+                with b.if_else(b.icmp_signed("<", index, b.load(self.slot(CAPACITY)))) as (store, full):
+                    with store:
+                        self.write_record(value, index)
+                    with full:
+                        b.atomic_rmw("add", self.slot(DROPPED), _c64(1), "monotonic")
+            with foreign:
+                b.atomic_rmw("add", self.slot(FOREIGN), _c64(1), "monotonic")
+
+    def emit(self) -> None:
+        """The whole body: errno saved, in-flight count kept, a record only while active."""
+        b = self.b
+        errno_ty = ir.FunctionType(_I32.as_pointer(), [])
+        errno_p = b.call(b.inttoptr(_c64(self.at["errno"]), errno_ty.as_pointer()), [])
+        saved_errno = b.load(errno_p)
+        b.atomic_rmw("add", self.slot(INFLIGHT), _c64(1), "seq_cst")
+        active = b.load_atomic(self.slot(ACTIVE), "seq_cst", 8)
+        with b.if_then(b.icmp_signed("!=", active, _c64(0))):
+            self.record_if_ours()
+        b.store(saved_errno, errno_p)
+        b.atomic_rmw("sub", self.slot(INFLIGHT), _c64(1), "seq_cst")
+
+
+def _make_intrinsic(addresses: dict[str, int]):
+    """An intrinsic emitting the whole handler body with the addresses baked in."""
 
     @intrinsic
     def handle(typingctx, info, uctx):
-        sig = types.void(types.voidptr, types.voidptr)
-
-        def _cpu_delta(builder, slot, thread):
-            """CPU ns of this thread since its previous sample; -1 when not known."""
-            timespec = ir.LiteralStructType([i64, i64])
-            ts = cgutils.alloca_once(builder, timespec)
-            clock_ty = ir.FunctionType(i32, [i32, timespec.as_pointer()])
-            clock_fn = builder.inttoptr(c64(clock_addr), clock_ty.as_pointer())
-            rc = builder.call(clock_fn, [ir.Constant(i32, CLOCK_THREAD_CPUTIME_ID), ts])
-            sec = builder.load(builder.gep(ts, [ir.Constant(i32, 0), ir.Constant(i32, 0)]))
-            nsec = builder.load(builder.gep(ts, [ir.Constant(i32, 0), ir.Constant(i32, 1)]))
-            now = builder.add(builder.mul(sec, c64(1_000_000_000)), nsec)
-            known = builder.and_(
-                builder.icmp_signed("==", rc, ir.Constant(i32, 0)),
-                builder.icmp_unsigned("<", thread, builder.load(slot(NTHREADS))),
-            )
-            delta_p = cgutils.alloca_once_value(builder, c64(-1))
-            with builder.if_then(known):
-                last_p = builder.gep(builder.inttoptr(builder.load(slot(LAST_CPU)), i64p), [thread])
-                last = builder.load(last_p)
-                builder.store(now, last_p)  # one timer per thread: no other writer of this slot
-                with builder.if_then(builder.icmp_signed(">=", last, c64(0))):
-                    builder.store(builder.sub(now, last), delta_p)
-            return builder.load(delta_p)
-
-        def _write_record(builder, slot, field, uctx_p, value, index):
-            buf = builder.inttoptr(builder.load(slot(BUFFER)), i64p)
-            record = builder.gep(buf, [builder.mul(index, builder.load(slot(STRIDE)))])
-            pc = field(uctx_p, N.UCONTEXT_PC_OFFSET, i64)
-            builder.store(pc, record)
-            thread = builder.and_(value, c64(0xFFFFFFFF))
-            builder.store(thread, builder.gep(record, [ir.Constant(i32, 1)]))
-            builder.store(_cpu_delta(builder, slot, thread), builder.gep(record, [ir.Constant(i32, 2)]))
-            count_p = builder.gep(record, [ir.Constant(i32, 3)])
-            builder.store(c64(0), count_p)
-            nframes = builder.load(slot(NFRAMES))
-            got_p = cgutils.alloca_once_value(builder, c64(0))
-            in_skip = builder.and_(
-                builder.icmp_unsigned(">=", pc, builder.load(slot(SKIP_LO))),
-                builder.icmp_unsigned("<", pc, builder.load(slot(SKIP_HI))),
-            )
-            wanted = builder.icmp_signed(">", nframes, c64(0))
-            with builder.if_else(builder.and_(wanted, builder.not_(in_skip))) as (unwind, skip):
-                with unwind:
-                    bt_ty = ir.FunctionType(i32, [i8p, i32])
-                    bt_fn = builder.inttoptr(c64(backtrace_addr), bt_ty.as_pointer())
-                    frames = builder.bitcast(builder.gep(record, [ir.Constant(i32, HEADER)]), i8p)
-                    got = builder.call(bt_fn, [frames, builder.trunc(nframes, i32)])
-                    builder.store(builder.sext(got, i64), count_p)
-                    builder.store(builder.sext(got, i64), got_p)
-                with skip:
-                    builder.atomic_rmw("add", slot(SKIPPED), c64(1), "monotonic")
-            _copy_stack(builder, slot, field, uctx_p, record, nframes, builder.load(got_p))
-
-        def _copy_stack(builder, slot, field, uctx_p, record, nframes, got):
-            """Copy the words above the interrupted sp when the walk came back short."""
-            sp = field(uctx_p, N.UCONTEXT_SP_OFFSET, i64)
-            words = builder.load(slot(STACK_WORDS))
-            wanted = builder.and_(
-                builder.and_(
-                    builder.icmp_signed("<", got, nframes),
-                    builder.icmp_signed(">", words, c64(0)),
-                ),
-                builder.and_(
-                    builder.icmp_unsigned("!=", sp, c64(0)),
-                    builder.icmp_unsigned("==", builder.and_(sp, c64(7)), c64(0)),
-                ),
-            )
-            words = builder.select(
-                builder.icmp_signed(">", words, c64(MAX_STACK_WORDS)), c64(MAX_STACK_WORDS), words
-            )
-            copied = builder.select(wanted, words, c64(0))
-            out = builder.gep(record, [builder.add(c64(HEADER), nframes)])
-            with cgutils.for_range(builder, copied) as loop:
-                src = builder.inttoptr(builder.add(sp, builder.mul(loop.index, c64(8))), i64p)
-                builder.store(builder.load(src), builder.gep(out, [loop.index]))
-            builder.store(copied, builder.gep(record, [ir.Constant(i32, 4)]))
-
         def codegen(context, builder, signature, args):
-            info_p, uctx_p = args
-            ctrl = builder.inttoptr(c64(ctrl_addr), i64p)
-
-            def slot(index: int):
-                return builder.gep(ctrl, [ir.Constant(i32, index)])
-
-            def field(base, offset: int, ty):
-                ptr = builder.gep(base, [ir.Constant(i32, offset)])
-                return builder.load(builder.bitcast(ptr, ty.as_pointer()))
-
-            errno_ty = ir.FunctionType(i32.as_pointer(), [])
-            errno_fn = builder.inttoptr(c64(errno_addr), errno_ty.as_pointer())
-            errno_p = builder.call(errno_fn, [])
-            saved_errno = builder.load(errno_p)
-
-            builder.atomic_rmw("add", slot(INFLIGHT), c64(1), "seq_cst")
-            active = builder.load_atomic(slot(ACTIVE), "seq_cst", 8)
-            with builder.if_then(builder.icmp_signed("!=", active, c64(0))):
-                code = field(info_p, N.SIGINFO_CODE_OFFSET, i32)
-                value = field(info_p, N.SIGINFO_VALUE_OFFSET, i64)
-                magic = builder.load(slot(MAGIC))
-                is_timer = builder.icmp_signed("==", code, ir.Constant(i32, N.SI_TIMER))
-                is_ours = builder.icmp_unsigned("==", builder.lshr(value, c64(32)), magic)
-                with builder.if_else(builder.and_(is_timer, is_ours)) as (ours, foreign):
-                    with ours:
-                        overrun = builder.sext(field(info_p, N.SIGINFO_OVERRUN_OFFSET, i32), i64)
-                        with builder.if_then(builder.icmp_signed(">", overrun, c64(0))):
-                            builder.atomic_rmw("add", slot(OVERRUNS), overrun, "monotonic")
-                        index = builder.atomic_rmw("add", slot(NEXT), c64(1), "monotonic")
-                        capacity = builder.load(slot(CAPACITY))
-                        fits = builder.icmp_signed("<", index, capacity)
-                        with builder.if_else(fits) as (store, full):
-                            with store:
-                                _write_record(builder, slot, field, uctx_p, value, index)
-                            with full:
-                                builder.atomic_rmw("add", slot(DROPPED), c64(1), "monotonic")
-                    with foreign:
-                        builder.atomic_rmw("add", slot(FOREIGN), c64(1), "monotonic")
-            builder.store(saved_errno, errno_p)
-            builder.atomic_rmw("sub", slot(INFLIGHT), c64(1), "seq_cst")
+            _Body(builder, addresses, *args).emit()
             return context.get_dummy_value()
 
-        return sig, codegen
+        return types.void(types.voidptr, types.voidptr), codegen
 
     return handle
 
 
 def _compile(ctrl: np.ndarray, libc: N.Libc):
     handle = _make_intrinsic(
-        ctrl.ctypes.data,
-        libc.address_of(libc.backtrace),
-        libc.address_of(libc.errno_location),
-        libc.address_of(libc.clock_gettime),
+        {
+            "ctrl": ctrl.ctypes.data,
+            "backtrace": libc.address_of(libc.backtrace),
+            "errno": libc.address_of(libc.errno_location),
+            "clock": libc.address_of(libc.clock_gettime),
+            "settime": libc.address_of(libc.timer_settime),
+        }
     )
 
     # error_model="numpy": nothing in the body may take the error path that needs the GIL.

@@ -11,7 +11,8 @@ What a port would need
   generic kernel layouts). Only the interrupted program counter moves: ``ucontext_t``
   has ``uc_mcontext`` at offset 176 and ``mcontext_t`` is ``fault_address`` (8 bytes),
   ``regs[31]``, ``sp``, ``pc``, so the pc is at 176 + 8 + 248 + 8 = 440
-  (:data:`UCONTEXT_PC_OFFSET`) and the stack pointer at 432 (:data:`UCONTEXT_SP_OFFSET`).
+  (:data:`UCONTEXT_PC_OFFSET`) and x0 at 184 (:data:`UCONTEXT_AX_OFFSET`: on aarch64 a
+  system call's result is in x0 and the instruction is ``svc #0``, ``d4000001``).
   libgcc's unwinder handles the kernel's signal frame (``__kernel_rt_sigreturn`` in
   the vDSO) there as well.
 * **Linux with musl**: ``struct sigaction`` differs (``sa_mask`` is 128 bytes but
@@ -48,8 +49,12 @@ KERNEL_SIGSET_SIZE = 8
 #: ``offsetof(ucontext_t, uc_mcontext.gregs[REG_RIP])``: 40 (uc_flags, uc_link,
 #: uc_stack) + 16 * 8 (REG_RIP is register 16 of ``gregset_t``).
 UCONTEXT_PC_OFFSET = 168
-#: ``offsetof(ucontext_t, uc_mcontext.gregs[REG_RSP])``: 40 + 15 * 8.
-UCONTEXT_SP_OFFSET = 160
+#: ``offsetof(ucontext_t, uc_mcontext.gregs[REG_RAX])``: 40 + 13 * 8.
+UCONTEXT_AX_OFFSET = 144
+#: The ``syscall`` instruction (0f 05), read as a little-endian 16-bit word.
+SYSCALL_OPCODE = 0x050F
+#: ``-EINTR``: what an interrupted system call returns in rax when it is not restarted.
+EINTR_RESULT = -4
 #: ``siginfo_t`` for a POSIX timer: si_code at 8; the ``_timer`` member of the union
 #: at 16 holds si_timerid (int), si_overrun (int) at 20 and si_value (8 bytes) at 24.
 SIGINFO_CODE_OFFSET = 8
@@ -224,6 +229,15 @@ def threading_native_id() -> int:
     import threading
 
     return threading.get_native_id()
+
+
+def thread_running(tid: int) -> bool:
+    """Whether a thread is running or runnable now (state ``R`` in ``/proc/self/task/<tid>/stat``)."""
+    try:
+        with open(f"/proc/self/task/{tid}/stat") as f:
+            return f.read().rsplit(")", 1)[1].split()[0] == "R"
+    except (OSError, IndexError):
+        return False
 
 
 def thread_cpu_ns(tid: int) -> int:

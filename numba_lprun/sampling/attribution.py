@@ -7,13 +7,12 @@ function, to the innermost frame inside that function: a line's count includes t
 time of what it calls, as in line_profiler. Caller frames hold return addresses, so
 they are looked up one byte earlier (inside the call instruction).
 
-Why a recovered caller: the walk stops at code without unwind tables, which LLVM
-leaves out for functions it proves ``nounwind`` (a jitted helper that is a leaf
-loop, or only calls libm). For a sample whose walk was cut short there, the sampler
-recovers that code's return address from the stack (``RawSamples.recovered``); it
-counts when no frame of the walk is inside the function. Only the immediate caller
-is recovered: a profiled function further up (``f`` calling profiled ``g`` calling
-such a helper) does not get those samples.
+Why stopped samples are counted apart: a sample whose walk reaches no profiled
+function and ended at the thread's first frame was genuinely elsewhere (an idle
+thread, the interpreter, code that is not profiled). One whose walk stopped early
+(code without unwind information, a stack deeper than the sampler keeps) may belong
+to a profiled line: its time is unknown, not elsewhere. ``stopped`` counts those by
+cause (``RawSamples.stop_causes``), so a report can say what it could not place.
 
 Why two measures: ``lines`` counts samples (wall-clock ticks of each thread);
 ``seconds`` weighs each sample by the CPU time its thread used since its previous
@@ -29,7 +28,8 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from .dwarf import LineMap
-from .sampler import RawSamples
+from .raw import RawSamples
+from .walks import COMPLETE, TRUNCATED
 
 
 @dataclass
@@ -54,6 +54,40 @@ class SampledLines:
     total: int = 0
     outside_seconds: float = 0.0
     total_seconds: float = 0.0
+    stopped: dict[str, int] = field(default_factory=dict)
+    stopped_seconds: dict[str, float] = field(default_factory=dict)
+    truncated: int = 0
+
+    @property
+    def inside(self) -> int:
+        """Samples charged to at least one profiled function."""
+        return self.total - self.outside - sum(self.stopped.values())
+
+    @property
+    def inside_seconds(self) -> float:
+        """CPU seconds of the samples charged to at least one profiled function."""
+        return self.total_seconds - self.outside_seconds - sum(self.stopped_seconds.values())
+
+    def add(self, other: SampledLines) -> None:
+        """Add ``other``'s samples (another run, or another segment of one) to these."""
+        self.total += other.total
+        self.outside += other.outside
+        self.total_seconds += other.total_seconds
+        self.outside_seconds += other.outside_seconds
+        self.truncated += other.truncated
+        for mine, theirs in ((self.stopped, other.stopped), (self.stopped_seconds, other.stopped_seconds)):
+            for cause, value in theirs.items():
+                mine[cause] = mine.get(cause, 0) + value
+        for mine, theirs in (
+            (self.lines, other.lines),
+            (self.seconds, other.seconds),
+            (self.threads, other.threads),
+            (self.addresses, other.addresses),
+        ):
+            for key, counts in theirs.items():
+                into = mine.setdefault(key, {})
+                for item, value in counts.items():
+                    into[item] = into.get(item, 0) + value
 
     def in_function(self, key: Hashable) -> int:
         """Samples charged to any line of ``key``."""
@@ -80,14 +114,8 @@ def attribute(raw: RawSamples, maps: dict[Hashable, LineMap]) -> SampledLines:
     callers[callers != 0] -= np.uint64(1)
     anywhere = np.zeros(n, bool)
     tids = np.asarray(raw.tids + [-1], np.int64)
-    recovered = raw.recovered if raw.recovered.shape == (n,) else np.zeros(n, np.uint64)
-    scan = np.flatnonzero(recovered)
-    returns = recovered[scan] - np.uint64(1)  # inside the call instruction
     for key, lmap in maps.items():
-        line, address = _innermost(lmap.lookup(lookup), lookup)
-        unplaced = line[scan] < 0
-        line[scan[unplaced]] = lmap.lookup(returns[unplaced])
-        address[scan[unplaced]] = returns[unplaced]
+        line, address = innermost_lines(lmap.lookup(lookup), lookup)
         inside = line >= 0
         line = line[inside]
         a_values, a_counts = np.unique(address[inside], return_counts=True)
@@ -100,13 +128,22 @@ def attribute(raw: RawSamples, maps: dict[Hashable, LineMap]) -> SampledLines:
         thread_index = np.minimum(raw.threads[inside], len(raw.tids))
         t_values, t_counts = np.unique(tids[thread_index], return_counts=True)
         result.threads[key] = {int(v): int(c) for v, c in zip(t_values, t_counts, strict=True)}
-    result.outside = int(n - anywhere.sum())
+    stops = raw.stops if raw.stops.shape == (n,) else np.full(n, COMPLETE, np.int32)
+    lost = ~anywhere & (stops >= 0)
+    for index in np.unique(stops[lost]).tolist():
+        which = lost & (stops == index)
+        cause = raw.stop_causes[index]
+        result.stopped[cause] = int(which.sum())
+        result.stopped_seconds[cause] = float(weights[which].sum())
+    elsewhere = ~anywhere & ~lost
+    result.outside = int(elsewhere.sum())
+    result.truncated = int((elsewhere & (stops == TRUNCATED)).sum())
     result.total_seconds = float(weights.sum())
-    result.outside_seconds = float(weights[~anywhere].sum())
+    result.outside_seconds = float(weights[elsewhere].sum())
     return result
 
 
-def _innermost(found: np.ndarray, addresses: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+def innermost_lines(found: np.ndarray, addresses: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """Per row, the first line that is not -1 (innermost frame), or -1; and its address (or 0)."""
     if found.shape[1] == 0:
         return np.full(found.shape[0], -1, np.int32), np.zeros(found.shape[0], np.uint64)

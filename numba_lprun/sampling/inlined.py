@@ -23,7 +23,8 @@ import os
 from dataclasses import dataclass
 
 from ..private_api import compiled_object
-from . import dwarf as D
+from . import elf as E
+from . import rows as R
 
 
 @dataclass
@@ -36,26 +37,30 @@ class _Call:
 
 
 def inlined_ranges(
-    hosts: list[object], filename: str, first: int, last: int
-) -> tuple[list[D.FunctionCode], list[tuple[int, int, int]]]:
+    hosts: list[object], filename: str, first: int, last: int, kernels: frozenset[str] = frozenset()
+) -> tuple[list[R.FunctionCode], list[tuple[int, int, int]]]:
     """(host functions holding inlined code, [(start, end, line)]) of the function at
-    ``filename`` lines ``first``-``last``, in the compiled code of ``hosts``."""
-    functions: list[D.FunctionCode] = []
+    ``filename`` lines ``first``-``last``, in the compiled code of ``hosts``.
+
+    ``kernels`` names the function's parfor gufuncs (``rows.gufunc_kernels``): a
+    host runs its own copies of them, whose rows name the file ``<string>``."""
+    functions: list[R.FunctionCode] = []
     pieces: list[tuple[int, int, int]] = []
     seen: set[int] = set()
     for host in hosts:
         for cres in list(getattr(host, "overloads", {}).values()):
-            for library, _ in D._libraries(cres.library):
+            for library, _ in R.code_libraries(cres.library):
                 if id(library) in seen:
                     continue
                 seen.add(id(library))
                 obj = compiled_object(library)
                 if obj is None:
                     continue
-                if os.path.basename(filename).encode() not in obj:
-                    continue  # no row of this file inside
+                copies = any(k.encode() in obj for k in kernels)
+                if os.path.basename(filename).encode() not in obj and not copies:
+                    continue  # no row of this file inside, and no copy of its loop bodies
                 try:
-                    found = _host_library(library, obj, filename, first, last)
+                    found = _host_library(library, obj, filename, first, last, kernels)
                 except Exception:  # malformed or unexpected DWARF: this host adds nothing
                     continue
                 for func, ranges in found:
@@ -64,33 +69,37 @@ def inlined_ranges(
     return functions, pieces
 
 
-def _host_library(library, obj: bytes, filename: str, first: int, last: int):
+def _host_library(library, obj: bytes, filename: str, first: int, last: int, kernels: frozenset[str]):
     from elftools.elf.elffile import ELFFile
 
-    elf = ELFFile(io.BytesIO(D._relocate_debug(obj)))
-    symbols = D._function_symbols(elf)
-    bases = D._runtime_bases(library, symbols)
+    elf = ELFFile(io.BytesIO(E._relocate_debug(obj)))
+    symbols = E._function_symbols(elf)
+    bases = E._runtime_bases(library, symbols)
     dwarf = elf.get_dwarf_info(relocate_dwarf_sections=False)
-    rows, _ = D._rows_and_inlines(dwarf)
+    rows, _ = R.rows_and_inlines(dwarf)
     calls = _all_calls(dwarf)
     ours: dict[str, bool] = {}
+    gufunc = False  # the function being read is a copy of one of ``kernels``
 
     def in_range(path: str, line: int) -> bool:
         if not first <= line <= last:
             return False
+        if gufunc and os.path.basename(path) == "<string>":
+            return True
         if path not in ours:
-            ours[path] = D._same_file(path, filename)
+            ours[path] = R.same_file(path, filename)
         return ours[path]
 
     out = []
     for name, fake_start, size, bind in symbols:
-        section = fake_start >> D._SECTION_SHIFT
+        section = fake_start >> E._SECTION_SHIFT
         if section not in bases:
             continue
-        shift = bases[section] - (section << D._SECTION_SHIFT)
+        shift = bases[section] - (section << E._SECTION_SHIFT)
         if bind != "STB_LOCAL" and library.get_pointer_to_function(name) != fake_start + shift:
             continue
         fake_end = fake_start + size
+        gufunc = R.is_kernel_of(name, kernels)
         ranges = []
         for row in rows:
             if not fake_start <= row.start < fake_end:
@@ -108,7 +117,7 @@ def _host_library(library, obj: bytes, filename: str, first: int, last: int):
             else:
                 ranges.append((start, end, line))
         if ranges:
-            out.append((D.FunctionCode(name, fake_start + shift, fake_end + shift, library.name), ranges))
+            out.append((R.FunctionCode(name, fake_start + shift, fake_end + shift, library.name), ranges))
     return out
 
 
@@ -121,7 +130,7 @@ def _all_calls(dwarf) -> list[_Call]:
             continue
         top = cu.get_top_DIE()
         comp_dir = top.attributes["DW_AT_comp_dir"].value if "DW_AT_comp_dir" in top.attributes else b""
-        paths = D._file_paths(program, comp_dir.decode() if isinstance(comp_dir, bytes) else str(comp_dir))
+        paths = R.file_paths(program, comp_dir.decode() if isinstance(comp_dir, bytes) else str(comp_dir))
         cu_base = top.attributes["DW_AT_low_pc"].value if "DW_AT_low_pc" in top.attributes else 0
         stack = [(child, 0) for child in top.iter_children()]
         while stack:
@@ -130,7 +139,7 @@ def _all_calls(dwarf) -> list[_Call]:
                 attrs = die.attributes
                 if "DW_AT_call_line" in attrs:
                     path = paths.get(attrs["DW_AT_call_file"].value, "") if "DW_AT_call_file" in attrs else ""
-                    for start, end in D._die_ranges(dwarf, die, cu_base):
+                    for start, end in R.die_ranges(dwarf, die, cu_base):
                         out.append(_Call(start, end, path, attrs["DW_AT_call_line"].value, depth))
                 depth += 1
             stack.extend((child, depth) for child in die.iter_children())

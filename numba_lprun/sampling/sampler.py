@@ -23,157 +23,39 @@ import ctypes
 import os
 import threading
 import time
-from dataclasses import dataclass, field
 
 import numpy as np
 
 from . import _handler as H
 from . import _native as N
+from . import walks
+from .raw import RawSamples, trim_frames, walk_ends
 from .threads import NewThreads
 
 #: Set to a non-empty value other than "0" to make every Sampler unavailable.
 DISABLE_ENV = "NUMBA_LPRUN_NO_SAMPLER"
 #: Frames kept above ``depth`` for the handler and the kernel's signal trampoline.
 _HANDLER_FRAMES = 4
-#: How many leading backtrace frames may precede the interrupted pc.
-_SEARCH_FRAMES = 6
+#: Frames kept per sample by default. A sample inside an ``objmode`` block of a
+#: profiled function sits some 25 frames above it (interpreter, dispatcher, NumPy),
+#: and the Python stack under a profiled call (pytest, IPython) adds more; a walk
+#: that fills the buffer without reaching a profiled frame is counted as stopped.
+#: Each frame walked costs about half a microsecond.
+DEFAULT_DEPTH = 64
 #: Most threads one run can sample (the handler's per-thread CPU-time slots).
 _MAX_THREADS = 4096
-#: Words copied from above the interrupted stack pointer when the walk stops short.
-_STACK_WORDS = H.MAX_STACK_WORDS
+
+#: CPU a resting thread must use before it is sampled (see ``Sampler._busy``).
+_WAKE_NS = 1_000_000
 
 _active = threading.Lock()  # one sampler at a time: the signal disposition is process-wide
 _leaked: list[np.ndarray] = []  # arrays a stuck handler might still write to: never freed
 
 
-@dataclass
-class RawSamples:
-    """What the handler recorded, trimmed to the interrupted frame and its callers.
-
-    ``addresses[i, 0]`` is the interrupted instruction, ``addresses[i, 1:]`` the
-    return addresses of its callers, innermost first, 0 past the end of the stack
-    that was unwound. ``threads[i]`` indexes ``tids``. ``cpu_ns[i]`` is the CPU time
-    the thread used since its previous sample (-1 when unknown): the weight that
-    turns wall-clock samples into CPU time.
-
-    ``recovered[i]`` is, for a sample whose walk was cut short by code without unwind
-    tables, the return address found on its stack above that code (0 otherwise, and
-    when nothing was found): the caller the walk could not reach (see
-    :func:`_recover_returns`).
-    """
-
-    addresses: np.ndarray = field(default_factory=lambda: np.zeros((0, 1), np.uint64))
-    recovered: np.ndarray = field(default_factory=lambda: np.zeros(0, np.uint64))
-    threads: np.ndarray = field(default_factory=lambda: np.zeros(0, np.int32))
-    cpu_ns: np.ndarray = field(default_factory=lambda: np.zeros(0, np.int64))
-    tids: list[int] = field(default_factory=list)
-    dropped: int = 0  # signals that found the buffer full
-    overruns: int = 0  # timer expirations merged by the kernel (signal still pending)
-    foreign: int = 0  # SIGPROFs not sent by our timers, ignored
-    unwind_skipped: int = 0  # samples taken without a backtrace (pc inside the unwinder)
-    elapsed: float = 0.0  # seconds the timers were armed
-    rate_hz: float = 0.0  # the rate asked for
-
-    @property
-    def count(self) -> int:
-        return int(self.addresses.shape[0])
-
-    @property
-    def per_thread(self) -> dict[int, int]:
-        """Samples recorded per thread id."""
-        counts = np.bincount(self.threads, minlength=len(self.tids)) if self.count else []
-        return {tid: int(c) for tid, c in zip(self.tids, counts, strict=False)}
-
-    def weights(self) -> np.ndarray:
-        """CPU seconds each sample stands for (the nominal period where unknown)."""
-        period = 1.0 / self.rate_hz if self.rate_hz > 0 else 0.0
-        cpu = self.cpu_ns.astype(np.float64) * 1e-9
-        return np.where(self.cpu_ns >= 0, cpu, period)
-
-    @property
-    def achieved_hz(self) -> float:
-        """Signals handled per thread per second (recorded and dropped)."""
-        if self.elapsed <= 0 or not self.tids:
-            return 0.0
-        return (self.count + self.dropped) / self.elapsed / len(self.tids)
-
-
-def _trim(pc: np.ndarray, nframes: np.ndarray, frames: np.ndarray, depth: int) -> np.ndarray:
-    """(n, depth) addresses: the pc, then the callers found after it in the backtrace.
-
-    ``nframes[i]`` frames of ``frames[i]`` were filled. The backtrace starts inside the
-    handler; the pc reappears after the signal trampoline. When it does not
-    (unwinding failed or was skipped) only the pc is kept.
-    """
-    n = frames.shape[0]
-    nframes = nframes.astype(np.int64)
-    width = frames.shape[1]
-    out = np.zeros((n, depth), np.uint64)
-    out[:, 0] = pc
-    if n == 0 or width == 0 or depth == 1:
-        return out
-    search = min(_SEARCH_FRAMES, width)
-    cols = np.arange(search)
-    hit = (frames[:, :search] == pc[:, None]) & (cols[None, :] < nframes[:, None])
-    found = hit.any(axis=1)
-    start = hit.argmax(axis=1) + 1
-    take = start[:, None] + np.arange(depth - 1)[None, :]
-    ok = found[:, None] & (take < nframes[:, None]) & (take < width)
-    rows = np.arange(n)[:, None]
-    out[:, 1:] = np.where(ok, frames[rows, np.minimum(take, width - 1)], 0)
-    return out
-
-
-def _recover_returns(
-    pc: np.ndarray,
-    nframes: np.ndarray,
-    frames: np.ndarray,
-    ncopied: np.ndarray,
-    words: np.ndarray,
-    code: tuple[np.ndarray, np.ndarray, np.ndarray],
-) -> np.ndarray:
-    """Per sample, the return address that a cut-short walk could not reach, or 0.
-
-    A walk is cut short when it found no caller of the pc at all, or when its last
-    frame is in anonymous memory (JIT code: a file's code has unwind tables, so a walk
-    ends there only at a thread's first frame). The frame the walk stopped at is then
-    a function without unwind table, and the first word above it that points into
-    executable code is taken for its return address: a leaf keeps no frame, and what
-    other such functions push (saved registers, spills) is data. The search starts at
-    the stack pointer when the walk stopped at the pc, else just above the slot that
-    holds the last frame's return address (the frames below it, already walked, may
-    hold stale words); when that slot was not copied, nothing is recovered. Walks
-    that ended normally recover nothing: an idle thread's stack holds stale return
-    addresses. ``code`` is :func:`_native.code_mappings`.
-    """
-    n, width = words.shape
-    out = np.zeros(n, np.uint64)
-    if n == 0 or width == 0:
-        return out
-    starts, ends, named = code
-    nframes = np.minimum(nframes.astype(np.int64), frames.shape[1])
-    has_frames = nframes > 0
-    last = np.where(has_frames, frames[np.arange(n), np.maximum(nframes - 1, 0)], pc)
-    ended_at_pc = ~has_frames | (last == pc)
-    cut = ended_at_pc | ~_inside(last, starts, ends, named)
-    cols = np.arange(width)[None, :]
-    copied = cols < ncopied.astype(np.int64)[:, None]
-    slot = (words == last[:, None]) & copied
-    first = np.where(ended_at_pc, 0, np.where(slot.any(axis=1), slot.argmax(axis=1) + 1, width))
-    candidate = cut[:, None] & copied & (cols >= first[:, None])
-    candidate &= _inside(words, starts, ends, np.ones(len(starts), bool))
-    found = candidate.any(axis=1)
-    out[found] = words[found, candidate[found].argmax(axis=1)]
-    return out
-
-
-def _inside(addresses: np.ndarray, starts: np.ndarray, ends: np.ndarray, which: np.ndarray) -> np.ndarray:
-    """Whether each address lies in one of the ranges [starts, ends) selected by ``which``."""
-    if len(starts) == 0:
-        return np.zeros(addresses.shape, bool)
-    index = np.searchsorted(starts, addresses, side="right") - 1
-    safe = np.maximum(index, 0)
-    return (index >= 0) & (addresses < ends[safe]) & which[safe]
+def sampler_running() -> bool:
+    """Whether a Sampler is armed in this process right now (one at a time: the signal
+    disposition is process-wide)."""
+    return _active.locked()
 
 
 class Sampler:
@@ -190,11 +72,13 @@ class Sampler:
     def __init__(
         self,
         rate_hz: float = 1000.0,
-        depth: int = 16,
+        depth: int = DEFAULT_DEPTH,
         max_samples: int = 1_000_000,
         numba_threads: bool = False,
+        boost: tuple[float, int] | None = None,
     ) -> None:
         self.rate_hz = float(rate_hz)
+        self.boost = boost  # (faster rate, samples taken at it before slowing to rate_hz)
         self.depth = max(1, int(depth))
         self.max_samples = max(1, int(max_samples))
         self.numba_threads = numba_threads
@@ -207,7 +91,9 @@ class Sampler:
         self._timers: list[ctypes.c_void_p] = []
         self._tids: list[int] = []
         self._last_cpu: np.ndarray | None = None
-        self._watcher = NewThreads(lambda: self._tids, self._arm_timers)
+        self._resting: dict[int, int] = {}  # idle threads left unarmed -> their CPU ns then
+        self._timer_ids = self._slowed = self._slow_spec = None  # for the handler's slow-down
+        self._watcher = NewThreads(lambda: self._tids + list(self._resting), self._arm_timers, self._wake)
         self._started = 0.0
         self._locked = False
 
@@ -259,7 +145,7 @@ class Sampler:
             parallel._launch_threads()
         self._ctrl, handler_address = H.get_handler(libc)
         nframes = self.depth + _HANDLER_FRAMES
-        self._buffer = np.empty((self.max_samples, H.HEADER + nframes + _STACK_WORDS), np.uint64)
+        self._buffer = np.empty((self.max_samples, H.HEADER + nframes), np.uint64)
         self._warm_up(nframes)
         self._configure(nframes)
         action = N.sigaction_t()
@@ -278,11 +164,59 @@ class Sampler:
         self._ctrl[H.LAST_CPU] = self._last_cpu.ctypes.data
         self._ctrl[H.NTHREADS] = 0
         tids, self._tids = self._tids, []
-        self._arm_timers(tids)
+        self._arm_timers(self._busy(tids))
         if not self._timers:
             return "timer_create failed for every thread"
         self._watcher.start()
         return None
+
+    def _busy(self, tids: list[int]) -> list[int]:
+        """The threads to sample from the start; the others rest until they use CPU.
+
+        A signal costs its thread several microseconds even when the thread sleeps
+        (it wakes, runs the handler, sleeps again), and a process holds idle native
+        threads (OpenBLAS's pool: one per core). Only the calling thread and the
+        running ones are armed at once; the watcher arms a resting thread once it
+        has used a millisecond of CPU (``_wake``). With ``numba_threads`` every
+        thread is armed: Numba's workers sleep until a ``prange`` loop starts.
+        """
+        if self.numba_threads:
+            return tids
+        me = threading.get_native_id()
+        busy = [tid for tid in tids if tid == me or N.thread_running(tid)]
+        self._resting = {tid: N.thread_cpu_ns(tid) for tid in tids if tid not in busy}
+        return busy
+
+    def _wake(self) -> None:
+        """Arm the resting threads that used CPU since they were left (see ``_busy``)."""
+        woken = [tid for tid, cpu in list(self._resting.items()) if N.thread_cpu_ns(tid) - cpu > _WAKE_NS]
+        for tid in woken:
+            self._resting.pop(tid, None)
+        if woken:
+            self._arm_timers(woken)
+
+    def _set_boost(self) -> None:
+        """What the handler needs to slow each timer down after the boost (see ``_handler``)."""
+        self._timer_ids = np.zeros(_MAX_THREADS, np.int64)
+        self._slowed = np.zeros(_MAX_THREADS, np.int64)
+        self._slow_spec = N.itimerspec_t()
+        period = max(1, int(round(1e9 / self.rate_hz)))
+        self._slow_spec.it_interval.tv_sec, self._slow_spec.it_interval.tv_nsec = divmod(
+            period, 1_000_000_000
+        )
+        self._slow_spec.it_value.tv_sec, self._slow_spec.it_value.tv_nsec = divmod(period, 1_000_000_000)
+        ctrl = self._ctrl
+        ctrl[H.TIMERS], ctrl[H.SLOWED] = self._timer_ids.ctypes.data, self._slowed.ctypes.data
+        ctrl[H.SLOW_SPEC] = ctypes.addressof(self._slow_spec)
+        boosted = self.boost is not None and self.boost[0] > self.rate_hz and self.boost[1] > 0
+        ctrl[H.BOOST_UNTIL] = int(self.boost[1]) if boosted else 0
+
+    def _period_ns(self) -> int:
+        """The period a newly armed timer starts at: the boost's while it lasts."""
+        ctrl = self._ctrl
+        boosting = ctrl[H.BOOST_UNTIL] > 0 and ctrl[H.NEXT] < ctrl[H.BOOST_UNTIL]
+        rate = self.boost[0] if boosting else self.rate_hz
+        return max(1, int(round(1e9 / rate)))
 
     def _warm_up(self, nframes: int) -> None:
         """Call backtrace once outside the handler: glibc loads libgcc_s on first use,
@@ -299,18 +233,18 @@ class Sampler:
         ctrl[H.STRIDE] = self._buffer.shape[1]
         ctrl[H.BUFFER] = self._buffer.ctypes.data
         ctrl[H.NFRAMES] = nframes
-        ctrl[H.STACK_WORDS] = _STACK_WORDS
         ctrl[H.LAST_CPU] = 0  # set with NTHREADS when the timers are armed
         ctrl[H.MAGIC] = (
             int.from_bytes(os.urandom(4), "little") % (2**31 - 1) + 1
         )  # leaves random's state alone
         lo, hi = N.mapped_range("libgcc_s")
         ctrl[H.SKIP_LO], ctrl[H.SKIP_HI] = lo, hi
+        self._set_boost()  # before the handler is active: it reads these arrays
 
     def _arm_timers(self, tids: list[int]) -> None:
         """One timer per thread of ``tids``, its index continuing those armed before."""
         libc = self._libc
-        period_ns = max(1, int(round(1e9 / self.rate_hz)))
+        period_ns = self._period_ns()
         magic = int(self._ctrl[H.MAGIC])
         for position, tid in enumerate(tids):
             index = len(self._tids)
@@ -330,6 +264,8 @@ class Sampler:
             spec.it_interval.tv_sec, spec.it_interval.tv_nsec = divmod(period_ns, 1_000_000_000)
             spec.it_value.tv_sec, spec.it_value.tv_nsec = divmod(first_ns, 1_000_000_000)
             self._timers.append(timer)
+            self._timer_ids[index] = timer.value or 0
+            self._slowed[index] = int(period_ns == max(1, int(round(1e9 / self.rate_hz))))
             self._tids.append(tid)
             self._ctrl[H.NTHREADS] = len(self._tids)  # after its slot is set: the handler reads it
             libc.timer_settime(timer, 0, ctypes.byref(spec), None)
@@ -365,7 +301,8 @@ class Sampler:
         deadline = time.perf_counter() + timeout
         while ctrl[H.INFLIGHT] != 0:
             if time.perf_counter() > deadline:  # a handler is stuck: never free its buffer
-                _leaked.extend(a for a in (self._buffer, self._last_cpu) if a is not None)
+                kept = (self._buffer, self._last_cpu, self._timer_ids, self._slowed, self._slow_spec)
+                _leaked.extend(a for a in kept if a is not None)
                 return
             time.sleep(0.0005)
 
@@ -379,12 +316,17 @@ class Sampler:
         n = min(int(ctrl[H.NEXT]), self.max_samples)
         records = self._buffer[:n]
         width = int(ctrl[H.NFRAMES])
-        pc, nframes, ncopied = records[:, 0], records[:, 3], records[:, 4]
+        pc, nframes = records[:, 0], records[:, 3]
         frames = records[:, H.HEADER : H.HEADER + width]
-        words = records[:, H.HEADER + width : H.HEADER + width + _STACK_WORDS]
+        found, last, last_is_pc = walk_ends(pc, nframes, frames)
+        stops, causes = walks.classify(
+            found, nframes.astype(np.int64), last, last_is_pc, width, self.depth, N.code_mappings()
+        )
         self._samples = RawSamples(
-            addresses=_trim(pc, nframes, frames, self.depth),
-            recovered=_recover_returns(pc, nframes, frames, ncopied, words, N.code_mappings()),
+            addresses=trim_frames(pc, nframes, frames, self.depth),
+            blocked=records[:, 4] != 0,
+            stops=stops,
+            stop_causes=causes,
             threads=records[:, 1].astype(np.int32),
             cpu_ns=records[:, 2].view(np.int64).copy(),
             tids=list(self._tids),

@@ -13,9 +13,7 @@ import linecache
 import os
 import re
 
-from line_profiler.line_profiler import LineStats
-
-from .stats import FunctionStats, ProfileStats
+from ..stats import FunctionStats, LineStats, ProfileStats, write_line_stats
 
 
 def write_lprof(profile: ProfileStats, filename: str) -> None:
@@ -28,7 +26,7 @@ def write_lprof(profile: ProfileStats, filename: str) -> None:
         if not os.path.exists(path) and key in by_key:
             path = _save_source(filename, by_key[key])
         timings[(path, first, name)] = rows
-    LineStats(timings, stats.unit).to_file(filename)
+    write_line_stats(LineStats(timings, stats.unit), filename)
 
 
 def _save_source(stats_file: str, stats: FunctionStats) -> str:

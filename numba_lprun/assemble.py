@@ -1,0 +1,252 @@
+"""Measurements in, the frozen profile out: one pure function.
+
+Each profiled call leaves a ``CallRecord`` (what its phases measured, and what
+is known of each function's twins), and the profiler adds each one to what it
+holds (``merge_records``); :func:`assemble` turns that record into a
+``ProfileStats``, diagnosis and machine-code hints included. Nothing here runs
+code or reads a twin, so the same measurements always give the same profile.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, replace
+
+from .diagnose import DEFAULT_THRESHOLD, diagnose
+from .machine import CodeFacts, CodeReading, function_hints, hot_lines, with_allocations
+from .run.measurements import (
+    COUNTING,
+    PLAIN,
+    PROBED,
+    Allocations,
+    CallRecord,
+    Compared,
+    Comparison,
+    Counted,
+    ExtraRun,
+    FunctionCounts,
+    FunctionFacts,
+    Key,
+    LineSamples,
+    RanOnce,
+    Restored,
+    Sampled,
+    fold,
+    restored_union,
+)
+from .stats import PROBES, SAMPLES, FunctionStats, ProfileStats, RunsSummary, SamplingSummary
+
+HINTED_LINES = 3  # hot lines the hints describe
+
+
+@dataclass(frozen=True)
+class AssemblySettings:
+    """What the profile is read with: the options and the clock."""
+
+    unit: float  # seconds per tick
+    clock: str  # a sentence about the clock
+    probe_cost: float = 0.0  # ticks one probe adds per hit
+    threshold: float = DEFAULT_THRESHOLD
+    corrected: bool = True  # take the probes' cost out of probe times
+    timing: bool = True
+    sample: bool = True  # sampling was asked for
+    sampler_unavailable: str | None = None
+    rate_hz: float = 2000.0
+    min_samples: int = 2000
+    asm: bool = False
+
+
+def assemble(
+    record: CallRecord | None,
+    settings: AssemblySettings,
+    readings: dict[Key, CodeReading] | None = None,
+) -> ProfileStats:
+    """The profile of every call ``record`` holds."""
+    record = record or CallRecord()
+    allocations = fold(record.of(Allocations))
+    sampling = _sampling(record, settings)
+    functions = []
+    for fact in record.facts:
+        stats = _function(fact, record, settings, sampling)
+        stats = _with_code(stats, (readings or {}).get(fact.key), allocations, record)
+        verdict = diagnose(
+            stats,
+            settings.unit,
+            settings.threshold,
+            settings.corrected,
+            sampling.unavailable if sampling is not None else settings.sampler_unavailable,
+        )
+        stats = replace(
+            stats,
+            notes=verdict.notes,
+            below_resolution=verdict.below_resolution,
+            disagree=verdict.disagree,
+            probes_corrected=verdict.probes_corrected,
+        )
+        functions.append(stats)
+    return ProfileStats(
+        settings.unit, settings.clock, tuple(functions), sampling, _runs(record), settings.threshold
+    )
+
+
+def _counts(record: CallRecord, key: Key, twin: str | None, user: bool | None) -> FunctionCounts:
+    found = [
+        m.functions[key]
+        for m in record.of(Counted)
+        if key in m.functions and (twin is None or m.twin == twin) and (user is None or m.user == user)
+    ]
+    return fold(found) or FunctionCounts()
+
+
+def _compared(record: CallRecord, key: Key, twin: str, user: bool) -> Compared:
+    found = [
+        m.functions[key]
+        for m in record.of(Comparison)
+        if m.twin == twin and m.user == user and key in m.functions
+    ]
+    return fold(found) or Compared()
+
+
+def _user_twin(record: CallRecord) -> str:
+    users = [m.twin for m in record.of(Counted) if m.user]
+    return users[-1] if users else COUNTING
+
+
+def _function(
+    fact: FunctionFacts, record: CallRecord, settings: AssemblySettings, sampling: SamplingSummary | None
+) -> FunctionStats:
+    key, run_twin = fact.key, _user_twin(record)
+    user = _counts(record, key, None, True)
+    # clock probes: the user's run carried them for this function, or an extra probed run did
+    probed = user if user.line_ticks else _counts(record, key, PROBED, False)
+    samples = fold(m.functions[key] for m in _sampled(record) if key in m.functions) or LineSamples()
+    if not settings.timing:
+        source = None
+    elif sampling is not None and sampling.unavailable is None and fact.sampleable:
+        source = SAMPLES
+    elif probed.line_ticks:
+        source = PROBES
+    else:
+        source = None
+    vs_plain = _compared(record, key, run_twin, True)
+    vs_probed = _compared(record, key, PROBED, False)
+    vectorized = fact.vectorized
+    lost = frozenset()
+    if PLAIN in vectorized:
+        lost = vectorized[PLAIN] - vectorized.get(run_twin, frozenset())
+    return FunctionStats(
+        filename=fact.filename,
+        first_lineno=fact.first_lineno,
+        name=fact.name,
+        qualname=fact.qualname,
+        source_lines=fact.source_lines,
+        signatures=fact.signatures,
+        compile_seconds=dict(fact.compile_seconds),
+        objmode_lines=fact.objmode_lines,
+        hits=dict(user.hits),
+        calls=user.calls,
+        run_ticks=user.ticks,
+        run_twin=run_twin,
+        time_source=source,
+        sample_counts=dict(samples.counts),
+        sample_seconds=dict(samples.seconds),
+        sample_addresses=dict(samples.addresses),
+        probe_ticks=dict(probed.line_ticks),
+        probe_hits=dict(probed.hits),
+        probe_cost=settings.probe_cost if probed.line_ticks else 0.0,
+        overhead=vs_plain.ticks / vs_plain.baseline if vs_plain.baseline > 0 else None,
+        plain_ticks=vs_plain.baseline if vs_plain.baseline > 0 else None,
+        overhead_spread=(min(vs_plain.lows), max(vs_plain.highs)) if vs_plain.lows else None,
+        overhead_unmeasured=_unmeasured(vs_plain),
+        probe_overhead=vs_probed.ticks / vs_probed.baseline if vs_probed.baseline > 0 else None,
+        lost_vectorization=frozenset(lost),
+    )
+
+
+def _unmeasured(compared: Compared) -> str | None:
+    """Why the overhead is not measured (or measured over some of the calls only)."""
+    if compared.baseline > 0 and compared.skipped:
+        return f"measured over {compared.calls} of {compared.calls + compared.skipped} profiled calls"
+    if compared.baseline > 0:
+        return None
+    return compared.why or "no call of it completed"
+
+
+def _with_code(
+    stats: FunctionStats, reading: CodeReading | None, allocations: Allocations | None, record: CallRecord
+) -> FunctionStats:
+    """The machine code by line (``asm=True``), allocations, the hot lines and their hints."""
+    shares = {line: stats.time_share(line) or 0.0 for line in set(stats.hits) | set(stats.sample_seconds)}
+    hot = tuple(hot_lines(shares))
+    if reading is None:
+        return replace(stats, hot_lines=hot)
+    unavailable = None
+    counts = None
+    if allocations is not None and allocations.lines is not None:
+        counts = allocations.lines.get(stats.key, {})
+    elif allocations is not None:
+        unavailable = allocations.unavailable
+    elif record.of(RanOnce):
+        unavailable = "the statement ran once, so no counted run was made"
+    code = with_allocations(reading.code, counts, stats.hits)
+    hints = ()
+    if reading.unavailable is None:
+        facts = CodeFacts(code, stats.hits, stats.calls, unavailable)
+        hints = tuple(function_hints(facts, list(hot[:HINTED_LINES])))
+    key, twin = stats.key, reading.twin
+    counts = fold(m.functions[key].counts for m in _sampled(record) if m.twin == twin and key in m.functions)
+    return replace(
+        stats,
+        code=code,
+        code_twin=reading.twin,
+        code_sample_counts=counts or {},
+        code_seconds=reading.seconds,
+        code_unavailable=reading.unavailable,
+        allocations_unavailable=unavailable,
+        hot_lines=hot,
+        hints=hints,
+    )
+
+
+def _sampled(record: CallRecord) -> list[Sampled]:
+    """The samples the shares come from: every sampled run but an extra probed one
+    (its samples describe the probes' code, not yours)."""
+    return [m for m in record.of(Sampled) if m.twin != PROBED or m.user]
+
+
+def _sampling(record: CallRecord, settings: AssemblySettings) -> SamplingSummary | None:
+    if not settings.sample or not settings.timing:
+        return None
+    if settings.sampler_unavailable is not None:
+        return SamplingSummary(settings.rate_hz, unavailable=settings.sampler_unavailable)
+    sampled = _sampled(record)
+    unavailable = next((m.unavailable for m in sampled if m.unavailable), None)
+    rates = [m.achieved_hz for m in sampled if m.achieved_hz > 0]
+    total = fold(replace(m, functions={}) for m in sampled)
+    if total is None:
+        return SamplingSummary(settings.rate_hz, unavailable=unavailable, target=settings.min_samples)
+    return SamplingSummary(
+        settings.rate_hz,
+        achieved_hz=sum(rates) / len(rates) if rates else 0.0,
+        total=total.total,
+        outside=total.outside,
+        cpu_seconds=total.cpu_seconds,
+        outside_cpu_seconds=total.outside_cpu_seconds,
+        stopped=dict(total.stopped),
+        unavailable=unavailable,
+        runs=sum(m.runs for m in sampled),
+        extra_runs=sum(m.runs for m in sampled if not m.user),
+        seconds=sum(m.seconds for m in sampled),
+        target=settings.min_samples,
+    )
+
+
+def _runs(record: CallRecord) -> RunsSummary:
+    restored = restored_union(record.of(Restored))
+    once = record.of(RanOnce)
+    return RunsSummary(
+        user_twin=_user_twin(record),
+        extra=tuple(str(m) for m in record.of(ExtraRun)),
+        once=once[-1].why if once else None,
+        restored=dict(restored.items),
+        restored_bytes=sum(restored.nbytes.values()),
+    )

@@ -1,0 +1,113 @@
+"""A twin's identity: the key its compiled code is cached under, and the names it uses.
+
+The key is a digest of what the twin is compiled from, known before it compiles:
+its kind, code object, defaults, target options, ``locals``, compiler pipeline,
+probe configuration and the versions of everything that generates code
+(``disk_cache.code_version``). What it reaches through its globals is only known
+once the twins are linked, so that part joins the key at compile time
+(``TwinCache._index_key``).
+
+The key also names the twin's symbols: its counters (``_nlp_ctr_<tag>``) and its
+functions' ABI tag. Two twins with the same key alive in one process (two
+profilers of one function, closures made in a loop) must not share a counters
+symbol, so the k-th of them is tagged with ``n<k>`` (``name_twin``).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import itertools
+import types as pytypes
+import weakref
+from dataclasses import dataclass
+
+from . import disk_cache
+from . import probes as P
+from .fingerprint import code_digest, describe, remember_twin
+from .twin_cache import cache_for, tagged_context, use_disk_cache
+
+_TAG_CHARS = 20
+_live: weakref.WeakValueDictionary = weakref.WeakValueDictionary()  # tag -> twin dispatcher
+_serial = itertools.count(1)
+
+
+@dataclass(frozen=True)
+class TwinNaming:
+    """The key of one twin, and the tag its symbols carry."""
+
+    key: str | None  # None: some input has no stable description (never cached)
+    tag: str
+    canonical: bool  # the tag is the key's own: the twin's code may be cached
+
+    @property
+    def token(self) -> str | None:
+        """What the twin's cache key and its callers' keys record about it (None: not cached)."""
+        return f"{self.key}:{self.tag}" if self.canonical else None
+
+
+def twin_key(
+    kind: str,
+    py_func: pytypes.FunctionType,
+    options: dict,
+    locals_: dict,
+    pipeline: type,
+    slot: P.CounterSlot | None,
+) -> str | None:
+    """The digest of what the twin compiles from (None when something has no stable description)."""
+    parts = [
+        "twin-1",
+        kind,
+        code_digest(py_func.__code__),
+        describe(py_func.__defaults__),
+        describe(py_func.__kwdefaults__),
+        describe(options),
+        describe(locals_),
+        f"{pipeline.__module__}.{pipeline.__qualname__}",
+        slot.config if slot is not None else "no probes",
+        disk_cache.code_version(),
+    ]
+    if any(part is None for part in parts):
+        return None
+    return hashlib.sha256("|".join(parts).encode()).hexdigest()
+
+
+def name_twin(key: str | None, slot: P.CounterSlot | None) -> TwinNaming:
+    """Choose the tag (and counters symbol) of a twin about to be built.
+
+    The first live twin of a key is tagged ``nlp<key>``, the k-th one alive at the
+    same time ``nlp<key>n<k>``: the numbering repeats when a program makes the
+    same twins in the same order (a closure made in a loop, a script run again),
+    so each of them finds its code in the cache.
+    """
+    if key is None:
+        if slot is not None:
+            slot.bind(None)
+        return TwinNaming(None, f"nlpanonx{next(_serial)}", False)
+    stem = key[:_TAG_CHARS]
+    for k in itertools.count(1):
+        tag = f"nlp{stem}" if k == 1 else f"nlp{stem}n{k}"
+        if tag not in _live and not P.symbol_taken(tag[3:]):
+            break
+    if slot is not None:
+        slot.bind(tag[3:])
+    return TwinNaming(key, tag, slot is None or slot.canonical)
+
+
+def tagged_pipeline(base: type, tag: str) -> type:
+    """``base`` (a Numba compiler class) compiling with symbol names that carry ``tag``."""
+
+    def __init__(self, typingctx, targetctx, library, args, return_type, flags, locals):
+        targetctx = tagged_context(targetctx, tag)
+        base.__init__(self, typingctx, targetctx, library, args, return_type, flags, locals)
+
+    return type(base.__name__, (base,), {"__init__": __init__, "__qualname__": base.__qualname__})
+
+
+def register(dispatcher: object, py_func: pytypes.FunctionType, naming: TwinNaming) -> None:
+    """Keep the tag taken while ``dispatcher`` lives, and give it its disk cache when it may have one."""
+    _live[naming.tag] = dispatcher
+    remember_twin(dispatcher, naming.token)
+    if naming.canonical:
+        cache = cache_for(py_func, naming.token)
+        if cache is not None:
+            use_disk_cache(dispatcher, cache)

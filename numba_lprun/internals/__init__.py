@@ -1,0 +1,131 @@
+"""The one door to Numba's internals: every private API numba_lprun relies on, by intent.
+
+Numba has no public way to give a twin line tables without variable debug info,
+to copy a dispatcher's compiler pipeline, to rebuild a ufunc around another
+kernel, to reach a jitclass's box class, to read the object code it JIT-compiled,
+or to reach its random states; pyelftools has no public reader for a DWARF line
+program that no compile unit points at. Each function here does one such thing,
+named by what it is for, and declares what it touches and the releases it was
+checked on (``registry.touches``); ``USES`` is built from those declarations.
+
+Outside this package, numba_lprun imports nothing from ``numba.core``,
+``numba._*``, ``llvmlite.binding`` or Numba's other internal modules, and reads
+no private attribute of a Numba object: ``tests/test_architecture.py`` enforces
+it and ``tests/test_private_api.py`` checks every use on the installed release.
+
+Modules, by topic: ``dispatchers`` (the CPU dispatcher, its pipeline, compile
+events), ``redirect`` (calls of an original sent to its twin), ``line_tables``
+(twins with line tables only), ``kernels`` (ufuncs and stencils), ``jitclasses``,
+``overloads``, ``libraries`` (object code, linked libraries, symbols),
+``irbuilder`` (LLVM IR helpers for intrinsics), ``runtime`` (allocator, worker
+threads, random states) and ``cuda`` (the simulator's kernels).
+"""
+
+from __future__ import annotations
+
+from .cuda import simulated_device_flag, simulated_fastmath
+from .dispatchers import (
+    CPUDispatcher,
+    can_compile,
+    compile_events,
+    ignore_debug_info_warnings,
+    is_dispatcher,
+    pipeline_class,
+)
+from .irbuilder import counted_loop, stack_slot, stack_value
+from .jitclasses import (
+    box_class,
+    box_instance_type,
+    compiled_box_property,
+    forget_bound_method_types,
+    is_jitclass,
+    is_jitclass_instance,
+    jitclass_constructor,
+    jitclass_fields,
+    jitclasses,
+)
+from .kernels import (
+    is_cpu_ufunc,
+    is_stencil,
+    kernel_function,
+    rebuild_stencil,
+    rebuild_ufunc,
+    ufunc_dispatcher,
+)
+from .libraries import (
+    compiled_object,
+    linked_libraries,
+    numba_helper_address,
+    parse_line_program_at,
+    symbol_address,
+)
+from .line_tables import line_table_options, line_tables_only
+from .overloads import (
+    cached_dispatchers,
+    overloads_function,
+    replace_implementations,
+    templates_with_implementations,
+)
+from .redirect import redirect_calls, stop_redirect
+from .registry import NUMBA_RANGE, USES, PrivateUse, installed_numba, minor, missing, private_names
+from .runtime import (
+    allocation_statistics_on,
+    launch_worker_threads,
+    numba_random_state_addresses,
+    use_python_allocator,
+    worker_random_state_addresses,
+)
+
+__all__ = [
+    "CPUDispatcher",
+    "NUMBA_RANGE",
+    "USES",
+    "PrivateUse",
+    "allocation_statistics_on",
+    "box_class",
+    "box_instance_type",
+    "cached_dispatchers",
+    "can_compile",
+    "compile_events",
+    "compiled_box_property",
+    "compiled_object",
+    "counted_loop",
+    "forget_bound_method_types",
+    "ignore_debug_info_warnings",
+    "installed_numba",
+    "is_cpu_ufunc",
+    "is_dispatcher",
+    "is_jitclass",
+    "is_jitclass_instance",
+    "is_stencil",
+    "jitclass_constructor",
+    "jitclass_fields",
+    "jitclasses",
+    "kernel_function",
+    "launch_worker_threads",
+    "line_table_options",
+    "line_tables_only",
+    "linked_libraries",
+    "minor",
+    "missing",
+    "numba_helper_address",
+    "numba_random_state_addresses",
+    "overloads_function",
+    "parse_line_program_at",
+    "pipeline_class",
+    "private_names",
+    "rebuild_stencil",
+    "rebuild_ufunc",
+    "redirect_calls",
+    "replace_implementations",
+    "simulated_device_flag",
+    "simulated_fastmath",
+    "stack_slot",
+    "stack_value",
+    "stop_redirect",
+    "symbol_address",
+    "templates_with_implementations",
+    "ufunc_dispatcher",
+    "use_python_allocator",
+    "worker_random_state_addresses",
+]

@@ -1,0 +1,104 @@
+"""Dispatchers: the class ``@njit`` makes, and what a twin copies from the original's.
+
+``CPUDispatcher`` lives in ``numba.core.registry``; everything else in numba_lprun
+names it from here. A twin compiles with the original's pipeline class and,
+like the original, compiles nothing new when the original was given explicit
+signatures: neither is public.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import warnings
+
+from numba.core import registry as _registry
+from numba.core.dispatcher import Dispatcher as _Dispatcher
+
+from .registry import touches
+
+#: The class ``@njit``/``@jit`` make for the CPU target (for ``isinstance`` and type hints).
+CPUDispatcher = touches(
+    "numba.core.registry",
+    "CPUDispatcher",
+    "the class @njit/@jit make for the CPU target: what can be profiled, and what twins are",
+    exported_as="dispatchers.CPUDispatcher",
+)(_registry.CPUDispatcher)
+
+
+@touches(
+    "numba.core.dispatcher",
+    "Dispatcher",
+    "run/state_types.py: any dispatcher (also a lifted loop's) is code, not state to save",
+)
+def is_dispatcher(obj: object) -> bool:
+    """Whether ``obj`` is a Numba dispatcher of any kind (CPU, lifted code, object mode)."""
+    return isinstance(obj, _Dispatcher)
+
+
+@touches(
+    "numba.core.dispatcher",
+    "_DispatcherBase",
+    "twins.py: a twin copies the original's compiler pipeline (dispatcher._compiler.pipeline_class)",
+    instance_attribute="_compiler",
+)
+@touches(
+    "numba.core.dispatcher",
+    "_FunctionCompiler",
+    "twins.py: the dispatcher's compiler, which holds the pipeline class",
+    instance_attribute="pipeline_class",
+)
+def pipeline_class(dispatcher: CPUDispatcher) -> type:
+    """The compiler pipeline class ``dispatcher`` compiles with (``pipeline_class=`` of ``@njit``)."""
+    return dispatcher._compiler.pipeline_class
+
+
+@touches(
+    "numba.core.dispatcher",
+    "Dispatcher._can_compile",
+    "twins.py, run/reach.py: a function with explicit signatures compiles nothing new; nor may its twin",
+)
+def can_compile(dispatcher: CPUDispatcher) -> bool:
+    """Whether ``dispatcher`` still compiles new signatures (False after ``disable_compile()``)."""
+    return dispatcher._can_compile
+
+
+@touches(
+    "numba.core.errors",
+    "NumbaDebugInfoWarning",
+    "run/runner.py: twins are exec'd, so Numba warns it cannot find their source for debug info",
+)
+def ignore_debug_info_warnings() -> None:
+    """Drop Numba's "could not find source" warnings (call inside ``warnings.catch_warnings()``).
+
+    Twins are built by ``exec`` of a rewritten function and carry line tables, so
+    Numba looks for their source file to describe variables and warns when it
+    cannot; their line tables are right all the same.
+    """
+    from numba.core.errors import NumbaDebugInfoWarning
+
+    warnings.simplefilter("ignore", NumbaDebugInfoWarning)
+
+
+@touches(
+    "numba.core.event",
+    "install_listener",
+    "run/compiles.py: compile events pause the sampler and time each twin's compile",
+)
+@touches("numba.core.event", "Listener", "the base class Numba sends events to")
+def compile_events(listener) -> contextlib.AbstractContextManager:
+    """A context manager sending Numba's compile events to ``listener`` while it is open.
+
+    ``listener.on_start(data)`` and ``listener.on_end(data)`` get each event's data
+    (a dict with ``dispatcher`` and ``args``, or empty): Numba's ``Event`` objects
+    stay behind the door.
+    """
+    from numba.core import event
+
+    class Relay(event.Listener):
+        def on_start(self, ev: event.Event) -> None:
+            listener.on_start(ev.data or {})
+
+        def on_end(self, ev: event.Event) -> None:
+            listener.on_end(ev.data or {})
+
+    return event.install_listener("numba:compile", Relay())

@@ -1,0 +1,73 @@
+"""Compiled code: the object code Numba keeps for a library, the libraries linked into it,
+and the addresses of the C functions jitted code calls.
+
+The sampler and the machine-code view read a twin's ELF object code (its DWARF
+line tables, its symbols and relocations); Numba keeps it, and the list of
+libraries linked in (a ``prange`` body's code, callees), only in private
+attributes. pyelftools reads a line program only through a compile unit, which
+directives-only tables do not have.
+"""
+
+from __future__ import annotations
+
+from .registry import touches
+
+
+@touches(
+    "numba.core.codegen",
+    "CPUCodeLibrary._get_compiled_object",
+    "sampling/dwarf.py, machine/names.py: the ELF object code of a twin (line tables, symbols)",
+)
+def compiled_object(library) -> bytes | None:
+    """The ELF object code Numba kept for ``library`` (None where it kept none, e.g. wrappers)."""
+    try:
+        return library._get_compiled_object()
+    except (ValueError, RuntimeError, AttributeError):
+        return None
+
+
+@touches(
+    "numba.core.codegen",
+    "CodeLibrary",
+    "sampling/dwarf.py, machine: the libraries linked into a function's own (prange bodies, callees)",
+    instance_attribute="_linking_libraries",
+)
+def linked_libraries(library) -> list:
+    """The code libraries Numba linked into ``library`` (an empty list for one without any)."""
+    return list(getattr(library, "_linking_libraries", ()))
+
+
+@touches(
+    "numba._helperlib",
+    "c_helpers",
+    "machine/names.py: libm and runtime calls go through Numba's helper library",
+)
+def numba_helper_address(name: str) -> int | None:
+    """The address of Numba's C helper ``name`` (``numba_*``, and libm wrappers), or None."""
+    from numba import _helperlib
+
+    return _helperlib.c_helpers.get(name)
+
+
+@touches(
+    "llvmlite.binding",
+    "address_of_symbol",
+    "machine/names.py: the address of a symbol jitted code calls outside the JIT",
+)
+def symbol_address(name: str) -> int:
+    """The address LLVM's JIT resolves ``name`` to in this process (0 if none)."""
+    import llvmlite.binding as ll
+
+    return ll.address_of_symbol(name) or 0
+
+
+@touches(
+    "elftools.dwarf.dwarfinfo",
+    "DWARFInfo._parse_line_program_at_offset",
+    "sampling/dwarf.py: line programs that no compile unit points at (directives-only tables)",
+    checked=("0.33", "0.33"),
+    package="pyelftools",
+)
+def parse_line_program_at(dwarf, offset: int, structs):
+    """pyelftools' line program at ``offset`` of ``.debug_line`` (no compile unit needed)."""
+    return dwarf._parse_line_program_at_offset(offset, structs)

@@ -1,0 +1,207 @@
+"""Twins that carry DWARF line tables and are otherwise compiled exactly as the original.
+
+The sampler maps machine addresses to source lines through line tables, and the
+vectorization check reads loop lines from them. ``debug=True`` gives them, but
+also full variable debug info (which slowed a convolution 2x: ``llvm.dbg.declare``
+keeps LLVM from pruning reference counts), bounds checking and extended variable
+lifetimes. Numba has no public switch for "line tables only": it takes a pipeline
+class whose flags ask for directives only, a DIBuilder subclass that emits LLVM's
+``LineTablesOnly`` kind, and a with-lifting pass that keeps debug info out of
+lifted object-mode blocks. All of it overrides Numba's private internals, so it
+lives here.
+"""
+
+from __future__ import annotations
+
+import functools
+
+from .registry import touches
+
+
+@touches(
+    "numba.core.cpu",
+    "CPUTargetOptions._dbg_extend_lifetimes",
+    "twins.py: debug=True would extend variable lifetimes; the twin pins it off",
+)
+def line_table_options(boundscheck: bool) -> dict:
+    """Target options that add line tables (debug info) and change nothing else.
+
+    ``debug=True`` alone also turns on bounds checking and extends variable
+    lifetimes (numba/core/cpu.py): bounds checking is pinned to ``boundscheck``
+    (what the original does), lifetimes to Numba's default without debug.
+    """
+    return {"debug": True, "boundscheck": boundscheck, "_dbg_extend_lifetimes": False}
+
+
+@functools.cache
+def _with_lifting_pass() -> type:
+    """Numba's ``WithLifting`` pass, with line tables off in lifted ``objmode`` blocks.
+
+    A lifted ``with objmode`` block is compiled in object mode with the twin's
+    flags; Numba's object-mode lowering marks a subprogram but never finalizes the
+    debug info (``PyLower.post_lower`` skips ``debuginfo.finalize``), so its LLVM
+    module lacks the "Debug Info Version" flag and LLVM prints "ignoring debug info
+    with an invalid version (0)" on stderr at every compile. Object-mode code is
+    never sampled, so it needs no line table. Registered on first use (Numba's pass
+    registry refuses a second pass of one name).
+    """
+    from numba.core import transforms
+    from numba.core.compiler import _EarlyPipelineCompletion, compile_ir
+    from numba.core.compiler_machinery import register_pass
+    from numba.core.dispatcher import ObjModeLiftedWith
+    from numba.core.untyped_passes import WithLifting
+
+    @register_pass(mutates_CFG=True, analysis_only=False)
+    class LineTablesWithLifting(WithLifting):
+        _name = "nlp_line_tables_with_lifting"
+
+        def run_pass(self, state):
+            main, withs = transforms.with_lifting(
+                func_ir=state.func_ir,
+                typingctx=state.typingctx,
+                targetctx=state.targetctx,
+                flags=state.flags,
+                locals=state.locals,
+            )
+            if not withs:
+                return True
+            for lifted in withs:
+                if isinstance(lifted, ObjModeLiftedWith):  # lowered with the lifted code's context
+                    lifted.flags.debuginfo = False
+                    lifted.targetctx = lifted.targetctx.subtarget(enable_debuginfo=False)
+            cres = compile_ir(
+                state.typingctx,
+                state.targetctx,
+                main,
+                state.args,
+                state.return_type,
+                state.flags,
+                state.locals,
+                lifted=tuple(withs),
+                lifted_from=None,
+                pipeline_class=type(state.pipeline),
+            )
+            raise _EarlyPipelineCompletion(cres)
+
+    return LineTablesWithLifting
+
+
+@functools.cache
+def _line_tables_dibuilder() -> type:
+    """Numba's DIBuilder, emitting LLVM's ``LineTablesOnly`` kind where Numba asks for directives.
+
+    Numba offers full debug info or ``DebugDirectivesOnly``; the second keeps
+    codegen as without debug info but emits no ``.debug_info`` at all, so code that
+    LLVM inlined from another jitted function cannot be told from its caller's.
+    ``LineTablesOnly`` adds just the subprograms and their inlined-call records
+    (``DW_TAG_inlined_subroutine`` with the call's line); the lowering stays the
+    directives-only one. Variables are not declared at all: LLVM asserts on a
+    variable in a ``LineTablesOnly`` unit, and the plain build has none either.
+    """
+    from numba.core import debuginfo
+
+    class LineTablesDIBuilder(debuginfo.DIBuilder):
+        def __init__(self, module, filepath, cgctx, directives_only):
+            self.nlp_line_tables = directives_only
+            super().__init__(module, filepath, cgctx, directives_only)
+
+        def initialize(self):
+            if self.nlp_line_tables:
+                self.emission_kind = "LineTablesOnly"
+            super().initialize()
+
+        def mark_variable(self, builder, allocavalue, name, lltype, size, line, datamodel=None, argidx=None):
+            if self.nlp_line_tables:
+                return None
+            return super().mark_variable(builder, allocavalue, name, lltype, size, line, datamodel, argidx)
+
+    return LineTablesDIBuilder
+
+
+@touches(
+    "numba.core.compiler",
+    "Flags.dbg_directives_only",
+    "twins.py: line tables without variable debug info (full debug info slowed a twin 2x)",
+)
+@touches(
+    "numba.core.debuginfo",
+    "DIBuilder.__init__",
+    "twins.py: the line-tables DIBuilder is made as Numba makes its own",
+    params=("self", "module", "filepath", "cgctx", "directives_only"),
+)
+@touches(
+    "numba.core.debuginfo",
+    "DIBuilder.initialize",
+    "twins.py: line tables with inlining records (LineTablesOnly) instead of directives only",
+    instance_attribute="emission_kind",
+)
+@touches(
+    "numba.core.debuginfo",
+    "DIBuilder.mark_variable",
+    "twins.py: no variable is declared in a LineTablesOnly unit (LLVM asserts on one)",
+    params=("self", "builder", "allocavalue", "name", "lltype", "size", "line", "datamodel", "argidx"),
+)
+@touches(
+    "numba.core.base",
+    "BaseContext.subtarget",
+    "twins.py: a target context with the line-tables DIBuilder, and one without debug info",
+)
+@touches(
+    "numba.core.compiler",
+    "_EarlyPipelineCompletion",
+    "twins.py: the with-lifting pass replacement ends the pipeline as Numba's own does",
+)
+@touches(
+    "numba.core.transforms",
+    "with_lifting",
+    "twins.py: lifted objmode blocks compile without line tables (LLVM warned on every compile)",
+    params=("func_ir", "typingctx", "targetctx", "flags", "locals"),
+)
+@touches(
+    "numba.core.compiler",
+    "compile_ir",
+    "twins.py: the lifted function is compiled as WithLifting compiles it",
+)
+@touches("numba.core.untyped_passes", "WithLifting", "twins.py: the pass replaced in the twin's pipeline")
+@touches("numba.core.compiler_machinery", "register_pass", "twins.py: the replacement pass is registered")
+@touches(
+    "numba.core.dispatcher",
+    "LiftedCode",
+    "twins.py: a lifted objmode block's flags and target context (targetctx) are replaced",
+    instance_attribute="targetctx",
+)
+@touches("numba.core.dispatcher", "ObjModeLiftedWith", "twins.py: which lifted blocks run in object mode")
+@touches(
+    "numba.core.compiler_machinery",
+    "PassManager.finalize",
+    "twins.py: the edited pipelines are finalized",
+)
+def line_tables_only(base: type) -> type:
+    """``base`` (a compiler pipeline class) with debug info reduced to line tables and
+    inlining records: no variable info, no debug info in lifted object-mode blocks.
+
+    Use it with :func:`line_table_options` as the twin's target options.
+    """
+    return _line_tables_only(base)
+
+
+@functools.cache
+def _line_tables_only(base: type) -> type:
+    lifting = _with_lifting_pass()
+    builder = _line_tables_dibuilder()
+    from numba.core.untyped_passes import WithLifting
+
+    def __init__(self, typingctx, targetctx, library, args, return_type, flags, locals):
+        flags.dbg_directives_only = True
+        targetctx = targetctx.subtarget(DIBuilder=builder)
+        base.__init__(self, typingctx, targetctx, library, args, return_type, flags, locals)
+
+    def define_pipelines(self):
+        pipelines = base.define_pipelines(self)
+        for pm in pipelines:
+            pm.passes = [(lifting if cls is WithLifting else cls, desc) for cls, desc in pm.passes]
+            pm.finalize()
+        return pipelines
+
+    namespace = {"__init__": __init__, "define_pipelines": define_pipelines}
+    return type(f"LineTables{base.__name__}", (base,), namespace)

@@ -1,0 +1,91 @@
+"""``@overload`` and ``@register_jitable``: the typing templates that hold their implementations.
+
+Jitted code calls such a function through a typing template: typing asks the
+template for an implementation (its private ``_impl_cache``: argument types ->
+dispatcher), and lowering links the entry point the template noted
+(``_compiled_overloads``). Neither has a public reader, and the function an
+``@overload`` template was made for is kept as ``_overload_func``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+
+from .registry import touches
+
+
+@touches(
+    "numba.core.typing.templates",
+    "builtin_registry.functions",
+    "instrument/kinds.py: every typing template registered, overloads among them",
+)
+@touches(
+    "numba.core.typing.templates",
+    "_OverloadFunctionTemplate",
+    "instrument/kinds.py, run/overloads.py: the implementations an @overload compiled",
+    instance_attribute="_impl_cache",
+)
+def templates_with_implementations() -> list[type]:
+    """Every typing template that caches implementations (those ``@overload`` and
+    ``@register_jitable`` made, and intrinsics)."""
+    from numba.core.typing.templates import builtin_registry
+
+    return [t for t in list(builtin_registry.functions) if getattr(t, "_impl_cache", None) is not None]
+
+
+@touches(
+    "numba.core.typing.templates",
+    "_OverloadFunctionTemplate",
+    "instrument/kinds.py: the function an @overload template was made for (found from the overload itself)",
+    instance_attribute="_overload_func",
+)
+def overloads_function(template: type, func: object) -> bool:
+    """Whether ``template`` was made by ``@overload(func)`` or ``@register_jitable`` on
+    ``func``, or is the template of the overload function ``func`` itself."""
+    return getattr(template, "key", None) is func or getattr(template, "_overload_func", None) is func
+
+
+@touches(
+    "numba.core.typing.templates",
+    "_OverloadFunctionTemplate",
+    "instrument/kinds.py: the implementation dispatchers an overload template compiled",
+    instance_attribute="_impl_cache",
+)
+def cached_dispatchers(template: type) -> list[object]:
+    """Dispatchers in a template's implementation cache (overload templates cache
+    (dispatcher, argument types) pairs; intrinsic templates cache signatures, skipped)."""
+    from .dispatchers import CPUDispatcher
+
+    found = []
+    for value in list(template._impl_cache.values()):
+        if isinstance(value, tuple) and value and isinstance(value[0], CPUDispatcher):
+            found.append(value[0])
+    return found
+
+
+@touches(
+    "numba.core.typing.templates",
+    "_OverloadFunctionTemplate",
+    "run/overloads.py: the entry points lowering links, swapped with the implementations",
+    instance_attribute="_compiled_overloads",
+)
+def replace_implementations(
+    template: type, twins: Mapping[object, object], set_attribute: Callable[[object, str, object], None]
+) -> None:
+    """Point ``template``'s implementations at their twins (``twins``: code object -> twin).
+
+    The template's two caches are replaced by copies through ``set_attribute(obj,
+    name, value)`` (the caller's undoable setter): implementations whose Python
+    code has a twin are swapped for it; the linked entry points are copied, so
+    what the run links (the twins') is gone when the caller puts the originals back.
+    """
+    cache = template.__dict__["_impl_cache"]
+    replaced = {}
+    for key, value in list(cache.items()):
+        if isinstance(value, tuple) and len(value) == 2:
+            disp, args = value
+            code = getattr(getattr(disp, "py_func", None), "__code__", None)
+            value = (twins.get(code, disp), args)
+        replaced[key] = value
+    set_attribute(template, "_impl_cache", replaced)
+    set_attribute(template, "_compiled_overloads", dict(template.__dict__["_compiled_overloads"]))

@@ -1,0 +1,297 @@
+"""What each run phase measured, as frozen values, and the one way to add them up.
+
+Why values: a phase hands back what it measured and writes nothing anywhere
+else; ``assemble`` turns a list of these into the profile in one pure step. Many
+measurements are counts keyed by function and line (hits, samples, ticks), and
+two of the same kind add up field by field: :func:`fold` does that for all of
+them, so no caller merges nested dicts by hand.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import statistics
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from typing import Any, TypeVar
+
+Key = tuple[str, int, str]  # a function, keyed as line_profiler keys it: (filename, first line, name)
+PLAIN, COUNTING, PROBED = "plain", "counting", "probed"  # the three kinds of twin a phase runs
+
+T = TypeVar("T")
+
+
+def fold(values: Iterable[T]) -> T | None:
+    """The field-by-field sum of ``values`` (dataclasses, dicts, numbers); None when empty.
+
+    Numbers add; dicts merge, adding the values of keys they share; tuples
+    concatenate; dataclasses fold field by field. Any other value (a string, a
+    flag) is taken from the last value that has one, so a reason stated by one
+    run is kept.
+    """
+    result: Any = None
+    for value in values:
+        result = value if result is None else _add(result, value)
+    return result
+
+
+def _add(a: Any, b: Any) -> Any:
+    if dataclasses.is_dataclass(a) and not isinstance(a, type):
+        merged = {f.name: _add(getattr(a, f.name), getattr(b, f.name)) for f in dataclasses.fields(a)}
+        return dataclasses.replace(a, **merged)
+    if isinstance(a, dict):
+        out = dict(a)
+        for key, value in b.items():
+            out[key] = _add(out[key], value) if key in out else value
+        return out
+    if isinstance(a, (int, float)) and not isinstance(a, bool) and isinstance(b, (int, float)):
+        return a + b
+    if isinstance(a, tuple) and isinstance(b, tuple):
+        return a + b
+    return b if b is not None else a
+
+
+@dataclass(frozen=True)
+class FunctionCounts:
+    """One function's counters after a run: completed calls, their time, hits and ticks per line."""
+
+    calls: int = 0
+    ticks: int = 0  # entry-to-return clock ticks of the completed calls
+    hits: dict[int, int] = field(default_factory=dict)  # line -> hits (empty for a plain twin)
+    line_ticks: dict[int, int] = field(default_factory=dict)  # line -> ticks (a probed twin only)
+    per_run: tuple[int, ...] = ()  # ticks of each run, where runs were counted one by one
+
+
+@dataclass(frozen=True)
+class Counted:
+    """The counters of one run (or several runs of one kind), per profiled function."""
+
+    twin: str  # PLAIN, COUNTING or PROBED
+    user: bool  # the user's own run (its effects and result are the user's)
+    functions: dict[Key, FunctionCounts] = field(default_factory=dict)
+    runs: int = 1  # executions of the statement these counters add up
+
+
+@dataclass(frozen=True)
+class LineSamples:
+    """One function's samples: per line counted and weighed by CPU time, and per address."""
+
+    counts: dict[int, int] = field(default_factory=dict)
+    seconds: dict[int, float] = field(default_factory=dict)
+    addresses: dict[int, int] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class Sampled:
+    """The samples of one or more sampled runs."""
+
+    twin: str
+    user: bool
+    runs: int = 0  # executions of the statement that were sampled
+    seconds: float = 0.0  # their wall time
+    rate_hz: float = 0.0
+    achieved_hz: float = 0.0  # signals handled per thread per second (mean over segments)
+    total: int = 0
+    outside: int = 0  # samples whose stack lies outside every profiled function
+    cpu_seconds: float = 0.0
+    outside_cpu_seconds: float = 0.0
+    stopped: dict[str, int] = field(default_factory=dict)  # cause -> samples whose walk stopped short
+    functions: dict[Key, LineSamples] = field(default_factory=dict)
+    unavailable: str | None = None
+
+    @property
+    def inside(self) -> int:
+        """Samples charged to at least one line of a profiled function."""
+        return self.total - self.outside - sum(self.stopped.values())
+
+
+@dataclass(frozen=True)
+class Restored:
+    """State an extra run changed and that was put back: name -> what it was, and its size."""
+
+    items: dict[str, str] = field(default_factory=dict)
+    nbytes: dict[str, int] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class ExtraRun:
+    """Extra runs made of one kind ("timed plain run", "sampled repeat of the plain run", ...)."""
+
+    what: str
+    runs: int = 1
+
+    def __str__(self) -> str:
+        if self.runs == 1:
+            return f"a {self.what}"
+        first, _, rest = self.what.partition(" of ") if " of " in self.what else (self.what, "", "")
+        words = first.split(" ")
+        at = next((i for i, w in enumerate(words) if w in ("run", "repeat")), len(words) - 1)
+        words[at] += "s"
+        return f"{self.runs} {' '.join(words)}" + (f" of {rest}" if rest else "")
+
+
+@dataclass(frozen=True)
+class RanOnce:
+    """No extra run was made, and why."""
+
+    why: str
+
+
+@dataclass(frozen=True)
+class Allocations:
+    """Allocations counted per line in a run of the plain twins (or why not)."""
+
+    lines: dict[Key, dict[int, int]] | None = None
+    unavailable: str | None = None
+
+
+@dataclass(frozen=True)
+class FunctionFacts:
+    """What is known about a profiled function without running it: source, twins, code."""
+
+    filename: str
+    first_lineno: int
+    name: str
+    qualname: str
+    source_lines: tuple[str, ...]
+    objmode_lines: frozenset[int] = frozenset()
+    signatures: tuple[str, ...] = ()
+    compile_seconds: dict[str, float] = field(default_factory=dict)  # twin kind -> seconds this call
+    vectorized: dict[str, frozenset[int]] = field(default_factory=dict)  # twin kind -> SIMD loop lines
+    sampleable: bool = True  # its twins carry line tables (ufunc and stencil targets take none)
+
+    @property
+    def key(self) -> Key:
+        return (self.filename, self.first_lineno, self.name)
+
+
+@dataclass(frozen=True)
+class Compared:
+    """One function's time in a kind of run against the plain runs of the same calls."""
+
+    baseline: float = 0.0  # the plain runs' median, in ticks, summed over the calls compared
+    ticks: int = 0  # the compared run's ticks over the same calls
+    calls: int = 0  # profiled calls compared
+    lows: tuple[float, ...] = ()  # per call compared (with 3 plain runs or more): fastest plain run / median
+    highs: tuple[float, ...] = ()  # and slowest
+    skipped: int = 0  # profiled calls that could not be compared
+    why: str | None = None  # why (the latest reason)
+
+
+@dataclass(frozen=True)
+class Comparison:
+    """How one kind of run compared with the plain runs, per function (the overhead figure)."""
+
+    twin: str
+    user: bool
+    functions: dict[Key, Compared] = field(default_factory=dict)
+
+
+Measurement = Counted | Sampled | Restored | ExtraRun | RanOnce | Allocations | Comparison
+
+
+@dataclass(frozen=True)
+class CallRecord:
+    """What one or more profiled calls (``runcall``, a statement, a script) measured."""
+
+    measurements: tuple[Measurement, ...] = ()
+    facts: tuple[FunctionFacts, ...] = ()
+
+    def of(self, kind: type[T]) -> list[T]:
+        return [m for m in self.measurements if isinstance(m, kind)]
+
+
+def compared(made: list[Measurement], key: Key, twin: str, user: bool) -> Compared:
+    """``twin``'s run of one call against the median of that call's plain runs, for ``key``.
+
+    Every plain run of a call (the timed run, and the sampled repeats where there
+    were any) runs the same call, so their median is the baseline and their
+    spread says how noisy the machine was: one run of either kind can be 1.5x
+    off on a busy machine, or straight after a compile (cold pages).
+    """
+    plain = fold(
+        m.functions[key] for m in made if isinstance(m, Counted) and m.twin == PLAIN and key in m.functions
+    )
+    other = fold(
+        m.functions[key]
+        for m in made
+        if isinstance(m, Counted) and m.twin == twin and m.user == user and key in m.functions
+    )
+    once = [m.why for m in made if isinstance(m, RanOnce)]
+    runs = [t for t in plain.per_run if t > 0] if plain is not None else []
+    if other is not None and other.calls == 0 and (plain is None or plain.calls == 0):
+        return Compared()  # not called in this profiled call
+    why = None
+    if once:
+        why = once[0]
+    elif not runs or other is None:
+        why = "no plain run of the same calls"
+    elif other.calls == 0:
+        why = "no call of it completed"
+    elif plain.calls != other.calls * len(plain.per_run):
+        why = "the plain runs and the profiled run made different calls"
+    if why is not None:
+        return Compared(skipped=1, why=why)
+    median = statistics.median(runs)
+    spread = len(runs) >= 3
+    lows = (min(runs) / median,) if spread else ()
+    highs = (max(runs) / median,) if spread else ()
+    return Compared(median, other.ticks, 1, lows, highs)
+
+
+def close_call(made: list[Measurement], facts: tuple[FunctionFacts, ...], user_twin: str) -> CallRecord:
+    """One call's record: its comparisons computed while its runs are still told apart,
+    then the per-run times dropped (what is left adds up over calls, in constant space)."""
+    keys = [f.key for f in facts]
+    comparisons = [Comparison(user_twin, True, {k: compared(made, k, user_twin, True) for k in keys})]
+    if user_twin != PROBED and any(isinstance(m, Counted) and m.twin == PROBED for m in made):
+        comparisons.append(Comparison(PROBED, False, {k: compared(made, k, PROBED, False) for k in keys}))
+    kept = []
+    for m in made:
+        if isinstance(m, Counted):
+            m = dataclasses.replace(
+                m, functions={k: dataclasses.replace(c, per_run=()) for k, c in m.functions.items()}
+            )
+        kept.append(m)
+    return CallRecord(tuple(kept + comparisons), facts)
+
+
+def _group(m: Measurement) -> tuple:
+    """Measurements that add up: the same type, on the same kind of twin, the user's or not."""
+    return (type(m).__name__, getattr(m, "twin", None), getattr(m, "user", None), getattr(m, "what", None))
+
+
+def restored_union(items: Iterable[Restored]) -> Restored:
+    """What was put back, each thing once (every repeat puts the same things back)."""
+    names: dict[str, str] = {}
+    sizes: dict[str, int] = {}
+    for m in items:
+        names.update(m.items)
+        sizes.update(m.nbytes)
+    return Restored(names, sizes)
+
+
+def merge_records(older: CallRecord | None, newer: CallRecord) -> CallRecord:
+    """Two records as one: counts and samples add up, what was put back and the extra
+    runs are listed once, reasons and facts are the newer ones (compile times add up)."""
+    if older is None:
+        return newer
+    groups: dict[tuple, list[Measurement]] = {}
+    for m in older.measurements + newer.measurements:
+        groups.setdefault(_group(m), []).append(m)
+    merged: list[Measurement] = []
+    for items in groups.values():
+        if isinstance(items[0], Restored):
+            merged.append(restored_union(items))
+        elif isinstance(items[0], RanOnce):  # said of the newest call only
+            merged += [m for m in items if m in newer.measurements][-1:]
+        else:
+            merged.append(fold(items))
+    facts = {f.key: f for f in older.facts}
+    for f in newer.facts:
+        before = facts.get(f.key)
+        seconds = (
+            fold([before.compile_seconds, f.compile_seconds]) if before is not None else f.compile_seconds
+        )
+        facts[f.key] = dataclasses.replace(f, compile_seconds=seconds)
+    return CallRecord(tuple(merged), tuple(facts.values()))

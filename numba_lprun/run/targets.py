@@ -1,0 +1,158 @@
+"""A profiled function (a *target*): its rewritten source, counters and twins.
+
+Three twins can stand in for a function, one per kind of run:
+
+* ``plain``: the original's code with line tables and two probes (entry and
+  return) that time each call: the optimized code, for the overhead figure and
+  for sampled repeats;
+* ``counting``: a hit counter per line event, kept in registers and added up at
+  return (no clock reads, so the optimizer is barely disturbed): the user's run;
+* ``probed``: a clock probe per line event (``--probes``, or where no sampler
+  can run).
+
+Targets are kept on the profiled dispatcher itself, so they live exactly as long
+as the user's function: a second profile of an unchanged function compiles
+nothing, and when the function is garbage-collected its twins go with it.
+"""
+
+from __future__ import annotations
+
+import inspect
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from ..instrument import probes as P
+from ..instrument.kinds import owning_jitclass, templates_holding
+from ..instrument.rewrite import Rewritten, instrument
+from ..instrument.rewrite_parallel import add_prange_flushes
+from ..instrument.source import FunctionSource
+from ..instrument.twins import Twin, make_twin, objmode_names
+from ..instrument.ufuncs import is_kernel_object
+from ..internals import CPUDispatcher
+from .measurements import COUNTING, PLAIN, PROBED, FunctionCounts, Key
+
+TWIN_KINDS = (PLAIN, COUNTING, PROBED)
+LINES = "lines"  # the rewrite with a probe per line event (counting and probed twins share it)
+
+
+@dataclass
+class Target:
+    """A profiled function: its source, rewrites, counters and twins."""
+
+    original: CPUDispatcher
+    source: FunctionSource
+    rewrites: dict[str, Rewritten]  # PLAIN or LINES -> rewritten def
+    counters: dict[str, np.ndarray]  # twin kind -> its counters
+    twins: dict[str, Twin] = field(default_factory=dict)
+    links: dict[str, frozenset] = field(default_factory=dict)  # kind -> callee twins it was linked with
+    owner: type | None = None  # the jitclass it is a member of (found before any swap)
+    templates: list[type] = field(default_factory=list)  # @overload templates holding it
+    atomic: dict[str, bool] = field(default_factory=dict)  # kind -> its twin's counters are atomic
+
+    @property
+    def key(self) -> Key:
+        return self.source.key
+
+    @property
+    def rows(self) -> list[int]:
+        return self.rewrites[LINES].rows
+
+    def rewrite(self, kind: str) -> Rewritten:
+        return self.rewrites[PLAIN if kind == PLAIN else LINES]
+
+
+def runs_concurrently(dispatcher: object) -> bool:
+    """Whether calls of ``dispatcher`` may run on several threads at once.
+
+    ``parallel=True`` code runs its ``prange`` bodies on worker threads, and a
+    ``nogil=True`` function can be called from several Python threads at the same
+    time (a thread pool): in both its counters need atomic updates, or hits are lost.
+    """
+    if is_kernel_object(dispatcher):  # NumPy runs ufunc loops without the GIL; stencils go in prange
+        return True
+    options = getattr(dispatcher, "targetoptions", None) or {}
+    return bool(options.get("parallel") or options.get("nogil"))
+
+
+def sampleable(dispatcher: object) -> bool:
+    """Whether samples can be mapped to ``dispatcher``'s lines (its twins carry line tables)."""
+    return not is_kernel_object(dispatcher)
+
+
+def new_target(dispatcher: CPUDispatcher, source: FunctionSource) -> Target:
+    names = objmode_names(source.py_func)
+    rewrites = {
+        LINES: instrument(source.tree, lines=True, objmode_names=names),
+        PLAIN: instrument(source.tree, lines=False, objmode_names=names),
+    }
+    add_prange_flushes(rewrites[LINES].tree)
+    counters = {
+        kind: P.new_counters(len(rewrites[PLAIN if kind == PLAIN else LINES].rows)) for kind in TWIN_KINDS
+    }
+    target = Target(dispatcher, source, rewrites, counters, owner=owning_jitclass(dispatcher))
+    target.templates = templates_holding(dispatcher)
+    return target
+
+
+def build_twin(target: Target, kind: str, clock: str, concurrent: bool) -> Twin:
+    """A new (not yet compiled) twin of ``kind`` for ``target``."""
+    rewritten = target.rewrite(kind)
+    counters = target.counters[kind]
+    cfg = P.ProbeConfig(
+        address=counters.ctypes.data,
+        n_lines=len(rewritten.rows),
+        clock=clock,
+        # ufunc and stencil twins take no line tables, so no sample maps to their lines:
+        # their counting twins time lines with clock probes instead
+        timing=kind == PROBED or (kind == COUNTING and not sampleable(target.original)),
+        atomic=concurrent or runs_concurrently(target.original),
+        suspends=bool(target.source.py_func.__code__.co_flags & inspect.CO_GENERATOR),
+    )
+    extra = P.make_probes(cfg)
+    extra[P.PYHIT] = P.make_python_hit(counters)
+    return make_twin(target.original, target.source, rewritten.tree, extra, kind, line_tables=True)
+
+
+#: Where a dispatcher keeps its targets (rewrites, counters, compiled twins) between profiles.
+_TWIN_CACHE = "_numba_lprun_targets"
+
+
+def cached_target(dispatcher: CPUDispatcher, clock: str) -> Target | None:
+    """The target built for ``dispatcher`` by an earlier profiler, if any.
+
+    The source is read again each time: an edited function defines a new
+    dispatcher anyway.
+    """
+    return getattr(dispatcher, "__dict__", {}).get(_TWIN_CACHE, {}).get(clock)
+
+
+def keep_target(dispatcher: CPUDispatcher, clock: str, target: Target) -> None:
+    """Keep ``target`` on ``dispatcher``. Ufuncs and stencils keep nothing (their twins
+    are rebuilt per profiler): the object the user holds is left exactly as it was."""
+    attrs = getattr(dispatcher, "__dict__", None)
+    if isinstance(attrs, dict) and not is_kernel_object(dispatcher):
+        attrs.setdefault(_TWIN_CACHE, {})[clock] = target
+
+
+def drop_target(dispatcher: CPUDispatcher, clock: str) -> None:
+    attrs = getattr(dispatcher, "__dict__", None)
+    if isinstance(attrs, dict):
+        attrs.get(_TWIN_CACHE, {}).pop(clock, None)
+
+
+def counts_of(target: Target, kind: str) -> FunctionCounts:
+    """The target's counters of ``kind`` as a ``FunctionCounts`` (copied), then zeroed."""
+    table = target.counters[kind]
+    calls, ticks = (int(v) for v in table[-1])
+    hits: dict[int, int] = {}
+    line_ticks: dict[int, int] = {}
+    if kind != PLAIN:
+        for row, line in enumerate(target.rows):
+            h, t = (int(v) for v in table[row])
+            if h:
+                hits[line] = hits.get(line, 0) + h
+            if t:
+                line_ticks[line] = line_ticks.get(line, 0) + t
+    table[:] = 0
+    return FunctionCounts(calls, ticks, hits, line_ticks)

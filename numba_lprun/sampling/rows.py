@@ -1,0 +1,239 @@
+"""What a DWARF line program says, as plain rows, and which Numba code libraries hold a function.
+
+Shared by ``dwarf`` (a function's own code) and ``inlined`` (its code inlined into
+other functions): the line rows and inlined-call records of one object file, the
+libraries of an overload (its parfor gufuncs included), and the names that tell
+a function's gufuncs apart in the copies other libraries run.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterator
+from dataclasses import dataclass
+
+from ..private_api import parse_line_program_at
+
+_GUFUNC_PARTS = ("parallelgufuncwrapper", "_GufuncWrapper", "__numba_parfor_gufunc")
+
+
+@dataclass
+class FunctionCode:
+    """One native function whose samples count for the profiled function."""
+
+    name: str
+    start: int  # runtime address
+    end: int
+    library: str
+
+
+def gufunc_kernels(dispatcher: object) -> frozenset[str]:
+    """Names of the parfor gufuncs of ``dispatcher``'s ``prange`` loops.
+
+    Their code also runs as copies inside other libraries (``instrument.unwind``
+    makes a twin run its own copies of what it links), where a function whose
+    symbol contains one of these names is this function's loop body: its rows
+    name the file ``<string>``, so the symbol is what tells whose body it is.
+    """
+    names = set()
+    for cres in list(getattr(dispatcher, "overloads", {}).values()):
+        names.update(lib.name for lib, is_gufunc in code_libraries(cres.library) if is_gufunc)
+    return frozenset(names)
+
+
+def is_kernel_of(symbol: str, kernels: frozenset[str]) -> bool:
+    """Whether ``symbol`` is (a wrapper of) one of the gufuncs named in ``kernels``."""
+    return any(name in symbol for name in kernels)
+
+
+def code_libraries(root: object) -> Iterator[tuple[object, bool]]:
+    """The overload's library, then the parfor gufunc libraries linked into it.
+
+    Other linked libraries are other functions (callees, NumPy implementations):
+    their code is charged to the calling line by walking the stack instead.
+    """
+    yield root, False
+    seen = {id(root)}
+    stack = [lib for lib in getattr(root, "_linking_libraries", ())]
+    while stack:
+        lib = stack.pop()
+        if id(lib) in seen or not any(part in lib.name for part in _GUFUNC_PARTS):
+            continue
+        seen.add(id(lib))
+        yield lib, lib.name.startswith("__numba_parfor_gufunc")
+        stack.extend(getattr(lib, "_linking_libraries", ()))
+
+
+@dataclass
+class Row:
+    start: int
+    end: int
+    path: str
+    line: int
+
+
+@dataclass
+class Inline:
+    start: int
+    end: int
+    path: str
+    line: int
+
+
+def rows_and_inlines(dwarf) -> tuple[list[Row], list[Inline]]:
+    """Line-table rows as address intervals, and the outermost inlined calls."""
+    rows: list[Row] = []
+    inlines: list[Inline] = []
+    cus = list(dwarf.iter_CUs())
+    for cu in cus:
+        program = dwarf.line_program_for_CU(cu)
+        if program is None:
+            continue
+        top = cu.get_top_DIE()
+        comp_dir = top.attributes["DW_AT_comp_dir"].value if "DW_AT_comp_dir" in top.attributes else b""
+        paths = file_paths(program, comp_dir.decode() if isinstance(comp_dir, bytes) else str(comp_dir))
+        rows += program_rows(program, paths)
+        cu_base = top.attributes["DW_AT_low_pc"].value if "DW_AT_low_pc" in top.attributes else 0
+        for die in top.iter_children():
+            collect_inlines(dwarf, die, cu_base, paths, inlines)
+    if not cus:  # line directives only (no .debug_info): read .debug_line unit by unit
+        for program in bare_line_programs(dwarf):
+            rows += program_rows(program, file_paths(program, ""))
+    rows.sort(key=lambda r: r.start)
+    return rows, inlines
+
+
+def program_rows(program, paths: dict[int, str]) -> list[Row]:
+    rows = []
+    previous = None
+    for entry in program.get_entries():
+        state = entry.state
+        if state is None:
+            continue
+        if previous is not None and state.address > previous.address:
+            rows.append(Row(previous.address, state.address, paths.get(previous.file, ""), previous.line))
+        previous = None if state.end_sequence else state
+    return rows
+
+
+def bare_line_programs(dwarf) -> Iterator:
+    """Line programs of a ``.debug_line`` with no compile units pointing at them.
+
+    Twins are compiled with line directives only (full debug info slows some
+    code down), which leaves no ``.debug_info``; the units of ``.debug_line`` are
+    then parsed one after another (64-bit x86 object files: DWARF32, 8-byte
+    addresses). The file names are relative: the directory was the compile unit's.
+    """
+    from elftools.dwarf.structs import DWARFStructs
+
+    section = getattr(dwarf, "debug_line_sec", None)
+    if section is None:
+        return
+    structs = DWARFStructs(little_endian=True, dwarf_format=32, address_size=8)
+    offset = 0
+    while offset + 4 <= section.size:
+        try:
+            program = parse_line_program_at(dwarf, offset, structs)
+        except Exception:  # a malformed unit ends the walk, not the profile
+            return
+        yield program
+        offset += program.header["unit_length"] + 4
+
+
+def file_paths(program, comp_dir: str) -> dict[int, str]:
+    """Line-program file index -> path as Numba wrote it (directory joined with name).
+
+    Directory index 0 is the compilation directory (DWARF 4), where Numba puts the
+    directory of the source file."""
+    version = program.header["version"]
+    dirs = [d.decode() if isinstance(d, bytes) else str(d) for d in program.header["include_directory"]]
+    paths = {}
+    for i, entry in enumerate(program.header["file_entry"]):
+        name = entry.name.decode() if isinstance(entry.name, bytes) else str(entry.name)
+        d = entry.dir_index
+        directory = comp_dir if d == 0 else ""
+        if version >= 5:
+            directory = dirs[d] if d < len(dirs) else directory
+        elif d > 0 and d - 1 < len(dirs):
+            directory = dirs[d - 1]
+        paths[i if version >= 5 else i + 1] = os.path.join(directory, name) if directory else name
+    return paths
+
+
+def collect_inlines(dwarf, die, cu_base: int, paths: dict[int, str], out: list[Inline]) -> None:
+    """Record outermost DW_TAG_inlined_subroutine ranges under ``die`` (not nested ones)."""
+    if die.tag == "DW_TAG_inlined_subroutine":
+        attrs = die.attributes
+        if "DW_AT_call_line" in attrs:
+            path = paths.get(attrs["DW_AT_call_file"].value, "") if "DW_AT_call_file" in attrs else ""
+            for start, end in die_ranges(dwarf, die, cu_base):
+                out.append(Inline(start, end, path, attrs["DW_AT_call_line"].value))
+        return
+    for child in die.iter_children():
+        collect_inlines(dwarf, child, cu_base, paths, out)
+
+
+def die_ranges(dwarf, die, cu_base: int) -> list[tuple[int, int]]:
+    attrs = die.attributes
+    if "DW_AT_low_pc" in attrs and "DW_AT_high_pc" in attrs:
+        low = attrs["DW_AT_low_pc"].value
+        high = attrs["DW_AT_high_pc"]
+        return [(low, low + high.value if high.form.startswith("DW_FORM_data") else high.value)]
+    if "DW_AT_ranges" in attrs and dwarf.range_lists() is not None:
+        out, base = [], cu_base
+        for entry in dwarf.range_lists().get_range_list_at_offset(attrs["DW_AT_ranges"].value):
+            if hasattr(entry, "base_address"):
+                base = entry.base_address
+            elif entry.is_absolute:
+                out.append((entry.begin_offset, entry.end_offset))
+            else:
+                out.append((base + entry.begin_offset, base + entry.end_offset))
+        return out
+    return []
+
+
+def same_file(path: str, filename: str) -> bool:
+    if path == filename:
+        return True
+    if not path:
+        return False
+    if not os.path.isabs(path) and not os.path.dirname(path):  # directives only: a bare name
+        return path == os.path.basename(filename)
+    return os.path.normpath(os.path.abspath(path)) == os.path.normpath(os.path.abspath(filename))
+
+
+def function_lines(rows, inlines, start, end, filename, first, last, is_gufunc):
+    """[(start, end, line)] covering the function's rows, or [] if none is ours."""
+    ours = {}
+
+    def in_range(path: str, line: int) -> bool:
+        if not first <= line <= last:
+            return False
+        if path not in ours:
+            ours[path] = same_file(path, filename) or (is_gufunc and os.path.basename(path) == "<string>")
+        return ours[path]
+
+    local = [r for r in rows if start <= r.start < end]
+    calls = [c for c in inlines if c.start < end and c.end > start]
+    lines: list[int | None] = []
+    for row in local:
+        line = None
+        for call in calls:
+            if call.start <= row.start < call.end and in_range(call.path, call.line):
+                line = call.line
+                break
+        if line is None and in_range(row.path, row.line):
+            line = row.line
+        lines.append(line)
+    known = [line for line in lines if line is not None]
+    if not known:
+        return []
+    current = known[0]  # rows before the first placed one take the next line
+    out = []
+    for row, line in zip(local, lines, strict=True):
+        current = line if line is not None else current
+        if out and out[-1][1] == row.start and out[-1][2] == current:
+            out[-1] = (out[-1][0], min(row.end, end), current)
+        else:
+            out.append((row.start, min(row.end, end), current))
+    return out

@@ -1,0 +1,293 @@
+"""The package keeps the shape the README promises: data flows one way, modules stay small.
+
+Read from the source with ``ast`` (nothing is imported): each module imports
+only from its own stage or the stages before it, no two modules import each
+other (directly or round a circle), no module reaches into another stage's
+private names, and modules and functions stay short enough to read.
+"""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+import pytest
+
+from numba_lprun.internals import installed_numba
+
+PACKAGE = Path(__file__).resolve().parent.parent / "numba_lprun"
+
+#: The stages, in the order data flows; a module may import from its own stage and earlier ones.
+STAGES: list[set[str]] = [
+    {"errors"},
+    {"internals", "private_api"},  # the one door to Numba's private API
+    {"instrument", "vectorized"},  # source -> instrumented AST -> twins
+    {"sampling"},
+    {"machine"},
+    {"run"},  # run phases -> measurements
+    {"codec", "stats", "diagnose", "assemble"},  # the immutable profile
+    {"renderers"},
+    {"profiler", "decorator", "cuda"},  # the Python API
+    {"options"},
+    {"magic", "cli", "__main__", "demo"},  # front ends
+]
+#: Known violations still to mend (each names where): the list only ever shrinks.
+MAX_MODULE_LINES = 400
+MAX_FUNCTION_LINES = 80
+MAX_PROFILER_LINES = 150
+
+
+def stage_of(module: str) -> int:
+    """The stage of ``numba_lprun.a.b`` (by its first part, ``a``); the package itself is the last."""
+    if module == "numba_lprun":
+        return len(STAGES) - 1
+    top = module.split(".")[1]
+    for index, names in enumerate(STAGES):
+        if top in names:
+            return index
+    raise AssertionError(f"{module} is in no stage: add it to STAGES")
+
+
+def modules() -> dict[str, Path]:
+    found = {}
+    for path in sorted(PACKAGE.rglob("*.py")):
+        parts = path.relative_to(PACKAGE.parent).with_suffix("").parts
+        name = ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+        found[name] = path
+    return found
+
+
+def imports_of(name: str, path: Path) -> list[tuple[str, list[str], int]]:
+    """(imported module, names imported from it, line) for every import of the package's own modules."""
+    tree = ast.parse(path.read_text(encoding="utf-8"))
+    package = name if path.name == "__init__.py" else name.rsplit(".", 1)[0]
+    out = []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            out += [(a.name, [], node.lineno) for a in node.names if a.name.startswith("numba_lprun")]
+        elif isinstance(node, ast.ImportFrom):
+            if node.level:
+                base = package.split(".")
+                base = base[: len(base) - node.level + 1]
+                target = ".".join(base + ([node.module] if node.module else []))
+            else:
+                target = node.module or ""
+            if target.startswith("numba_lprun"):
+                out.append((target, [a.name for a in node.names], node.lineno))
+    return out
+
+
+def resolve(target: str, names: list[str], known: dict[str, Path]) -> list[str]:
+    """The modules an import statement loads: ``from pkg import mod`` names a module too."""
+    found = [f"{target}.{n}" for n in names if f"{target}.{n}" in known]
+    return found or [target]
+
+
+def test_each_module_imports_only_from_its_stage_or_earlier():
+    known = modules()
+    wrong = []
+    for name, path in known.items():
+        if name == "numba_lprun":  # the package's front door re-exports the API
+            continue
+        for target, names, line in imports_of(name, path):
+            for imported in resolve(target, names, known):
+                if stage_of(imported) > stage_of(name):
+                    wrong.append(f"{path.name}:{line} {name} imports {imported}")
+    assert not wrong, "\n".join(wrong)
+
+
+def test_no_import_circles():
+    known = modules()
+    graph = {
+        name: {m for t, names, _ in imports_of(name, path) for m in resolve(t, names, known) if m != name}
+        for name, path in known.items()
+    }
+    graph = {name: {m for m in deps if m in known} for name, deps in graph.items()}
+    circles = []
+
+    def visit(node: str, trail: list[str], seen: set[str]) -> None:
+        for dep in sorted(graph[node]):
+            if dep in trail:
+                circles.append(trail[trail.index(dep) :] + [dep])
+            elif dep not in seen:
+                seen.add(dep)
+                visit(dep, trail + [dep], seen)
+
+    for name in known:
+        if name.count(".") >= 1:  # packages import their modules to re-export them: not a circle
+            visit(name, [name], {name})
+    circles = [c for c in circles if not any(m == c[0].rsplit(".", 1)[0] for m in c)]
+    assert not circles, "\n".join(" -> ".join(c) for c in circles[:10])
+
+
+def test_no_module_reaches_into_another_stages_private_names():
+    known = modules()
+    wrong = []
+    for name, path in known.items():
+        for target, names, line in imports_of(name, path):
+            if target.split(".")[:2] == name.split(".")[:2]:
+                continue  # within one stage's package
+            wrong += [f"{path.name}:{line} imports {target}.{n}" for n in names if n.startswith("_")]
+    assert not wrong, "\n".join(wrong)
+
+
+@pytest.mark.parametrize("name", sorted(modules()))
+def test_modules_and_functions_stay_small(name):
+    path = modules()[name]
+    source = path.read_text(encoding="utf-8")
+    assert len(source.splitlines()) <= MAX_MODULE_LINES, f"{name}: {len(source.splitlines())} lines"
+    for node in ast.walk(ast.parse(source)):
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            length = node.end_lineno - node.lineno + 1
+            assert length <= MAX_FUNCTION_LINES, f"{name}.{node.name}: {length} lines"
+
+
+# -- the one door to Numba's internals (numba_lprun/internals/) ------------------------------
+DOOR = "numba_lprun.internals"
+#: pending: moves into internals after the unwinding and start-up branches merge (helpers are
+#: rewriting these files; the door already has what they need: internals.line_tables,
+#: dispatchers.pipeline_class/can_compile, irbuilder, libraries, runtime.launch_worker_threads).
+PENDING_DOOR = {
+    f"numba_lprun.instrument.{m}"
+    for m in ("twins", "probes", "clock", "calibrate", "exits", "unwind", "twin_cache", "disk_cache")
+}
+PENDING_DOOR |= {"numba_lprun.private_api"}
+PENDING_DOOR |= {"numba_lprun.sampling"}
+
+
+def pending(name: str) -> bool:
+    """Whether ``name`` is allow-listed: a package covers the modules its rewrite adds."""
+    return any(name == p or name.startswith(p + ".") for p in PENDING_DOOR)
+
+
+#: Numba's public modules, importable anywhere (``numba.cuda`` is numba-cuda's public package).
+PUBLIC_NUMBA = {"numba", "numba.extending", "numba.types", "numba.typed"}
+PUBLIC_NUMBA |= {"numba.cuda", "numba.cuda.types", "numba.cuda.extending"}
+#: Underscored names of the standard library's public API: no Numba object's.
+STDLIB_PRIVATE = {"_getframe", "_fields", "_CFuncPtr"}  # sys, namedtuple, ctypes (a type hint)
+
+
+def forbidden_import(node: ast.AST) -> str | None:
+    """The Numba internal an import statement reaches (``numba.core``, ``numba._x``,
+    ``llvmlite.binding``, any Numba module that is not public API), or None."""
+    if isinstance(node, ast.Import):
+        names = [a.name for a in node.names]
+    elif isinstance(node, ast.ImportFrom) and not node.level and node.module:
+        sub = {"numba": ("core",), "llvmlite": ("binding",)}.get(node.module, ())
+        names = [node.module] + [
+            f"{node.module}.{a.name}" for a in node.names if a.name.startswith("_") or a.name in sub
+        ]
+    else:
+        return None
+    for name in names:
+        parts = name.split(".")
+        if parts[:2] == ["llvmlite", "binding"]:
+            return name
+        if parts[0] == "numba" and (name not in PUBLIC_NUMBA or any(p.startswith("_") for p in parts)):
+            return name
+    return None
+
+
+def private_accesses(tree: ast.AST) -> list[tuple[str, int]]:
+    """(name, line) of each ``x._name`` read or set, and of ``getattr(x, "_name")`` and kin."""
+    found = []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Attribute):
+            found.append((node.attr, node.lineno))
+        elif isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and len(node.args) >= 2:
+            if node.func.id in ("getattr", "hasattr", "setattr", "delattr"):
+                if isinstance(node.args[1], ast.Constant):
+                    found.append((str(node.args[1].value), node.lineno))
+    return [(n, line) for n, line in found if n.startswith("_") and not n.startswith("__")]
+
+
+def defined_names(inside_door: bool) -> set[str]:
+    """Underscored names numba_lprun defines (in the door, or outside it): functions, classes,
+    module and class attributes, ``self._x``/``cls._x``, and attributes set with its ``_nlp`` prefix."""
+    names = set()
+    for name, path in modules().items():
+        if name.startswith(DOOR) != inside_door:
+            continue
+        tree = ast.parse(path.read_text(encoding="utf-8"))
+        bodies = [tree.body] + [n.body for n in ast.walk(tree) if isinstance(n, ast.ClassDef)]
+        for stmt in (s for body in bodies for s in body):
+            targets = stmt.targets if isinstance(stmt, ast.Assign) else [getattr(stmt, "target", None)]
+            names |= {t.id for t in targets if isinstance(t, ast.Name)}
+        for node in ast.walk(tree):
+            if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+                names.add(node.name)
+            elif isinstance(node, ast.Attribute) and isinstance(node.ctx, ast.Store):
+                mine = isinstance(node.value, ast.Name) and node.value.id in ("self", "cls")
+                if mine or node.attr.startswith("_nlp"):
+                    names.add(node.attr)
+    from numba_lprun.internals import private_names
+
+    return {n for n in names if n.startswith("_")} - private_names()
+
+
+def door_violations(name: str, source: str, ours: set[str], declared: set[str]) -> list[str]:
+    """What module ``name`` (outside the door) reaches of Numba's internals, one line each."""
+    tree = ast.parse(source)
+    wrong = {(n.lineno, f"imports {what}") for n in ast.walk(tree) if (what := forbidden_import(n))}
+    reads = {(line, attr) for line, attr in ((ln, a) for a, ln in private_accesses(tree))}
+    wrong |= {(line, f"reads .{a}") for line, a in reads if a in declared or a not in ours | STDLIB_PRIVATE}
+    wrong |= {
+        (n.lineno, f"names {n.value!r}")  # a declared name as a key: __dict__["_impl_cache"]
+        for n in ast.walk(tree)
+        if isinstance(n, ast.Constant) and n.value in declared and (n.lineno, n.value) not in reads
+    }
+    return [f"{name}:{line} {what}" for line, what in sorted(wrong)]
+
+
+def test_numba_internals_are_reached_only_through_the_door():
+    """Outside numba_lprun/internals/: no import of Numba's internals, and no underscored
+    attribute unless numba_lprun defines it and the registry does not declare it as Numba's."""
+    from numba_lprun.internals import private_names
+
+    ours, declared = defined_names(inside_door=False), private_names()
+    wrong = []
+    for name, path in modules().items():
+        if not name.startswith(DOOR) and not pending(name):
+            wrong += door_violations(name, path.read_text(encoding="utf-8"), ours, declared)
+    assert not wrong, "Numba internals reached outside numba_lprun/internals/:\n" + "\n".join(wrong)
+
+
+def test_pending_door_files_exist():
+    """The allow-list names only files that are still there: it only ever shrinks."""
+    assert PENDING_DOOR <= set(modules()), PENDING_DOOR - set(modules())
+
+
+def test_the_registry_matches_what_the_door_reads_and_what_numba_has():
+    """In the door, every underscored name read that numba_lprun does not define is declared
+    (``registry.touches``), every declared name is read, and every declaration relied on with
+    the installed Numba exists: the registry cannot go stale in either direction."""
+    from numba_lprun.internals import USES, private_names
+
+    read, spelled = set(), set()
+    for name, path in modules().items():
+        if name.startswith(DOOR):
+            tree = ast.parse(path.read_text(encoding="utf-8"))
+            read |= {a for a, _ in private_accesses(tree)}
+            for node in ast.walk(tree):
+                if isinstance(node, ast.ImportFrom):
+                    read |= {a.name for a in node.names} | set((node.module or "").split("."))
+                elif isinstance(node, ast.Import):
+                    spelled |= {part for a in node.names for part in a.name.split(".")}
+                elif isinstance(node, (ast.Attribute, ast.Name)):
+                    spelled.add(getattr(node, "attr", None) or getattr(node, "id", None))
+                elif isinstance(node, ast.Constant) and node.value in private_names():
+                    read.add(node.value)  # a declared name, spelled as a key: "_impl_cache"
+    own = defined_names(inside_door=True) | defined_names(inside_door=False) | STDLIB_PRIVATE
+    undeclared = {n for n in read if n.startswith("_") and not n.startswith("__")} - private_names() - own
+    assert not undeclared, f"read in internals/, not declared: {sorted(undeclared)}"
+    unread = [str(u) for u in USES if u.reached() not in read | spelled]
+    assert not unread, "declared, no longer read in internals/:\n" + "\n".join(unread)
+    gone = [str(u) for u in USES if u.applies() and not u.present()]
+    here = ".".join(map(str, installed_numba()))
+    assert not gone, f"relied on with numba {here} but gone:\n" + "\n".join(gone)
+
+
+def test_line_profiler_is_a_small_facade():
+    tree = ast.parse((PACKAGE / "profiler.py").read_text(encoding="utf-8"))
+    (cls,) = [n for n in tree.body if isinstance(n, ast.ClassDef) and n.name == "LineProfiler"]
+    assert cls.end_lineno - cls.lineno + 1 <= MAX_PROFILER_LINES

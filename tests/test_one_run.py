@@ -1,0 +1,189 @@
+"""The profile is the user's one run: effects happen once, times come from samples.
+
+Each test here failed on the run model where the statement ran two or three
+times (plain, sampled repeats, instrumented) and the Time column came from
+clock probes.
+"""
+
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+import numba_lprun
+from tests import one_run_kernels as K
+from tests.conftest import hits_of, linear_reference_hits, reference_hits
+
+SCRIPTS = Path(__file__).resolve().parent / "scripts"
+
+
+def test_script_that_appends_to_a_file_appends_once(tmp_path):
+    log = tmp_path / "log.txt"
+    done = subprocess.run(
+        [sys.executable, "-m", "numba_lprun", str(SCRIPTS / "appending.py"), str(log)],
+        capture_output=True,
+        text=True,
+        timeout=240,
+    )
+    assert done.returncode == 0, done.stderr
+    assert log.read_text().count("ran once") == 1
+    assert done.stdout.count("appended") == 1
+    assert "Function:   total at line" in done.stdout
+    assert "a script runs once" in done.stdout  # says why nothing was repeated
+
+
+def test_bound_method_with_a_log_runs_once_and_says_why():
+    model = K.Model()
+    prof = numba_lprun.LineProfiler(K.step, sample_time=0.05)
+    prof.runcall(model.train, 3)
+    assert model.log.getvalue().count("trained") == 1
+    profile = prof.profile
+    assert profile.runs.once is not None and "log" in profile.runs.once
+    stats = profile.functions[0]
+    assert stats.overhead is None and "log" in stats.overhead_unmeasured
+    assert stats.hits == reference_hits(K.step, np.linspace(0.0, 1.0, 2000), 3)
+
+
+def test_bound_method_whose_object_can_be_saved_is_restored_between_runs():
+    model = K.ListModel()
+    expected = K.step(model.x.copy(), 2)
+    prof = numba_lprun.LineProfiler(K.step, sample_time=0.05)
+    prof.runcall(model.train, 2)
+    assert model.log == [expected]  # one run's effect, though extra runs were made
+    assert prof.profile.runs.once is None and prof.profile.sampling.extra_runs >= 1
+
+
+def repeats_for(seconds: float, size: int = 20_000) -> int:
+    """How many repeats make ``step`` over ``size`` values run about ``seconds`` here."""
+    x = np.linspace(0.0, 1.0, size)
+    K.step(x, 1)
+    start = time.perf_counter()
+    K.step(x, 50)
+    return max(50, int(50 * seconds / (time.perf_counter() - start)))
+
+
+def test_magic_on_package_code_holding_a_dataframe_samples_one_long_run(ipshell):
+    pd = pytest.importorskip("pandas")
+    model = K.Model(size=20_000, frame=pd.DataFrame({"a": np.arange(10)}))
+    n = repeats_for(1.0)
+    ns = ipshell.user_ns
+    ns.update(m=model, step=K.step)
+    try:
+        prof = ipshell.run_line_magic("nlprun", f"-r -f step m.train({n})")
+    finally:
+        ns.pop("m", None)
+        ns.pop("step", None)
+    assert model.log.getvalue().count("trained") == 1
+    profile = prof.profile
+    stats = profile.functions[0]
+    assert stats.run_ticks * profile.unit >= 0.5  # a long statement, run once
+    assert stats.samples >= 1000, stats.samples
+    assert stats.hits == linear_reference_hits(K.step, lambda r: (np.linspace(0.0, 1.0, 20_000), r), n)
+    assert stats.overhead is None and "log" in stats.overhead_unmeasured
+    notes = " ".join(n.text for n in stats.notes)
+    assert "overhead not measured" in notes
+
+
+def test_default_time_shares_follow_the_plain_twins_samples():
+    """On a tight loop the counting run's shares agree with the optimized code's (3 points)."""
+    a = np.random.default_rng(1).random(20_000)
+    K.tight(a, 1)
+    once = numba_lprun.LineProfiler(K.tight, repeat=False)
+    once.runcall(K.tight, a, 8000)
+    plain = numba_lprun.LineProfiler(K.tight, sample_time=1.0, min_samples=3000)
+    plain.runcall(K.tight, a, 30)
+    one, many = once.profile.functions[0], plain.profile.functions[0]
+    assert one.time_source == "samples" and one.samples > 1000
+    first = K.tight.py_func.__code__.co_firstlineno
+    for line in range(first + 2, first + 6):
+        assert abs((one.time_share(line) or 0) - (many.time_share(line) or 0)) <= 3.0, line
+    assert hits_of(once.get_stats(), "tight") == linear_reference_hits(K.tight, lambda n: (a, n), 8000)
+
+
+def script_output(*args, cwd=None) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, *args], capture_output=True, text=True, timeout=240, cwd=cwd)
+
+
+def own_lines(stdout: str) -> list[str]:
+    """The script's own output: everything up to its end marker (the profile follows)."""
+    return stdout.split("FIDELITY-END")[0].splitlines()
+
+
+def test_profiled_script_behaves_as_unprofiled():
+    """py_func, names, isinstance, signatures, inspect_types, pickling, nested functions."""
+    script = str(SCRIPTS / "fidelity.py")
+    plain = script_output(script)
+    profiled = script_output("-m", "numba_lprun", script)
+    assert plain.returncode == profiled.returncode == 3, profiled.stderr
+    assert own_lines(profiled.stdout) == own_lines(plain.stdout)
+    assert "same result: True" in plain.stdout
+    assert "Function:   mergesort at line" in profiled.stdout
+    assert "Function:   make_scaler.<locals>.scale at line" in profiled.stdout  # made at run time
+
+
+def test_magic_statement_calling_py_func_behaves_as_unprofiled(ipshell, capsys):
+    data = np.random.default_rng(0).random(64)
+    expected = f"first: {K.mergesort.py_func(data)[:2].tolist()}"
+    ns = ipshell.user_ns
+    ns.update(mergesort=K.mergesort, data=data)
+    try:
+        capsys.readouterr()
+        ipshell.run_line_magic("nlprun", "-f mergesort print('first:', mergesort.py_func(data)[:2].tolist())")
+        out = capsys.readouterr().out
+        assert ns["mergesort"] is K.mergesort
+    finally:
+        ns.pop("mergesort", None)
+        ns.pop("data", None)
+    assert out.count(expected) == 1, out  # printed once, by the user's run
+    assert "Function:   mergesort at line" in out
+
+
+def test_cache_true_function_is_profiled_and_its_cache_left_alone(tmp_path):
+    script = tmp_path / "cached.py"
+    script.write_text(
+        "from numba import njit\n\n@njit(cache=True)\ndef twice(n):\n    s = 0\n"
+        "    for i in range(n):\n        s += 2 * i\n    return s\n\nprint(twice(10))\n",
+        encoding="utf-8",
+    )
+    first = script_output(str(script), cwd=tmp_path)
+    cache = sorted(p.name for p in (tmp_path / "__pycache__").iterdir())
+    profiled = script_output("-m", "numba_lprun", str(script), cwd=tmp_path)
+    assert first.stdout == "90\n" and profiled.stdout.startswith("90\n"), profiled.stderr
+    assert "s += 2 * i" in profiled.stdout
+    assert sorted(p.name for p in (tmp_path / "__pycache__").iterdir()) == cache  # no twin written
+
+
+@pytest.mark.parametrize(
+    "script, function, line",
+    [
+        ("jitclass_script.py", "Particles.step", "self.pos[i] += self.vel[i] * dt"),
+        ("guvectorize_script.py", "row_norm", "acc += v * v"),
+        ("nested_script.py", "make_kernel.<locals>.kernel", "s += v**power"),
+    ],
+)
+def test_jitted_code_of_every_kind_is_found_in_scripts_and_cells(script, function, line, ipshell, capsys):
+    """nlprun script.py and %%nlprun (no -f) profile what the source defines, whatever its kind."""
+    path = SCRIPTS / script
+    plain = script_output(str(path))
+    profiled = script_output("-m", "numba_lprun", str(path))
+    assert profiled.returncode == 0, profiled.stderr
+    assert profiled.stdout.startswith(plain.stdout)  # the script's own output, once
+    assert f"Function:   {function} at line" in profiled.stdout and line in profiled.stdout
+    capsys.readouterr()
+    ipshell.run_cell_magic("nlprun", "", path.read_text(encoding="utf-8"))
+    out = capsys.readouterr().out
+    assert out.startswith(plain.stdout), out
+    assert f"Function:   {function} at line" in out and line in out
+
+
+def test_when_nothing_ran_the_script_says_what_could_be_named(tmp_path):
+    (tmp_path / "kern.py").write_text("from numba import njit\n\n@njit\ndef add(a, b):\n    return a + b\n")
+    (tmp_path / "main.py").write_text("from kern import add\n\nprint(add(1, 2))\n")
+    done = script_output("-m", "numba_lprun", "main.py", cwd=tmp_path)
+    assert done.returncode == 0 and done.stdout.startswith("3\n"), done.stderr
+    assert "what the script could have profiled: -f kern:add" in done.stdout
+    named = script_output("-m", "numba_lprun", "-f", "kern:add", "main.py", cwd=tmp_path)
+    assert "Function:   add at line" in named.stdout and "could have profiled" not in named.stdout

@@ -8,21 +8,17 @@ stack slot of the LLVM function the probe is lowered into: LLVM promotes it to
 registers, every call (and every ``prange`` worker, whose body is a function of
 its own) gets its own, and nothing Python can see is added, so reductions and
 type inference are left alone. A generator's body is re-entered at each resume,
-which makes its slot afresh: the time it spends suspended is charged to no line
-(and its hits-only counts go straight to the counters, see
-``ProbeConfig.local_hits``).
+so the time it spends suspended is charged to no line (``ProbeConfig.local_hits``).
 
 Counter layout, one row of two int64 per entry: rows ``0..n-1`` are the lines
 (hits, ticks), row ``n`` is a trash row charged when there is no previous line,
 row ``n+1`` holds the function totals (calls, ticks from entry to return).
 
 The counters' address is not in the code: the probes name an external symbol
-(``CounterSlot``), registered with the JIT (``llvmlite.binding.add_symbol``)
-before the twin compiles, and the JIT's linker writes the address into the code
-when it loads it, from a fresh compile or from the disk cache alike. The machine
-code is the same as with the address as a constant (one ``movabs`` with the value
-patched in; ``benchmarks/relocatable_probes.py`` measures both), and the compiled
-code no longer depends on where this process put the counters, so it can be cached.
+(``CounterSlot``) registered with the JIT before the twin compiles, and its linker
+patches the address in when it loads the code (fresh or from the disk cache): the
+same machine code as a constant address (``benchmarks/relocatable_probes.py``), and
+code that does not depend on where this process put the counters, so it can be cached.
 """
 
 from __future__ import annotations

@@ -88,6 +88,7 @@ LINE_PROFILER_TESTS = [
 ]
 
 nox.options.error_on_missing_interpreters = True
+nox.options.tags = ["ci"]  # `nox` alone runs what CI runs; `nox -t full` the whole suite everywhere
 nox.options.reuse_existing_virtualenvs = False
 
 
@@ -138,19 +139,39 @@ def _run_suite(session: nox.Session, core: str | None) -> None:
     session.run("python", "-m", "pytest", "-q", *session.posargs, env=env)
 
 
-@nox.session(python=PYTHONS, tags=["newest"])
-def tests(session: nox.Session) -> None:
-    """The whole suite on the newest Numba, with line_profiler's default core on this Python."""
+@nox.session(python=PYTHONS[0], tags=["ci"])
+def suite(session: nox.Session) -> None:
+    """The whole suite on the oldest supported Python and the newest Numba (line_profiler's
+    settrace core, the only one before 3.12)."""
     _run_suite(session, None)
 
 
-@nox.session(python=BOTH_CORES, tags=["newest"])
+@nox.session(python=PYTHONS[1:], tags=["ci"])
+def lines(session: nox.Session) -> None:
+    """What differs between Pythons, with each of line_profiler's cores: line events and hits
+    against line_profiler's, the rewriter (fuzzed), the sampler's view of the interpreter, the
+    front ends and the one-run model (PYTHON_TESTS)."""
+    _install(session, NEWEST_NUMBA)
+    env = {"NUMBA_LPRUN_FUZZ_EXAMPLES": os.environ.get("NUMBA_LPRUN_FUZZ_EXAMPLES", "80")}
+    session.run("python", "-m", "pytest", "-q", *PYTHON_TESTS, *session.posargs, env=env)
+    env["LINE_PROFILER_CORE"] = "legacy"
+    session.run("python", "-m", "pytest", "-q", *LEGACY_CORE_TESTS, *session.posargs, env=env)
+
+
+@nox.session(python=PYTHONS, tags=["full"])
+def tests(session: nox.Session) -> None:
+    """The whole suite on the newest Numba, with line_profiler's default core on this Python
+    (not in CI, which runs ``suite`` and ``lines``: about 7 minutes per Python)."""
+    _run_suite(session, None)
+
+
+@nox.session(python=BOTH_CORES, tags=["full"])
 def tests_legacy_core(session: nox.Session) -> None:
     """The whole suite with line_profiler's settrace core, where sys.monitoring is the default."""
     _run_suite(session, "legacy")
 
 
-@nox.session(tags=["numba"])
+@nox.session(tags=["numba", "ci"])
 @nox.parametrize(
     "python,numba", [(python, numba) for numba, python in OLDER_NUMBA], ids=[n for n, _ in OLDER_NUMBA]
 )
@@ -161,7 +182,7 @@ def numba(session: nox.Session, numba: str) -> None:
     session.run("python", "-m", "pytest", "-q", *FAST_TESTS, *session.posargs)
 
 
-@nox.session(python="3.12", tags=["line_profiler"])
+@nox.session(python="3.12", tags=["line_profiler", "ci"])
 def line_profiler_floor(session: nox.Session) -> None:
     """The tests that meet line_profiler, on the oldest line_profiler supported.
 

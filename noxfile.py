@@ -1,34 +1,36 @@
-"""The test suite on every supported Python, Numba and line_profiler release, each in a fresh
-virtual environment (``nox``).
+"""The tests on every supported Python, Numba and line_profiler release, each in a fresh
+virtual environment (``nox``; ``nox`` alone runs the sessions tagged ``ci``, what CI runs).
 
 Line events differ between Python versions and between line_profiler's two cores
 (``sys.settrace``, the only one before 3.12; ``sys.monitoring``, its default from
-3.12), and the hits must equal line_profiler's on each, so CI runs the whole suite
-on every supported Python (session ``tests``) and again with
-``LINE_PROFILER_CORE=legacy`` where both cores exist (``tests_legacy_core``), both
-on the newest Numba.
+3.12), and the hits must equal line_profiler's on each. CI runs the whole suite on
+the oldest supported Python (``suite``), and on each newer one what differs between
+Pythons (``lines``: line events and hits, the fuzzer, the kinds, the sampler's view
+of the interpreter, saved state, the front ends), again with ``LINE_PROFILER_CORE=legacy``
+for the hits; all on the newest Numba. ``nox -t full`` runs the whole suite on every
+Python and core (``tests``, ``tests_legacy_core``).
 
 Numba releases differ in their private API (``numba_lprun/internals``, each use naming
 the releases it was checked on) and in the LLVM they bundle (14 up to 0.60, 15 in
 0.61, 20 from 0.62, 22 from 0.66), which changes what gets inlined and vectorized.
 Each older minor release runs the demo and the tests that go through Numba's
-internals (session ``numba``, ``FAST_TESTS``) on one Python it has wheels for; the
-Pythons take turns, so each meets old Numbas and each of line_profiler's cores meets
-old LLVMs. The oldest line_profiler supported runs the tests that compare hits with
-line_profiler's and write its files (``line_profiler_floor``).
+internals (session ``numba``, ``FAST_TESTS``; ``KIND_TESTS`` too on the releases where
+LLVM or the private API changed) on one Python it has wheels for; the Pythons take
+turns, so each meets old Numbas and each of line_profiler's cores meets old LLVMs. The
+oldest line_profiler supported runs the tests that compare hits with line_profiler's
+and write its files (``line_profiler_floor``).
 
 Interpreters are found as ``python3.X`` on PATH. With pyenv, a shim answers only for
 the versions in ``PYENV_VERSION``; when that is unset this file names the newest
 installed patch release of each supported Python there. A missing interpreter is an
-error, not a skip. The fuzzer checks ``NUMBA_LPRUN_FUZZ_EXAMPLES`` examples per run
-(80 unless set), which keeps each Python's run to a few minutes.
+error, not a skip.
 
-    nox                      # everything
+    nox                      # what CI runs (about 30 minutes on 2 cores)
     nox -l                   # the sessions
+    nox -t full              # the whole suite on every Python and core
     nox -s tests-3.13        # one Python, newest Numba, whole suite
-    nox -s "numba(0.61)"     # one older Numba: demo and fast tests
-    nox -t numba             # every older Numba
-    nox -s tests -- -k fuzz  # arguments after -- go to pytest
+    nox -s "numba(0.61)"     # one older Numba: demo and internals tests
+    nox -s suite -- -k fuzz  # arguments after -- go to pytest
 """
 
 from __future__ import annotations
@@ -62,19 +64,51 @@ OLDER_NUMBA = [
     ("0.66", "3.12"),
     ("0.67", "3.13"),
 ]
-#: The tests that go through Numba's internals (the door and its registry, twins, line tables,
-#: the sampler, jitclasses, ufuncs, stencils, overloads, random-state snapshots, machine code).
+#: The tests that go through Numba's internals, run on every older release: the door and its
+#: registry, the sampler and its line maps, the sampled view, threads (about 40 s).
 FAST_TESTS = [
     "tests/test_architecture.py",
     "tests/test_private_api.py",
-    "tests/test_kinds.py",
     "tests/test_sampling.py",
     "tests/test_sampled_view.py",
+    "tests/test_threads.py",
+]
+#: Each kind of function and state the internals reach (jitclasses, ufuncs, stencils, overloads,
+#: random states, machine code): about 2 minutes, so run on the releases where LLVM or the private
+#: API changed (0.59: LLVM 14, NumPy 1.x; 0.61: LLVM 15; 0.62: LLVM 20; 0.66: LLVM 22).
+KIND_TESTS = [
+    "tests/test_kinds.py",
     "tests/test_isolation.py",
     "tests/test_machine_code.py",
     "tests/test_jitclass.py",
-    "tests/test_threads.py",
 ]
+KIND_RELEASES = {"0.59", "0.61", "0.62", "0.66"}
+#: What differs between Pythons, run on each Python the whole suite does not run on: line events
+#: and hits against line_profiler's (the fuzzer too), the kinds' hits, the sampler's view of the
+#: interpreter, the state saved between runs, and the front ends (IPython, the CLI, Jupyter).
+PYTHON_TESTS = [
+    "tests/test_line_events.py",
+    "tests/test_fuzz.py",
+    "tests/test_fuzz_regressions.py",
+    "tests/test_paths.py",
+    "tests/test_kinds.py",
+    "tests/test_jitclass.py",
+    "tests/test_sampling.py",
+    "tests/test_isolation.py",
+    "tests/test_one_run.py",
+    "tests/test_cli.py",
+    "tests/test_magic.py",
+    "tests/test_notebook.py",
+]
+#: Again with line_profiler's settrace core where sys.monitoring is the default: the hits.
+LEGACY_CORE_TESTS = [
+    "tests/test_line_events.py",
+    "tests/test_fuzz_regressions.py",
+    "tests/test_paths.py",
+    "tests/test_kinds.py",
+]
+#: Fuzz examples per run on the Pythons that run PYTHON_TESTS (the whole suite runs 80).
+OTHER_PYTHON_FUZZ = "40"
 #: The oldest line_profiler supported (pyproject.toml): 4.2 has wheels for Python 3.11-3.13
 #: (4.1 none for 3.13). line_profiler 4 has one core (settrace-style) on every Python.
 LINE_PROFILER_FLOOR = "4.2"
@@ -90,6 +124,9 @@ LINE_PROFILER_TESTS = [
 nox.options.error_on_missing_interpreters = True
 nox.options.tags = ["ci"]  # `nox` alone runs what CI runs; `nox -t full` the whole suite everywhere
 nox.options.reuse_existing_virtualenvs = False
+#: uv makes and fills each session's environment in seconds where pip takes a minute (uv is in the
+#: test extra); plain virtualenv and pip where it is missing.
+nox.options.default_venv_backend = "uv|virtualenv"
 
 
 def _pyenv_versions() -> None:
@@ -152,7 +189,7 @@ def lines(session: nox.Session) -> None:
     against line_profiler's, the rewriter (fuzzed), the sampler's view of the interpreter, the
     front ends and the one-run model (PYTHON_TESTS)."""
     _install(session, NEWEST_NUMBA)
-    env = {"NUMBA_LPRUN_FUZZ_EXAMPLES": os.environ.get("NUMBA_LPRUN_FUZZ_EXAMPLES", "80")}
+    env = {"NUMBA_LPRUN_FUZZ_EXAMPLES": os.environ.get("NUMBA_LPRUN_FUZZ_EXAMPLES", OTHER_PYTHON_FUZZ)}
     session.run("python", "-m", "pytest", "-q", *PYTHON_TESTS, *session.posargs, env=env)
     env["LINE_PROFILER_CORE"] = "legacy"
     session.run("python", "-m", "pytest", "-q", *LEGACY_CORE_TESTS, *session.posargs, env=env)
@@ -179,7 +216,8 @@ def numba(session: nox.Session, numba: str) -> None:
     """The demo and the tests that go through Numba's internals, on an older Numba release."""
     _install(session, numba, cuda=False)
     session.run("python", "-m", "numba_lprun.demo", silent=True)  # the first thing a new user runs
-    session.run("python", "-m", "pytest", "-q", *FAST_TESTS, *session.posargs)
+    tests = FAST_TESTS + (KIND_TESTS if numba in KIND_RELEASES else [])
+    session.run("python", "-m", "pytest", "-q", *tests, *session.posargs)
 
 
 @nox.session(python="3.12", tags=["line_profiler", "ci"])

@@ -98,6 +98,25 @@ def vectorizable(a):
     return s
 
 
+def test_a_function_first_compiled_by_the_profile_gets_the_same_evidence():
+    """A script's functions have compiled nothing before the profile: the twins compile on
+    their first call, and both are still compiled, timed and compared."""
+
+    @njit(fastmath=True)
+    def fresh(a):
+        s = 0.0
+        for i in range(a.size):
+            s += a[i] * a[i]
+        return s
+
+    prof = numba_lprun.LineProfiler(fresh, probes=True, repeat=False)
+    prof.runcall(fresh, A)
+    (stats,) = prof.profile.functions
+    loop_line = fresh.py_func.__code__.co_firstlineno + 3
+    assert set(stats.compile_seconds) == {"plain", "probed"} and not fresh.overloads
+    assert stats.lost_vectorization == {loop_line}
+
+
 def test_vectorization_loss_is_detected_and_named():
     vectorizable(A)
     probed = numba_lprun.LineProfiler(vectorizable, probes=True, repeat=False)

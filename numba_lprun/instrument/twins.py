@@ -91,6 +91,12 @@ class Twin:
         """The dispatcher whose ``overloads`` hold the twin's compiled code."""
         return self.dispatcher if self.kernel is None else self.kernel
 
+    @property
+    def has_code(self) -> bool:
+        """Whether the twin holds compiled code: compiled ahead (``compiled``) or on its first
+        call, as when the original had compiled nothing before the profile (a script's)."""
+        return bool(self.compiled) or bool(getattr(self.code, "overloads", None))
+
 
 def line_table_options(original: CPUDispatcher) -> dict:
     """Target options that add line tables (debug info) and change nothing else.
@@ -364,7 +370,15 @@ def compile_like_original(twin: Twin, src: FunctionSource | None = None) -> None
     """Compile ``twin`` for every signature its original has, then match its
     ``disable_compile`` state (explicit eager signatures compile nothing new)."""
     original = twin.original
-    for cres in list(original.overloads.values()):
+    compile_like(twin, original, src)
+    if not original._can_compile:
+        twin.dispatcher.disable_compile()
+
+
+def compile_like(twin: Twin, model: CPUDispatcher, src: FunctionSource | None = None) -> None:
+    """Compile ``twin`` for every signature ``model`` has compiled (the original, or another
+    twin that compiled on its first call)."""
+    for cres in list(model.overloads.values()):
         sig = cres.signature
         if isinstance(sig.return_type, numba.types.Generator):  # its type names the original function
             sig = sig.args
@@ -372,6 +386,5 @@ def compile_like_original(twin: Twin, src: FunctionSource | None = None) -> None
             twin.dispatcher.compile(sig)
         except Exception as exc:  # Numba raises many types; all mean the twin failed
             raise _twin_error(twin, exc, src) from None
-        twin.compiled.append(str(sig))
-    if not original._can_compile:
-        twin.dispatcher.disable_compile()
+        if str(sig) not in twin.compiled:
+            twin.compiled.append(str(sig))

@@ -21,7 +21,7 @@ def read_twin_code(runner: Runner, record: CallRecord, kept: dict) -> dict[Key, 
         sampled = [m for m in record.of(Sampled) if key in m.functions]
         kind = PLAIN if any(m.twin == PLAIN for m in sampled) or not users else users[-1]
         twin = target.twins.get(kind) or target.twins.get(PLAIN)
-        if twin is None or not twin.compiled:
+        if twin is None or not twin.has_code:
             continue
         addresses: dict[int, int] = {}
         for m in sampled:

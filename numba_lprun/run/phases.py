@@ -345,9 +345,11 @@ class PlainBuild:
     distortion that needs no run.
     """
 
+    user_kind: str = COUNTING
+
     def run(self, ctx: CallContext) -> None:
         with ctx.runner.phase(PLAIN, ctx.namespaces, ctx.progress):
-            pass
+            ctx.runner.compile_like_user(self.user_kind)
         ctx.runner.take_counts(PLAIN)
 
 
@@ -374,7 +376,7 @@ def plan(settings: RunSettings, once: str | None, sampler_unavailable: str | Non
         if settings.asm:
             before.append(AllocationRun())
     elif settings.timing:
-        after.append(PlainBuild())
+        after.append(PlainBuild(kind))
     return Plan(tuple(before), UserRun(kind, sampled, boost=once is not None), tuple(after))
 
 

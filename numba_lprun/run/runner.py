@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 
 from ..instrument.kinds import owning_jitclass, templates_holding
 from ..instrument.source import FunctionSource, read_source
-from ..instrument.twins import Twin, compile_like_original, link, make_relinked
+from ..instrument.twins import Twin, compile_like, compile_like_original, link, make_relinked
 from ..internals import CPUDispatcher, ignore_debug_info_warnings
 from ..vectorized import vectorized_lines
 from .compiles import CompileHooks, CompileWatcher, Progress
@@ -219,7 +219,7 @@ class Runner:
             stale = [
                 t
                 for t in self.targets.values()
-                if kind in t.twins and t.twins[kind].compiled and t.links.get(kind) != self._links(t, kind)
+                if kind in t.twins and t.twins[kind].has_code and t.links.get(kind) != self._links(t, kind)
             ]
             if not stale:
                 break
@@ -317,6 +317,17 @@ class Runner:
         made = [t.twins[kind] for t in self.targets.values() if kind in t.twins]
         return made + list(self.relinked[kind].values())
 
+    def compile_like_user(self, user_kind: str) -> None:
+        """Compile each plain twin for the signatures the user's twin compiled on its first call
+        (an original that had compiled nothing before the profile gives no others), so both
+        twins' loops can be compared; a failure only leaves the comparison out."""
+        for target in self.targets.values():
+            plain, user = target.twins.get(PLAIN), target.twins.get(user_kind)
+            if plain is None or user is None or plain.kernel is not None or user.kernel is not None:
+                continue
+            with contextlib.suppress(Exception):
+                compile_like(plain, user.dispatcher, target.source)
+
     def take_counts(self, kind: str) -> dict[Key, FunctionCounts]:
         """Counters of ``kind`` for every target (copied), then zeroed."""
         return {key: counts_of(target, kind) for key, target in self.targets.items()}
@@ -354,7 +365,7 @@ class Runner:
             compiled = {
                 kind: self.compile_seconds.get(id(twin), 0.0)
                 for kind, twin in target.twins.items()
-                if twin.compiled and kind in self.used
+                if twin.has_code and kind in self.used
             }
             user = target.twins.get(user_kind)
             signatures = []
@@ -364,7 +375,7 @@ class Runner:
             vectorized = {
                 kind: frozenset(vectorized_lines(twin.code))
                 for kind, twin in target.twins.items()
-                if twin.compiled and kind in (PLAIN, user_kind)
+                if twin.has_code and kind in (PLAIN, user_kind)
             }
             out.append(
                 FunctionFacts(

@@ -322,11 +322,15 @@ class Runner:
         (an original that had compiled nothing before the profile gives no others), so both
         twins' loops can be compared; a failure only leaves the comparison out."""
         for target in self.targets.values():
-            plain, user = target.twins.get(PLAIN), target.twins.get(user_kind)
-            if plain is None or user is None or plain.kernel is not None or user.kernel is not None:
+            user = target.twins.get(user_kind)
+            if user is None or user.kernel is not None:
                 continue
             with contextlib.suppress(Exception):
-                compile_like(plain, user.dispatcher, target.source)
+                if PLAIN not in target.twins:  # defined by the statement: no phase switched it
+                    atomic = runs_concurrently(target.original)
+                    target.twins[PLAIN] = build_twin(target, PLAIN, self.clock, atomic)
+                    target.atomic[PLAIN] = atomic
+                compile_like(target.twins[PLAIN], user.dispatcher, target.source)
 
     def take_counts(self, kind: str) -> dict[Key, FunctionCounts]:
         """Counters of ``kind`` for every target (copied), then zeroed."""

@@ -152,7 +152,6 @@ PENDING_DOOR = {
     for m in ("twins", "probes", "clock", "calibrate", "exits", "unwind", "twin_cache", "disk_cache")
 }
 PENDING_DOOR |= {"numba_lprun.private_api"}
-PENDING_DOOR |= {"numba_lprun.sampling"}
 
 
 def pending(name: str) -> bool:

@@ -29,7 +29,7 @@ def compiled_object(library) -> bytes | None:
 @touches(
     "numba.core.codegen",
     "CodeLibrary",
-    "sampling/dwarf.py, machine: the libraries linked into a function's own (prange bodies, callees)",
+    "sampling/rows.py, machine: the libraries linked into a function's own (prange bodies, callees)",
     instance_attribute="_linking_libraries",
 )
 def linked_libraries(library) -> list:

@@ -147,10 +147,7 @@ DOOR = "numba_lprun.internals"
 #: pending: moves into internals after the unwinding and start-up branches merge (helpers are
 #: rewriting these files; the door already has what they need: internals.line_tables,
 #: dispatchers.pipeline_class/can_compile, irbuilder, libraries, runtime.launch_worker_threads).
-PENDING_DOOR = {
-    f"numba_lprun.instrument.{m}"
-    for m in ("twins", "probes", "clock", "calibrate", "exits", "unwind", "twin_cache", "disk_cache")
-}
+PENDING_DOOR = {f"numba_lprun.instrument.{m}" for m in ("twin_cache", "disk_cache")}
 PENDING_DOOR |= {"numba_lprun.private_api"}
 
 

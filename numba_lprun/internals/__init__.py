@@ -17,12 +17,24 @@ Modules, by topic: ``dispatchers`` (the CPU dispatcher, its pipeline, compile
 events), ``redirect`` (calls of an original sent to its twin), ``line_tables``
 (twins with line tables only), ``kernels`` (ufuncs and stencils), ``jitclasses``,
 ``overloads``, ``libraries`` (object code, linked libraries, symbols),
-``irbuilder`` (LLVM IR helpers for intrinsics), ``runtime`` (allocator, worker
-threads, random states) and ``cuda`` (the simulator's kernels).
+``irbuilder`` (LLVM IR helpers for intrinsics), ``codegen`` (hooks after lowering,
+before native lowering and on the final module; JIT symbols), ``runtime`` (allocator,
+worker threads, random states) and ``cuda`` (the simulator's kernels).
 """
 
 from __future__ import annotations
 
+from .codegen import (
+    before_lowering,
+    host_cpu_identity,
+    internalize_linked_copies,
+    library_pass,
+    register_symbol,
+    reparsed,
+    rewrite_final_module,
+    runs_post_lowering,
+    with_post_lowering,
+)
 from .cuda import simulated_device_flag, simulated_fastmath
 from .dispatchers import (
     CPUDispatcher,
@@ -79,9 +91,10 @@ from .runtime import (
 __all__ = [
     "CPUDispatcher",
     "NUMBA_RANGE",
-    "USES",
     "PrivateUse",
+    "USES",
     "allocation_statistics_on",
+    "before_lowering",
     "box_class",
     "box_instance_type",
     "cached_dispatchers",
@@ -91,8 +104,10 @@ __all__ = [
     "compiled_object",
     "counted_loop",
     "forget_bound_method_types",
+    "host_cpu_identity",
     "ignore_debug_info_warnings",
     "installed_numba",
+    "internalize_linked_copies",
     "is_cpu_ufunc",
     "is_dispatcher",
     "is_jitclass",
@@ -103,6 +118,7 @@ __all__ = [
     "jitclasses",
     "kernel_function",
     "launch_worker_threads",
+    "library_pass",
     "line_table_options",
     "line_tables_only",
     "linked_libraries",
@@ -117,7 +133,11 @@ __all__ = [
     "rebuild_stencil",
     "rebuild_ufunc",
     "redirect_calls",
+    "register_symbol",
+    "reparsed",
     "replace_implementations",
+    "rewrite_final_module",
+    "runs_post_lowering",
     "simulated_device_flag",
     "simulated_fastmath",
     "stack_slot",
@@ -127,5 +147,6 @@ __all__ = [
     "templates_with_implementations",
     "ufunc_dispatcher",
     "use_python_allocator",
+    "with_post_lowering",
     "worker_random_state_addresses",
 ]

@@ -147,8 +147,7 @@ DOOR = "numba_lprun.internals"
 #: pending: moves into internals after the unwinding and start-up branches merge (helpers are
 #: rewriting these files; the door already has what they need: internals.line_tables,
 #: dispatchers.pipeline_class/can_compile, irbuilder, libraries, runtime.launch_worker_threads).
-PENDING_DOOR = {f"numba_lprun.instrument.{m}" for m in ("twin_cache", "disk_cache")}
-PENDING_DOOR |= {"numba_lprun.private_api"}
+PENDING_DOOR = {"numba_lprun.private_api"}
 
 
 def pending(name: str) -> bool:
@@ -160,7 +159,12 @@ def pending(name: str) -> bool:
 PUBLIC_NUMBA = {"numba", "numba.extending", "numba.types", "numba.typed"}
 PUBLIC_NUMBA |= {"numba.cuda", "numba.cuda.types", "numba.cuda.extending"}
 #: Underscored names of the standard library's public API: no Numba object's.
-STDLIB_PRIVATE = {"_getframe", "_fields", "_CFuncPtr"}  # sys, namedtuple, ctypes (a type hint)
+STDLIB_PRIVATE = {
+    "_getframe",
+    "_fields",
+    "_replace",
+    "_CFuncPtr",
+}  # sys, namedtuple (x2), ctypes (a type hint)
 
 
 def forbidden_import(node: ast.AST) -> str | None:

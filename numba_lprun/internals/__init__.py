@@ -18,12 +18,14 @@ events), ``redirect`` (calls of an original sent to its twin), ``line_tables``
 (twins with line tables only), ``kernels`` (ufuncs and stencils), ``jitclasses``,
 ``overloads``, ``libraries`` (object code, linked libraries, symbols),
 ``irbuilder`` (LLVM IR helpers for intrinsics), ``codegen`` (hooks after lowering,
-before native lowering and on the final module; JIT symbols), ``runtime`` (allocator,
-worker threads, random states) and ``cuda`` (the simulator's kernels).
+before native lowering and on the final module; JIT symbols), ``caching`` (Numba's
+disk cache, for twins), ``runtime`` (allocator, worker threads, random states) and
+``cuda`` (the simulator's kernels).
 """
 
 from __future__ import annotations
 
+from .caching import CacheRules, disk_cache_for, tagged_context, use_disk_cache
 from .codegen import (
     before_lowering,
     host_cpu_identity,
@@ -90,6 +92,7 @@ from .runtime import (
 
 __all__ = [
     "CPUDispatcher",
+    "CacheRules",
     "NUMBA_RANGE",
     "PrivateUse",
     "USES",
@@ -103,6 +106,7 @@ __all__ = [
     "compiled_box_property",
     "compiled_object",
     "counted_loop",
+    "disk_cache_for",
     "forget_bound_method_types",
     "host_cpu_identity",
     "ignore_debug_info_warnings",
@@ -144,8 +148,10 @@ __all__ = [
     "stack_value",
     "stop_redirect",
     "symbol_address",
+    "tagged_context",
     "templates_with_implementations",
     "ufunc_dispatcher",
+    "use_disk_cache",
     "use_python_allocator",
     "with_post_lowering",
     "worker_random_state_addresses",

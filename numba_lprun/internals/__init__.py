@@ -70,6 +70,7 @@ from .libraries import (
     compiled_object,
     linked_libraries,
     numba_helper_address,
+    optimized_ir,
     parse_line_program_at,
     symbol_address,
 )
@@ -130,6 +131,7 @@ __all__ = [
     "missing",
     "numba_helper_address",
     "numba_random_state_addresses",
+    "optimized_ir",
     "overloads_function",
     "parse_line_program_at",
     "pipeline_class",

@@ -63,7 +63,7 @@ class _NotLoadable(Exception):
     """A cache entry this process cannot use (its rules refuse its stamp)."""
 
 
-class _Locator(_CacheLocator):
+class TwinLocator(_CacheLocator):
     """Where one function's index and data files live, and the stamp that makes them stale."""
 
     def __init__(self, py_func, root: str):
@@ -82,7 +82,7 @@ class _Locator(_CacheLocator):
         return str(self._lineno)
 
 
-class _CheckedCacheFile(IndexDataCacheFile):
+class _TwinCacheFile(IndexDataCacheFile):
     """Numba's index and data files, with a checksum on data and no exception on a bad file."""
 
     def _load_index(self):
@@ -106,12 +106,12 @@ class _CheckedCacheFile(IndexDataCacheFile):
         return pickle.loads(payload)
 
 
-class _CacheImpl(CompileResultCacheImpl):
+class _TwinCacheImpl(CompileResultCacheImpl):
     """Serialises a compile result; built for one function, never through Numba's locators."""
 
     def __init__(self, py_func, root: str, rules: CacheRules):
         self._lineno = py_func.__code__.co_firstlineno
-        self._locator = _Locator(py_func, root)
+        self._locator = TwinLocator(py_func, root)
         self._py_func = py_func
         self.nlp_rules = rules
         base = os.path.splitext(os.path.basename(py_func.__code__.co_filename))[0]
@@ -165,17 +165,17 @@ def _keep_object_code(library, libdata) -> None:
             pass
 
 
-class _FunctionCache(Cache):
-    """Numba's per-function cache, for one function with :class:`CacheRules` of its own."""
+class TwinCache(Cache):
+    """Numba's per-function cache, for one twin (or any function) with :class:`CacheRules` of its own."""
 
-    _impl_class = _CacheImpl
+    _impl_class = _TwinCacheImpl
 
     def __init__(self, py_func, root: str, rules: CacheRules):
         self._name = repr(py_func)
         self._py_func = py_func
-        self._impl = _CacheImpl(py_func, root, rules)
+        self._impl = _TwinCacheImpl(py_func, root, rules)
         self._cache_path = self._impl.locator.get_cache_path()
-        self._cache_file = _CheckedCacheFile(
+        self._cache_file = _TwinCacheFile(
             cache_path=self._cache_path,
             filename_base=self._impl.filename_base,
             source_stamp=self._impl.locator.get_source_stamp(),
@@ -341,7 +341,7 @@ def disk_cache_for(py_func, root: str, rules: CacheRules) -> object | None:
     if not all(hasattr(base, name) for base, names in _OVERRIDDEN.items() for name in names):
         return None
     try:
-        return _FunctionCache(py_func, root, rules)
+        return TwinCache(py_func, root, rules)
     except Exception:  # a file name Numba cannot place: no cache for this function
         return None
 

@@ -65,22 +65,24 @@ OLDER_NUMBA = [
     ("0.67", "3.13"),
 ]
 #: The tests that go through Numba's internals, run on every older release: the door and its
-#: registry, the sampler and its line maps, the sampled view, threads (about 40 s).
+#: registry, the sampler and its line maps, the sampled view, threads, the twin cache (about 40 s).
 FAST_TESTS = [
     "tests/test_architecture.py",
     "tests/test_private_api.py",
     "tests/test_sampling.py",
     "tests/test_sampled_view.py",
     "tests/test_threads.py",
+    "tests/test_twin_cache.py",
 ]
 #: Each kind of function and state the internals reach (jitclasses, ufuncs, stencils, overloads,
-#: random states, machine code): about 2 minutes, so run on the releases where LLVM or the private
+#: random states, machine code) and the twins cached on disk: about 2 minutes, so run on the releases where LLVM or the private
 #: API changed (0.59: LLVM 14, NumPy 1.x; 0.61: LLVM 15; 0.62: LLVM 20; 0.66: LLVM 22).
 KIND_TESTS = [
     "tests/test_kinds.py",
     "tests/test_isolation.py",
     "tests/test_machine_code.py",
     "tests/test_jitclass.py",
+    "tests/test_disk_cache.py",
 ]
 KIND_RELEASES = {"0.59", "0.61", "0.62", "0.66"}
 #: What differs between Pythons, run on each Python the whole suite does not run on: line events

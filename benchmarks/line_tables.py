@@ -20,6 +20,7 @@ Ratios are against ``orig``.
 from __future__ import annotations
 
 import argparse
+import functools
 import os
 import sys
 import time
@@ -29,17 +30,17 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
 import kernels  # noqa: E402
 import numba  # noqa: E402
-from numba.core.compiler_machinery import register_pass  # noqa: E402
 
 from numba_lprun.instrument import twins, unwind  # noqa: E402
+from numba_lprun.internals import library_pass, pipeline_class  # noqa: E402
 
 warnings.simplefilter("ignore", numba.NumbaWarning)  # parfor debug lines "may be inaccurate"
 
-
-@register_pass(mutates_CFG=False, analysis_only=True)
-class _WithFramePointers(unwind.UnwindableLibrary):
-    _name = "bench_unwindable_with_frame_pointers"
-    frame_pointers = True
+_WithFramePointers = library_pass(
+    "bench_unwindable_with_frame_pointers",
+    functools.partial(unwind.make_unwindable, frame_pointers=True),
+    "make the library's code unwindable, with frame pointers",
+)
 
 
 def _swap_unwinding(pipeline: type, replacement: type | None) -> type:
@@ -61,7 +62,7 @@ def build(original, variant: str):
     """``original`` recompiled as the plain twin is (without its entry/exit probes)."""
     options = dict(original.targetoptions)
     options.update(twins.line_table_options(original))
-    pipeline = twins._line_tables_only(original._compiler.pipeline_class)
+    pipeline = twins.line_tables_pipeline(pipeline_class(original))
     if variant == "fp":
         pipeline = _swap_unwinding(pipeline, _WithFramePointers)
     elif variant == "tables only":

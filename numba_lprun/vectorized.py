@@ -10,8 +10,7 @@ from __future__ import annotations
 
 import re
 
-from .internals import CPUDispatcher
-from .private_api import optimized_ir
+from .internals import CPUDispatcher, optimized_ir
 
 _NODE = re.compile(r"^!(\d+) = (?:distinct )?!(?:\{(.*)\}|DILocation\((.*)\))\s*$")
 _LOOP_BRANCH = re.compile(r"^\s*br .*!dbg !(\d+), !llvm\.loop !(\d+)")

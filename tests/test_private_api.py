@@ -21,7 +21,7 @@ ROOT = Path(__file__).resolve().parent.parent
 
 def test_every_use_relied_on_with_this_numba_is_present():
     assert missing_uses() == []
-    assert sum(use.applies() for use in USES) >= 40
+    assert sum(use.applies() for use in USES) >= 100
 
 
 def test_the_installed_numba_is_in_the_tested_range():
@@ -94,3 +94,75 @@ def test_line_tables_only_compiles_a_function_with_line_tables_and_no_variables(
     assert dwarf.debug_line_sec is not None
     tags = {die.tag for cu in dwarf.iter_CUs() for die in cu.iter_DIEs()}
     assert "DW_TAG_variable" not in tags and "DW_TAG_formal_parameter" not in tags
+
+
+def _add_one(x):
+    return x + 1
+
+
+def test_the_post_lowering_hook_runs_on_each_lowered_module_and_is_seen_by_the_codegen():
+    """What the exit flushes stand on (instrument/exits.py): the hook gets each lowered module,
+    and code generated inside a hooked pipeline can tell that it is (``runs_post_lowering``)."""
+    from numba import types
+    from numba.extending import intrinsic
+
+    from numba_lprun.internals import pipeline_class, runs_post_lowering, with_post_lowering
+
+    modules, hooked_here = [], []
+
+    def hook(module):
+        modules.append(module)
+
+    @intrinsic
+    def mark(typingctx):
+        def codegen(context, builder, sig, args):
+            hooked_here.append(runs_post_lowering(context, hook))
+            return context.get_dummy_value()
+
+        return types.none(), codegen
+
+    def f(x):
+        mark()
+        return x + 1
+
+    pipeline = with_post_lowering(pipeline_class(numba.njit(f)), hook, "Test")
+    assert numba.njit(pipeline_class=pipeline)(f)(1) == 2
+    assert modules and hooked_here == [True]
+    plain = numba.njit(f)
+    assert plain(1) == 2 and hooked_here == [True, False]
+
+
+_FINAL_MODULES: list = []
+
+
+def _record_final_module(library) -> None:
+    from numba_lprun.internals import rewrite_final_module
+
+    def rewrite(module):
+        _FINAL_MODULES.append(str(module))
+        return module
+
+    rewrite_final_module(library, rewrite)
+
+
+def test_the_final_module_is_handed_over_before_machine_code_is_made():
+    """What unwinding stands on (instrument/unwind.py): a pass before native lowering gets the
+    library, and the library's linked, optimized module goes through the rewrite once."""
+    from numba_lprun.internals import line_tables_only, optimized_ir, pipeline_class
+
+    pipeline = line_tables_only(pipeline_class(numba.njit(_add_one)), library_pass=_recording_pass())
+    before = len(_FINAL_MODULES)
+    twin = numba.njit(pipeline_class=pipeline)(_add_one)
+    assert twin(1) == 2
+    assert len(_FINAL_MODULES) == before + 1 and "_add_one" in _FINAL_MODULES[-1]
+    (cres,) = twin.overloads.values()
+    assert "define" in optimized_ir(cres.library)
+
+
+def _recording_pass() -> type:
+    """The test's library pass, registered once per process (Numba refuses a name twice)."""
+    from numba_lprun.internals import library_pass
+
+    if not hasattr(_recording_pass, "made"):
+        _recording_pass.made = library_pass("test_nlp_record_final_module", _record_final_module, "record")
+    return _recording_pass.made

@@ -21,6 +21,7 @@ from numba import cfunc, njit
 
 import numba_lprun
 from numba_lprun.instrument import twins
+from numba_lprun.internals import pipeline_class
 from numba_lprun.sampling import RawSamples, Sampler, attribute, line_map
 from numba_lprun.sampling import _native as N
 from numba_lprun.sampling.dwarf import LineMap
@@ -63,7 +64,7 @@ def twin_of(dispatcher):
     compiled for one int64 argument."""
     options = dict(dispatcher.targetoptions)
     options.update(twins.line_table_options(dispatcher))
-    pipeline = twins._line_tables_only(dispatcher._compiler.pipeline_class)
+    pipeline = twins.line_tables_pipeline(pipeline_class(dispatcher))
     twin = type(dispatcher)(dispatcher.py_func, locals={}, targetoptions=options, pipeline_class=pipeline)
     twin(1)
     return twin

@@ -21,8 +21,8 @@ import time
 from dataclasses import dataclass
 
 from llvmlite import ir
-from numba.core import cgutils
 
+from ..internals import stack_slot
 from . import disk_cache
 
 CLOCK_MONOTONIC = 1  # Linux and macOS value of the clock id
@@ -59,7 +59,7 @@ def emit_read(builder: ir.IRBuilder, kind: str) -> ir.Value:
     timespec = ir.LiteralStructType([_I64, _I64])
     fnty = ir.FunctionType(ir.IntType(32), [ir.IntType(32), timespec.as_pointer()])
     fn = module.globals.get("clock_gettime") or ir.Function(module, fnty, "clock_gettime")
-    slot = cgutils.alloca_once(builder, timespec, name="nlp.timespec")
+    slot = stack_slot(builder, timespec, name="nlp.timespec")
     builder.call(fn, [ir.Constant(ir.IntType(32), CLOCK_MONOTONIC), slot])
     zero = ir.Constant(ir.IntType(32), 0)
     sec = builder.load(builder.gep(slot, [zero, zero]))

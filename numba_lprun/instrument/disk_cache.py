@@ -9,7 +9,8 @@ kept here, the way Numba's ``cache=True`` keeps compiled code:
   on macOS, ``%LOCALAPPDATA%`` on Windows). ``NUMBA_LPRUN_CACHE=0`` turns it off.
   A directory that cannot be written means no cache, never an error (as Numba).
 * what invalidates: every record is keyed by the versions of Python, Numba,
-  llvmlite and of numba_lprun's own code generation (``code_version``), so an
+  llvmlite and of numba_lprun's own code generation (``code_version``: the sources of
+  ``instrument/`` and ``internals/``), so an
   upgrade or an edit of the probes starts afresh; the CPU (``cpu_identity``) and,
   for measured figures, the boot (``machine_key``) are part of their keys.
 * a record that cannot be read (truncated, corrupt, written by another version)
@@ -31,9 +32,14 @@ import sys
 import tempfile
 from pathlib import Path
 
+from ..internals import host_cpu_identity
+
 ENV_DIR = "NUMBA_LPRUN_CACHE_DIR"
 ENV_SWITCH = "NUMBA_LPRUN_CACHE"
 _INSTRUMENT_DIR = Path(__file__).resolve().parent
+#: The code that generates twins' code: the instrumenting modules and the door to Numba's
+#: internals (pipelines, line tables, the post-lowering and final-module hooks).
+_CODE_DIRS = (_INSTRUMENT_DIR, _INSTRUMENT_DIR.parent / "internals")
 
 
 def default_root() -> Path:
@@ -86,7 +92,7 @@ def subdir(name: str) -> Path | None:
 
 @functools.cache
 def code_version() -> str:
-    """A digest of numba_lprun's code generation (instrument/*.py) and the versions of Python,
+    """A digest of numba_lprun's code generation (instrument/*.py, internals/*.py) and the versions of Python,
     Numba, llvmlite and NumPy (whose functions Numba compiles in).
 
     A twin compiled by other probe code, another Numba or another Python is not the
@@ -101,8 +107,9 @@ def code_version() -> str:
     digest = hashlib.sha256()
     for part in (sys.version, platform.machine(), numba.__version__, llvmlite.__version__, numpy.__version__):
         digest.update(part.encode() + b"\0")
-    for path in sorted(_INSTRUMENT_DIR.glob("*.py")):
-        digest.update(path.name.encode() + b"\0" + path.read_bytes())
+    for folder in _CODE_DIRS:
+        for path in sorted(folder.glob("*.py")):
+            digest.update(f"{folder.name}/{path.name}".encode() + b"\0" + path.read_bytes())
     return digest.hexdigest()
 
 
@@ -111,11 +118,9 @@ def cpu_identity() -> str:
     """The CPU as code generation sees it: LLVM's host CPU name and features.
 
     This is what Numba keys its own cache with (``codegen.magic_tuple()``), read
-    here through llvmlite's public API.
+    through the door (``internals.host_cpu_identity``: llvmlite's binding).
     """
-    import llvmlite.binding as ll
-
-    return f"{ll.get_process_triple()}|{ll.get_host_cpu_name()}|{ll.get_host_cpu_features().flatten()}"
+    return host_cpu_identity()
 
 
 def boot_id() -> str | None:

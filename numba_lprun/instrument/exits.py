@@ -12,15 +12,17 @@ has already flushed and zeroed the slot, and LLVM folds the second flush away.
 
 Numba calls its target context's ``post_lowering(module, library)`` after lowering
 each function (and each ``prange`` body's gufunc), before the module is
-materialized; :func:`flushing` gives a pipeline a context whose hook also does this.
+materialized; :func:`flushing` gives a pipeline a context whose hook also does this
+(``internals.with_post_lowering``).
 """
 
 from __future__ import annotations
 
-import functools
 from collections.abc import Callable
 
 from llvmlite import ir
+
+from ..internals import runs_post_lowering, with_post_lowering
 
 Flush = Callable[[ir.IRBuilder], None]
 _EXITS = "_nlp_exit_flushes"
@@ -29,7 +31,7 @@ _EXITS = "_nlp_exit_flushes"
 def exits_flushed(context: object) -> bool:
     """Whether code lowered with ``context`` gets the exit flushes (a twin compiled with a
     ``flushing`` pipeline; ufunc and stencil twins are built by Numba's own builders)."""
-    return bool(getattr(context, "flushes_exits", False))
+    return runs_post_lowering(context, _flush_exits)
 
 
 def flush_on_exit(function: ir.Function, key: object, flush: Flush) -> None:
@@ -54,31 +56,6 @@ def _flush_exits(module: ir.Module) -> None:
                     flush(builder)
 
 
-@functools.cache
-def _flushing_context(base: type) -> type:
-    """A subclass of the target context class ``base`` whose ``post_lowering`` also flushes.
-
-    A subclass rather than a function stored on the context: Numba derives the
-    context each function is lowered with from the one given (``subtarget``:
-    fastmath, error model...), and its own ``post_lowering`` reads those
-    settings from ``self``; a copy keeps its class, so every derived context does both.
-    """
-
-    def post_lowering(self, module, library):
-        base.post_lowering(self, module, library)
-        _flush_exits(module)
-
-    namespace = {"post_lowering": post_lowering, "flushes_exits": True}
-    return type(f"Flushing{base.__name__}", (base,), namespace)
-
-
-@functools.cache
 def flushing(base: type) -> type:
     """``base`` (a Numba compiler pipeline class) whose lowering runs :func:`flush_on_exit` requests."""
-
-    def __init__(self, typingctx, targetctx, library, args, return_type, flags, locals):
-        targetctx = targetctx.subtarget()
-        targetctx.__class__ = _flushing_context(type(targetctx))
-        base.__init__(self, typingctx, targetctx, library, args, return_type, flags, locals)
-
-    return type(f"Flushing{base.__name__}", (base,), {"__init__": __init__})
+    return with_post_lowering(base, _flush_exits, "Flushing")

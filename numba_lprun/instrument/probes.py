@@ -15,10 +15,10 @@ Counter layout, one row of two int64 per entry: rows ``0..n-1`` are the lines
 row ``n+1`` holds the function totals (calls, ticks from entry to return).
 
 The counters' address is not in the code: the probes name an external symbol
-(``CounterSlot``) registered with the JIT before the twin compiles, and its linker
-patches the address in when it loads the code (fresh or from the disk cache): the
-same machine code as a constant address (``benchmarks/relocatable_probes.py``), and
-code that does not depend on where this process put the counters, so it can be cached.
+(``CounterSlot``), registered with the JIT (``internals.register_symbol``) before
+the twin compiles, whose linker writes the address into the code when it loads it,
+fresh or from the disk cache. The machine code is the same as with the address as
+a constant (``benchmarks/relocatable_probes.py``), and can be cached.
 """
 
 from __future__ import annotations
@@ -29,12 +29,12 @@ import weakref
 from collections.abc import Callable
 from dataclasses import dataclass
 
-import llvmlite.binding as ll
 import numpy as np
 from llvmlite import ir
 from numba import types
 from numba.extending import intrinsic
 
+from ..internals import register_symbol
 from .clock import emit_read
 from .exits import exits_flushed, flush_on_exit
 
@@ -81,8 +81,6 @@ class ProbeConfig:
 _SYMBOL_PREFIX = "_nlp_ctr_"
 _taken: weakref.WeakValueDictionary[str, CounterSlot] = weakref.WeakValueDictionary()
 _serial = itertools.count(1)
-
-
 _CANONICAL = re.compile(_SYMBOL_PREFIX + r"([0-9a-f]{20})(?:n\d+)?")
 
 
@@ -146,7 +144,7 @@ class CounterSlot:
         self.canonical = name is not None and name not in _taken
         if not self.canonical:
             name = f"{_SYMBOL_PREFIX}{stem or 'anon'}_{next(_serial)}"
-        ll.add_symbol(name, self.address)
+        register_symbol(name, self.address)
         _taken[name] = self
         self.symbol = name
         return name

@@ -5,7 +5,7 @@ its kind, code object, defaults, target options, ``locals``, compiler pipeline,
 probe configuration and the versions of everything that generates code
 (``disk_cache.code_version``). What it reaches through its globals is only known
 once the twins are linked, so that part joins the key at compile time
-(``TwinCache._index_key``).
+(``twin_cache.TwinRules.key``).
 
 The key also names the twin's symbols: its counters (``_nlp_ctr_<tag>``) and its
 functions' ABI tag. Two twins with the same key alive in one process (two
@@ -21,10 +21,11 @@ import types as pytypes
 import weakref
 from dataclasses import dataclass
 
+from ..internals import tagged_context, use_disk_cache
 from . import disk_cache
 from . import probes as P
 from .fingerprint import code_digest, describe, remember_twin
-from .twin_cache import cache_for, tagged_context, use_disk_cache
+from .twin_cache import cache_for
 
 _TAG_CHARS = 20
 _live: weakref.WeakValueDictionary = weakref.WeakValueDictionary()  # tag -> twin dispatcher

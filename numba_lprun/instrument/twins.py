@@ -11,19 +11,16 @@ twins have a cache of their own (``twin_cache``), keyed by ``twin_identity``.
 from __future__ import annotations
 
 import ast
-import functools
 import re
 import types as pytypes
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 
 import numba
-from numba.core import debuginfo, transforms
-from numba.core.compiler_machinery import register_pass
-from numba.core.registry import CPUDispatcher
-from numba.core.untyped_passes import WithLifting
 
+from .. import internals
 from ..errors import TwinCompileError
+from ..internals import CPUDispatcher, can_compile, line_tables_only, pipeline_class
 from . import probes as P
 from . import unwind
 from .exits import flushing
@@ -107,7 +104,7 @@ def line_table_options(original: CPUDispatcher) -> dict:
     boundscheck = original.targetoptions.get("boundscheck")
     if boundscheck is None:
         boundscheck = bool(numba.config.BOUNDSCHECK)
-    return {"debug": True, "boundscheck": boundscheck, "_dbg_extend_lifetimes": False}
+    return internals.line_table_options(boundscheck)
 
 
 def _new_dispatcher(
@@ -129,10 +126,10 @@ def _new_dispatcher(
     twin compiled by an earlier process is loaded instead of compiled.
     """
     options = dict(original.targetoptions)
-    pipeline = original._compiler.pipeline_class
+    pipeline = pipeline_class(original)
     if line_tables and not options.get("debug"):
         options.update(line_table_options(original))
-        pipeline = _line_tables_only(pipeline)
+        pipeline = line_tables_pipeline(pipeline)
     pipeline = flushing(pipeline)  # counters held in registers reach memory on every exit
     locals_ = dict(original.locals)
     naming = name_twin(twin_key(kind, py_func, options, locals_, pipeline, slot), slot)
@@ -146,112 +143,16 @@ def _new_dispatcher(
     return dispatcher
 
 
-@register_pass(mutates_CFG=True, analysis_only=False)
-class _WithLiftingNoObjmodeDebug(WithLifting):
-    """Numba's ``WithLifting`` pass, with line tables off in lifted ``objmode`` blocks.
-
-    A lifted ``with objmode`` block is compiled in object mode with the twin's
-    flags; Numba's object-mode lowering marks a subprogram but never finalizes the
-    debug info (``PyLower.post_lower`` skips ``debuginfo.finalize``), so its LLVM
-    module lacks the "Debug Info Version" flag and LLVM prints "ignoring debug info
-    with an invalid version (0)" on stderr at every compile. Object-mode code is
-    never sampled, so it needs no line table: turning it off there removes the
-    cause, and the nopython code keeps its tables.
-    """
-
-    _name = "nlp_with_lifting_no_objmode_debug"
-
-    def run_pass(self, state):
-        from numba.core.compiler import _EarlyPipelineCompletion, compile_ir
-        from numba.core.dispatcher import ObjModeLiftedWith
-
-        main, withs = transforms.with_lifting(
-            func_ir=state.func_ir,
-            typingctx=state.typingctx,
-            targetctx=state.targetctx,
-            flags=state.flags,
-            locals=state.locals,
-        )
-        if withs:
-            for lifted in withs:
-                if isinstance(lifted, ObjModeLiftedWith):  # lowered with the lifted code's context
-                    lifted.flags.debuginfo = False
-                    lifted.targetctx = lifted.targetctx.subtarget(enable_debuginfo=False)
-            cres = compile_ir(
-                state.typingctx,
-                state.targetctx,
-                main,
-                state.args,
-                state.return_type,
-                state.flags,
-                state.locals,
-                lifted=tuple(withs),
-                lifted_from=None,
-                pipeline_class=type(state.pipeline),
-            )
-            raise _EarlyPipelineCompletion(cres)
-        return True
-
-
-class _LineTablesDIBuilder(debuginfo.DIBuilder):
-    """Numba's DIBuilder, emitting LLVM's ``LineTablesOnly`` kind where Numba asks for directives.
-
-    Numba offers full debug info or ``DebugDirectivesOnly``; the second keeps
-    codegen as without debug info but emits no ``.debug_info`` at all, so code that
-    LLVM inlined from another jitted function cannot be told from its caller's.
-    ``LineTablesOnly`` adds just the subprograms and their inlined-call records
-    (``DW_TAG_inlined_subroutine`` with the call's line): the lowering stays the
-    directives-only one (no ``noinline``). Variables are not declared at all:
-    LLVM asserts on a variable in a ``LineTablesOnly`` unit, and the plain build
-    has none either.
-    """
-
-    def __init__(self, module, filepath, cgctx, directives_only):
-        self._line_tables = directives_only
-        super().__init__(module, filepath, cgctx, directives_only)
-
-    def initialize(self):
-        if self._line_tables:
-            self.emission_kind = "LineTablesOnly"
-        super().initialize()
-
-    def mark_subprogram(self, function, qualname, argnames, argtypes, line):
-        super().mark_subprogram(function, qualname, argnames, argtypes, line)
-        unwind.keep_loop_body_apart(function)
-
-    def mark_variable(self, builder, allocavalue, name, lltype, size, line, datamodel=None, argidx=None):
-        if self._line_tables:
-            return None
-        return super().mark_variable(builder, allocavalue, name, lltype, size, line, datamodel, argidx)
-
-
-@functools.cache
-def _line_tables_only(base: type) -> type:
-    """``base`` with debug info reduced to line tables and inlining records (no variable info).
+def line_tables_pipeline(base: type) -> type:
+    """``base`` (a compiler pipeline class) as the plain twin compiles: line tables and
+    inlining records only (``internals.line_tables_only``), and every function its code
+    runs unwindable (``unwind``), for the sampler.
 
     Full debug info declares every variable (``llvm.dbg.declare``), which keeps
     LLVM from pruning reference counts and other work: a convolution ran 2x slower
-    with it. Line directives give the same line tables and leave codegen alone;
-    ``_LineTablesDIBuilder`` adds the records of inlined calls.
+    with it. Line directives give the same line tables and leave codegen alone.
     """
-
-    def __init__(self, typingctx, targetctx, library, args, return_type, flags, locals):
-        flags.dbg_directives_only = True
-        targetctx = targetctx.subtarget(DIBuilder=_LineTablesDIBuilder)
-        base.__init__(self, typingctx, targetctx, library, args, return_type, flags, locals)
-
-    def define_pipelines(self):
-        pipelines = base.define_pipelines(self)
-        for pm in pipelines:
-            pm.passes = [
-                (_WithLiftingNoObjmodeDebug if cls is WithLifting else cls, desc) for cls, desc in pm.passes
-            ]
-            pm.passes = unwind.before_lowering(pm.passes)
-            pm.finalize()
-        return pipelines
-
-    namespace = {"__init__": __init__, "define_pipelines": define_pipelines}
-    return type(f"LineTables{base.__name__}", (base,), namespace)
+    return line_tables_only(base, unwind.keep_loop_body_apart, unwind.UnwindableLibrary)
 
 
 def loaded_from_cache(twin: Twin) -> int:
@@ -371,7 +272,7 @@ def compile_like_original(twin: Twin, src: FunctionSource | None = None) -> None
     ``disable_compile`` state (explicit eager signatures compile nothing new)."""
     original = twin.original
     compile_like(twin, original, src)
-    if not original._can_compile:
+    if not can_compile(original):
         twin.dispatcher.disable_compile()
 
 

@@ -24,19 +24,16 @@ the benchmark kernels, speed (``benchmarks/unwinding.py`` measures both); it is
 kept here only for that measurement.
 
 The hook runs when the library is finalized, between LLVM's optimization and
-machine-code generation (``CPUCodeLibrary._finalize_final_module``).
+machine-code generation (``internals.rewrite_final_module``).
 """
 
 from __future__ import annotations
 
+import functools
 import re
 
-import llvmlite.binding as llvm
-from numba.core.compiler_machinery import LoweringPass, register_pass
+from ..internals import internalize_linked_copies, library_pass, reparsed, rewrite_final_module
 
-#: Linkages of function copies linked in from other libraries (weak: the JIT would run
-#: the other library's definition instead).
-_COPY_LINKAGES = {"linkonce_odr", "linkonce", "weak_odr", "weak"}
 _GROUP_RE = re.compile(r"^attributes #(\d+) = \{ (.*) \}$", re.MULTILINE)
 _DEFINE_GROUP_RE = re.compile(r"#(\d+)")
 _PREFIX_RE = re.compile(r"^((?:\s+(?:local_unnamed_addr|unnamed_addr|addrspace\(\d+\)))*)")
@@ -100,23 +97,15 @@ def _with_group(line: str, group_for) -> str:
     return f"{head} #{group_for(None)}{tail[len(prefix) :]}"
 
 
-def internalize_copies(module: llvm.ModuleRef) -> int:
-    """Make the function copies linked in from other libraries this module's own.
-
-    Returns how many were changed.
-    """
-    changed = 0
-    for fn in module.functions:
-        if fn.is_declaration or fn.linkage.name not in _COPY_LINKAGES:
-            continue
-        fn.linkage = "internal"
-        fn.visibility = "default"  # local linkage requires it
-        changed += 1
-    return changed
+def internalize_copies(module: object) -> int:
+    """Make the function copies linked in from other libraries this module's own (an llvmlite
+    ``ModuleRef``). Returns how many were changed."""
+    return internalize_linked_copies(module)
 
 
-def unwindable_module(module: llvm.ModuleRef, frame_pointers: bool = False) -> llvm.ModuleRef:
-    """A copy of an optimized module whose every function runs from it and can be unwound.
+def unwindable_module(module: object, frame_pointers: bool = False) -> object:
+    """A copy of an optimized module (an llvmlite ``ModuleRef``) whose every function runs
+    from it and can be unwound.
 
     Should the attributes not parse back (a ``define`` line of a shape Numba does not
     write), the module keeps its internalized copies without them: a twin's module
@@ -125,69 +114,20 @@ def unwindable_module(module: llvm.ModuleRef, frame_pointers: bool = False) -> l
     """
     extra = (UWTABLE, FRAME_POINTERS) if frame_pointers else (UWTABLE,)
     internalize_copies(module)
-    try:
-        result = llvm.parse_assembly(unwindable_ir(str(module), extra))
-        result.verify()
-    except RuntimeError:
-        return module
-    result.name = module.name
-    result.data_layout = module.data_layout
-    result.triple = module.triple
-    return result
+    result = reparsed(module, unwindable_ir(str(module), extra))
+    return module if result is None else result
 
 
 def make_unwindable(library: object, frame_pointers: bool = False) -> None:
-    """Rewrite ``library``'s final module when it is finalized (see the module docstring).
-
-    Numba's private API: ``CPUCodeLibrary._finalize_final_module`` (called once,
-    after the linked module is optimized, before machine code is made) and
-    ``_final_module`` (that module).
-    """
-    if getattr(library, "_nlp_unwindable", False):
-        return
-    finalize = library._finalize_final_module
-
-    def _finalize_final_module() -> None:
-        library._final_module = unwindable_module(library._final_module, frame_pointers)
-        finalize()
-
-    library._finalize_final_module = _finalize_final_module
-    library._nlp_unwindable = True
+    """Rewrite ``library``'s final module when it is finalized (see the module docstring)."""
+    rewrite_final_module(library, functools.partial(unwindable_module, frame_pointers=frame_pointers))
 
 
-@register_pass(mutates_CFG=False, analysis_only=True)
-class UnwindableLibrary(LoweringPass):
-    """Create the library the function will be lowered into, and make it unwindable.
-
-    Runs just before lowering, which creates the library itself when none is given
-    (the same way: named after the function, object caching on).
-    """
-
-    _name = "nlp_unwindable_library"
-    frame_pointers = False
-
-    def __init__(self) -> None:
-        LoweringPass.__init__(self)
-
-    def run_pass(self, state) -> bool:
-        if state.library is None:
-            state.library = state.targetctx.codegen().create_library(state.func_id.func_qualname)
-            state.library.enable_object_caching()
-        make_unwindable(state.library, self.frame_pointers)
-        return False
-
-
-def before_lowering(passes: list[tuple[type, str]]) -> list[tuple[type, str]]:
-    """A pipeline's ``(pass class, description)`` list with :class:`UnwindableLibrary`
-    inserted before its native lowering pass (the one that creates the library)."""
-    from numba.core.typed_passes import BaseNativeLowering
-
-    out = []
-    for cls, desc in passes:
-        if isinstance(cls, type) and issubclass(cls, BaseNativeLowering):
-            out.append((UnwindableLibrary, "make the library's code unwindable"))
-        out.append((cls, desc))
-    return out
+#: The pass that creates the library a twin's function is lowered into, and makes it
+#: unwindable; it runs just before lowering (which would create the library itself).
+UnwindableLibrary = library_pass(
+    "nlp_unwindable_library", make_unwindable, "make the library's code unwindable"
+)
 
 
 #: Part of the name of every parfor gufunc (a ``prange`` loop body) Numba compiles.

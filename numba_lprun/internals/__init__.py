@@ -17,12 +17,26 @@ Modules, by topic: ``dispatchers`` (the CPU dispatcher, its pipeline, compile
 events), ``redirect`` (calls of an original sent to its twin), ``line_tables``
 (twins with line tables only), ``kernels`` (ufuncs and stencils), ``jitclasses``,
 ``overloads``, ``libraries`` (object code, linked libraries, symbols),
-``irbuilder`` (LLVM IR helpers for intrinsics), ``runtime`` (allocator, worker
-threads, random states) and ``cuda`` (the simulator's kernels).
+``irbuilder`` (LLVM IR helpers for intrinsics), ``codegen`` (hooks after lowering,
+before native lowering and on the final module; JIT symbols), ``caching`` (Numba's
+disk cache, for twins), ``runtime`` (allocator, worker threads, random states) and
+``cuda`` (the simulator's kernels).
 """
 
 from __future__ import annotations
 
+from .caching import CacheRules, disk_cache_for, tagged_context, use_disk_cache
+from .codegen import (
+    before_lowering,
+    host_cpu_identity,
+    internalize_linked_copies,
+    library_pass,
+    register_symbol,
+    reparsed,
+    rewrite_final_module,
+    runs_post_lowering,
+    with_post_lowering,
+)
 from .cuda import simulated_device_flag, simulated_fastmath
 from .dispatchers import (
     CPUDispatcher,
@@ -56,6 +70,7 @@ from .libraries import (
     compiled_object,
     linked_libraries,
     numba_helper_address,
+    optimized_ir,
     parse_line_program_at,
     symbol_address,
 )
@@ -78,10 +93,12 @@ from .runtime import (
 
 __all__ = [
     "CPUDispatcher",
+    "CacheRules",
     "NUMBA_RANGE",
-    "USES",
     "PrivateUse",
+    "USES",
     "allocation_statistics_on",
+    "before_lowering",
     "box_class",
     "box_instance_type",
     "cached_dispatchers",
@@ -90,9 +107,12 @@ __all__ = [
     "compiled_box_property",
     "compiled_object",
     "counted_loop",
+    "disk_cache_for",
     "forget_bound_method_types",
+    "host_cpu_identity",
     "ignore_debug_info_warnings",
     "installed_numba",
+    "internalize_linked_copies",
     "is_cpu_ufunc",
     "is_dispatcher",
     "is_jitclass",
@@ -103,6 +123,7 @@ __all__ = [
     "jitclasses",
     "kernel_function",
     "launch_worker_threads",
+    "library_pass",
     "line_table_options",
     "line_tables_only",
     "linked_libraries",
@@ -110,6 +131,7 @@ __all__ = [
     "missing",
     "numba_helper_address",
     "numba_random_state_addresses",
+    "optimized_ir",
     "overloads_function",
     "parse_line_program_at",
     "pipeline_class",
@@ -117,15 +139,22 @@ __all__ = [
     "rebuild_stencil",
     "rebuild_ufunc",
     "redirect_calls",
+    "register_symbol",
+    "reparsed",
     "replace_implementations",
+    "rewrite_final_module",
+    "runs_post_lowering",
     "simulated_device_flag",
     "simulated_fastmath",
     "stack_slot",
     "stack_value",
     "stop_redirect",
     "symbol_address",
+    "tagged_context",
     "templates_with_implementations",
     "ufunc_dispatcher",
+    "use_disk_cache",
     "use_python_allocator",
+    "with_post_lowering",
     "worker_random_state_addresses",
 ]

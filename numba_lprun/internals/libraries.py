@@ -1,11 +1,12 @@
-"""Compiled code: the object code Numba keeps for a library, the libraries linked into it,
-and the addresses of the C functions jitted code calls.
+"""Compiled code: the object code and optimised IR Numba keeps for a library, the libraries
+linked into it, and the addresses of the C functions jitted code calls.
 
 The sampler and the machine-code view read a twin's ELF object code (its DWARF
 line tables, its symbols and relocations); Numba keeps it, and the list of
 libraries linked in (a ``prange`` body's code, callees), only in private
-attributes. pyelftools reads a line program only through a compile unit, which
-directives-only tables do not have.
+attributes, as it keeps whether a library came from the disk cache (whose IR is
+then only in the module kept for linking). pyelftools reads a line program only
+through a compile unit, which directives-only tables do not have.
 """
 
 from __future__ import annotations
@@ -29,12 +30,35 @@ def compiled_object(library) -> bytes | None:
 @touches(
     "numba.core.codegen",
     "CodeLibrary",
-    "sampling/dwarf.py, machine: the libraries linked into a function's own (prange bodies, callees)",
+    "sampling/rows.py, machine: the libraries linked into a function's own (prange bodies, callees)",
     instance_attribute="_linking_libraries",
 )
 def linked_libraries(library) -> list:
     """The code libraries Numba linked into ``library`` (an empty list for one without any)."""
     return list(getattr(library, "_linking_libraries", ()))
+
+
+@touches(
+    "numba.core.codegen",
+    "CPUCodeLibrary._get_module_for_linking",
+    "vectorized.py: the optimised IR of a twin loaded from the disk cache",
+)
+@touches(
+    "numba.core.codegen",
+    "CodeLibrary._disable_inspection",
+    "vectorized.py: whether a library came from the disk cache (its final module is empty)",
+)
+def optimized_ir(library) -> str:
+    """The optimised LLVM IR of ``library``, also when Numba loaded it from a disk cache.
+
+    A library rebuilt from cached object code has an empty final module (Numba
+    warns and returns nothing useful from ``get_llvm_str``); the module it keeps
+    for linking into callers is the same optimised IR (exported functions marked
+    ``linkonce_odr``).
+    """
+    if getattr(library, "_disable_inspection", False):
+        return str(library._get_module_for_linking())
+    return library.get_llvm_str()
 
 
 @touches(

@@ -14,7 +14,9 @@ lives here.
 from __future__ import annotations
 
 import functools
+from collections.abc import Callable
 
+from .codegen import before_lowering
 from .registry import touches
 
 
@@ -87,7 +89,7 @@ def _with_lifting_pass() -> type:
 
 
 @functools.cache
-def _line_tables_dibuilder() -> type:
+def _line_tables_dibuilder(on_subprogram: Callable | None) -> type:
     """Numba's DIBuilder, emitting LLVM's ``LineTablesOnly`` kind where Numba asks for directives.
 
     Numba offers full debug info or ``DebugDirectivesOnly``; the second keeps
@@ -97,6 +99,7 @@ def _line_tables_dibuilder() -> type:
     (``DW_TAG_inlined_subroutine`` with the call's line); the lowering stays the
     directives-only one. Variables are not declared at all: LLVM asserts on a
     variable in a ``LineTablesOnly`` unit, and the plain build has none either.
+    ``on_subprogram(function)`` is called with each function given a subprogram.
     """
     from numba.core import debuginfo
 
@@ -109,6 +112,11 @@ def _line_tables_dibuilder() -> type:
             if self.nlp_line_tables:
                 self.emission_kind = "LineTablesOnly"
             super().initialize()
+
+        def mark_subprogram(self, function, qualname, argnames, argtypes, line):
+            super().mark_subprogram(function, qualname, argnames, argtypes, line)
+            if on_subprogram is not None:
+                on_subprogram(function)
 
         def mark_variable(self, builder, allocavalue, name, lltype, size, line, datamodel=None, argidx=None):
             if self.nlp_line_tables:
@@ -140,6 +148,12 @@ def _line_tables_dibuilder() -> type:
     "DIBuilder.mark_variable",
     "twins.py: no variable is declared in a LineTablesOnly unit (LLVM asserts on one)",
     params=("self", "builder", "allocavalue", "name", "lltype", "size", "line", "datamodel", "argidx"),
+)
+@touches(
+    "numba.core.debuginfo",
+    "DIBuilder.mark_subprogram",
+    "twins.py, instrument/unwind.py: a prange body's function is kept from being inlined",
+    params=("self", "function", "qualname", "argnames", "argtypes", "line"),
 )
 @touches(
     "numba.core.base",
@@ -176,19 +190,23 @@ def _line_tables_dibuilder() -> type:
     "PassManager.finalize",
     "twins.py: the edited pipelines are finalized",
 )
-def line_tables_only(base: type) -> type:
+def line_tables_only(
+    base: type, on_subprogram: Callable | None = None, library_pass: type | None = None
+) -> type:
     """``base`` (a compiler pipeline class) with debug info reduced to line tables and
     inlining records: no variable info, no debug info in lifted object-mode blocks.
 
+    ``on_subprogram(function)`` is called with each llvmlite function given line
+    tables; ``library_pass`` (a ``codegen.library_pass``) runs before native lowering.
     Use it with :func:`line_table_options` as the twin's target options.
     """
-    return _line_tables_only(base)
+    return _line_tables_only(base, on_subprogram, library_pass)
 
 
 @functools.cache
-def _line_tables_only(base: type) -> type:
+def _line_tables_only(base: type, on_subprogram: Callable | None, library_pass: type | None) -> type:
     lifting = _with_lifting_pass()
-    builder = _line_tables_dibuilder()
+    builder = _line_tables_dibuilder(on_subprogram)
     from numba.core.untyped_passes import WithLifting
 
     def __init__(self, typingctx, targetctx, library, args, return_type, flags, locals):
@@ -200,6 +218,8 @@ def _line_tables_only(base: type) -> type:
         pipelines = base.define_pipelines(self)
         for pm in pipelines:
             pm.passes = [(lifting if cls is WithLifting else cls, desc) for cls, desc in pm.passes]
+            if library_pass is not None:
+                pm.passes = before_lowering(pm.passes, library_pass)
             pm.finalize()
         return pipelines
 

@@ -64,9 +64,9 @@ import threading
 import numpy as np
 from llvmlite import ir
 from numba import cfunc, types
-from numba.core import cgutils
 from numba.extending import intrinsic
 
+from ..internals import stack_slot, stack_value
 from . import _native as N
 
 # Control block slots.
@@ -115,7 +115,7 @@ class _Body:
         """(this thread's CPU ns, whether the clock could be read)."""
         b = self.b
         timespec = ir.LiteralStructType([_I64, _I64])
-        ts = cgutils.alloca_once(b, timespec)
+        ts = stack_slot(b, timespec)
         clock_ty = ir.FunctionType(_I32, [_I32, timespec.as_pointer()])
         clock_fn = b.inttoptr(_c64(self.at["clock"]), clock_ty.as_pointer())
         rc = b.call(clock_fn, [_c32(CLOCK_THREAD_CPUTIME_ID), ts])
@@ -135,7 +135,7 @@ class _Body:
         b = self.b
         now, ok = self.thread_cpu()
         last_p, known = self.last_cpu(thread)
-        delta_p = cgutils.alloca_once_value(b, _c64(-1))
+        delta_p = stack_value(b, _c64(-1))
         with b.if_then(b.and_(ok, known)):
             last = b.load(last_p)
             with b.if_then(b.icmp_signed(">=", last, _c64(0))):
@@ -153,7 +153,7 @@ class _Body:
         """1 when the signal interrupted a blocking system call (see the module docstring)."""
         b = self.b
         offset = b.and_(pc, _c64(0xFFF))
-        result = cgutils.alloca_once_value(b, _c64(0))
+        result = stack_value(b, _c64(0))
         with b.if_then(b.icmp_unsigned("<=", offset, _c64(0xFFE))):
             at = b.load(b.inttoptr(pc, _I16.as_pointer()))
             with b.if_then(b.icmp_unsigned("==", at, ir.Constant(_I16, N.SYSCALL_OPCODE))):

@@ -32,7 +32,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from ..private_api import compiled_object
+from ..internals import compiled_object
 from .elf import _SECTION_SHIFT, _function_symbols, _relocate_debug, _runtime_bases
 from .inlined import inlined_ranges
 from .rows import (

@@ -22,7 +22,7 @@ import io
 import os
 from dataclasses import dataclass
 
-from ..private_api import compiled_object
+from ..internals import compiled_object
 from . import elf as E
 from . import rows as R
 

@@ -12,7 +12,7 @@ import os
 from collections.abc import Iterator
 from dataclasses import dataclass
 
-from ..private_api import parse_line_program_at
+from ..internals import linked_libraries, parse_line_program_at
 
 _GUFUNC_PARTS = ("parallelgufuncwrapper", "_GufuncWrapper", "__numba_parfor_gufunc")
 
@@ -54,14 +54,14 @@ def code_libraries(root: object) -> Iterator[tuple[object, bool]]:
     """
     yield root, False
     seen = {id(root)}
-    stack = [lib for lib in getattr(root, "_linking_libraries", ())]
+    stack = linked_libraries(root)
     while stack:
         lib = stack.pop()
         if id(lib) in seen or not any(part in lib.name for part in _GUFUNC_PARTS):
             continue
         seen.add(id(lib))
         yield lib, lib.name.startswith("__numba_parfor_gufunc")
-        stack.extend(getattr(lib, "_linking_libraries", ()))
+        stack.extend(linked_libraries(lib))
 
 
 @dataclass

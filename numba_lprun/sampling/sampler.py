@@ -26,6 +26,7 @@ import time
 
 import numpy as np
 
+from ..internals import launch_worker_threads
 from . import _handler as H
 from . import _native as N
 from . import walks
@@ -140,9 +141,7 @@ class Sampler:
         except (OSError, AttributeError) as exc:
             return f"libc lacks what sampling needs: {exc}"
         if self.numba_threads:
-            from numba.np.ufunc import parallel
-
-            parallel._launch_threads()
+            launch_worker_threads()
         self._ctrl, handler_address = H.get_handler(libc)
         nframes = self.depth + _HANDLER_FRAMES
         self._buffer = np.empty((self.max_samples, H.HEADER + nframes), np.uint64)

@@ -56,7 +56,7 @@ def _find_fde():
     """libgcc's ``_Unwind_Find_FDE`` (the library ``backtrace`` loaded), or None."""
     try:
         lib = ctypes.CDLL("libgcc_s.so.1")
-        func = lib._Unwind_Find_FDE
+        func = lib["_Unwind_Find_FDE"]  # a C symbol, looked up by name (no Python attribute)
     except (OSError, AttributeError):
         return None
     func.restype = ctypes.c_void_p

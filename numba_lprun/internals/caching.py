@@ -1,0 +1,383 @@
+"""Numba's disk cache, for functions it refuses to cache: twins, ``exec``'d with no module.
+
+Numba's ``cache=True`` wants a function defined in a file it can stamp, keys an
+entry by the signature, the CPU and the bytecode, and pickles a dynamic function's
+globals with its descriptor. A twin has no module, is keyed by more than its
+bytecode, and its globals hold its probes. Numba has no public way to give a
+function another cache, so the pieces are Numba's own classes (``_CacheLocator``,
+``IndexDataCacheFile``, ``CompileResultCacheImpl``, ``Cache``) with the parts a
+twin needs overridden, each small:
+
+* where: a twin's files live under the directory given (numba_lprun's cache
+  directory), named as Numba names its own, stale when the file's text changes
+  (read through ``linecache``, so IPython cells work too);
+* the key: Numba's (argument types, CPU) plus what :class:`CacheRules` adds;
+* the pickle: the descriptor's globals dict is dropped and put back on load (the
+  live twin's), and what ``CacheRules.stamp`` says is kept next to the code;
+* robustness: a data file carries a SHA-256 of its contents, and an unreadable
+  index or data file is a miss (rewritten by the next save).
+
+What may be cached and under which key is numba_lprun's decision
+(``instrument.twin_cache``); this module only speaks Numba's cache protocol.
+"""
+
+from __future__ import annotations
+
+import copy
+import hashlib
+import linecache
+import os
+import pickle
+import sys
+import warnings
+from typing import Protocol
+
+from numba.core import funcdesc, sigutils
+from numba.core.caching import Cache, CompileResultCacheImpl, IndexDataCacheFile, _CacheLocator
+from numba.core.compiler import CompileResult
+
+from .libraries import compiled_object
+from .registry import touches
+
+_DIGEST = hashlib.sha256().digest_size
+_FORMAT = "numba_lprun twin 1"
+
+
+class CacheRules(Protocol):
+    """What one function's cache may keep and load, and the key it adds to Numba's."""
+
+    def key(self, args: tuple) -> tuple | None:
+        """The key parts after Numba's (argument types, CPU); None: this signature is not cached."""
+
+    def keeps(self, object_code: bytes) -> bool:
+        """Whether freshly compiled nopython code (its ELF object code) may be cached."""
+
+    def stamp(self, object_code: bytes) -> object:
+        """What is kept with cached code, for :meth:`loadable` to check (picklable)."""
+
+    def loadable(self, stamp: object) -> bool:
+        """Whether cached code kept with ``stamp`` may be loaded in this process now."""
+
+
+class _NotLoadable(Exception):
+    """A cache entry this process cannot use (its rules refuse its stamp)."""
+
+
+class TwinLocator(_CacheLocator):
+    """Where one function's index and data files live, and the stamp that makes them stale."""
+
+    def __init__(self, py_func, root: str):
+        self._py_file = py_func.__code__.co_filename
+        self._lineno = py_func.__code__.co_firstlineno
+        self._cache_path = os.path.join(root, self.get_suitable_cache_subpath(self._py_file))
+
+    def get_cache_path(self) -> str:
+        return self._cache_path
+
+    def get_source_stamp(self) -> str:
+        """A digest of the whole source file (or IPython cell): any edit makes its index stale."""
+        return hashlib.sha256("".join(linecache.getlines(self._py_file)).encode()).hexdigest()
+
+    def get_disambiguator(self) -> str:
+        return str(self._lineno)
+
+
+class _TwinCacheFile(IndexDataCacheFile):
+    """Numba's index and data files, with a checksum on data and no exception on a bad file."""
+
+    def _load_index(self):
+        try:
+            return super()._load_index()
+        except Exception:  # truncated or corrupt: the index is rewritten by the next save
+            return {}
+
+    def _save_data(self, name, data):
+        payload = self._dump(data)
+        path = self._data_path(name)
+        with self._open_for_write(path) as handle:
+            handle.write(hashlib.sha256(payload).digest() + payload)
+
+    def _load_data(self, name):
+        with open(self._data_path(name), "rb") as handle:
+            blob = handle.read()
+        digest, payload = blob[:_DIGEST], blob[_DIGEST:]
+        if hashlib.sha256(payload).digest() != digest:
+            raise OSError(f"corrupt cache entry {name}")
+        return pickle.loads(payload)
+
+
+class _TwinCacheImpl(CompileResultCacheImpl):
+    """Serialises a compile result; built for one function, never through Numba's locators."""
+
+    def __init__(self, py_func, root: str, rules: CacheRules):
+        self._lineno = py_func.__code__.co_firstlineno
+        self._locator = TwinLocator(py_func, root)
+        self._py_func = py_func
+        self.nlp_rules = rules
+        base = os.path.splitext(os.path.basename(py_func.__code__.co_filename))[0]
+        self._filename_base = self.get_filename_base(f"{base}.{py_func.__qualname__}", sys.abiflags)
+
+    def reduce(self, cres):
+        """Numba's reduction, minus the globals dict a dynamic function's descriptor holds,
+        plus the rules' stamp of the object code (checked before it is loaded again).
+
+        The descriptor is copied first: Numba's ``_reduce`` clears the type maps of
+        the descriptor it is given, and the live function keeps its own.
+        """
+        fndesc = copy.copy(cres.fndesc)
+        fndesc.global_dict = None
+        payload = cres._replace(fndesc=fndesc)._reduce()
+        _name, _kind, (object_code, _bitcode) = payload[0]
+        return (_FORMAT, self.nlp_rules.stamp(object_code), payload)
+
+    def rebuild(self, target_context, data):
+        form, stamp, payload = data
+        if form != _FORMAT or not self.nlp_rules.loadable(stamp):
+            raise _NotLoadable
+        fndesc = payload[1]
+        if fndesc.modname == funcdesc._dynamic_modname:  # as at compile time: look globals up in the twin's
+            fndesc.global_dict = self._py_func.__globals__
+        cres = CompileResult._rebuild(target_context, *payload)
+        _keep_object_code(cres.library, payload[0])
+        return cres
+
+    def check_cachable(self, cres) -> bool:
+        """Nopython code with no lifted blocks and no baked addresses, which the rules keep;
+        Numba's warning is not shown."""
+        if cres.objectmode or cres.lifted or cres.library.has_dynamic_globals:
+            return False
+        code = compiled_object(cres.library) or b""
+        return bool(code) and self.nlp_rules.keeps(code)
+
+
+def _keep_object_code(library, libdata) -> None:
+    """Keep the object code of a library loaded from the cache, as a fresh compile keeps it.
+
+    Numba hands cached object code to the JIT and drops its own copy; the sampler
+    and the machine-code view read a twin's line tables and symbols from it
+    (``libraries.compiled_object``).
+    """
+    _name, kind, data = libdata
+    if kind == "object":
+        try:
+            library._set_compiled_object(data[0])
+        except ValueError:  # already compiled from IR: it kept its own object code
+            pass
+
+
+class TwinCache(Cache):
+    """Numba's per-function cache, for one twin (or any function) with :class:`CacheRules` of its own."""
+
+    _impl_class = _TwinCacheImpl
+
+    def __init__(self, py_func, root: str, rules: CacheRules):
+        self._name = repr(py_func)
+        self._py_func = py_func
+        self._impl = _TwinCacheImpl(py_func, root, rules)
+        self._cache_path = self._impl.locator.get_cache_path()
+        self._cache_file = _TwinCacheFile(
+            cache_path=self._cache_path,
+            filename_base=self._impl.filename_base,
+            source_stamp=self._impl.locator.get_source_stamp(),
+        )
+        self.enable()
+
+    def _index_key(self, sig, codegen):
+        """Numba's key with the rules' parts; None when the rules say this signature is not cached."""
+        args, _ = sigutils.normalize_signature(sig)  # a callee compiles by args, a twin by full signature
+        extra = self._impl.nlp_rules.key(tuple(args))
+        if extra is None:
+            return None
+        return (tuple(args), codegen.magic_tuple(), *extra)
+
+    def _load_overload(self, sig, target_context):
+        if not self._enabled:
+            return None
+        key = self._index_key(sig, target_context.codegen())
+        if key is None:
+            return None
+        try:
+            data = self._cache_file.load(key)
+            return None if data is None else self._impl.rebuild(target_context, data)
+        except Exception:  # a stale or corrupt entry: compile (and overwrite it)
+            return None
+
+    def _save_overload(self, sig, data):
+        if not self._enabled or not self._impl.check_cachable(data):
+            return
+        key = self._index_key(sig, data.codegen)
+        if key is None:
+            return
+        try:
+            self._impl.locator.ensure_cache_path()
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore")
+                self._cache_file.save(key, self._impl.reduce(data))
+        except Exception:  # unwritable or unpicklable: this function stays uncached
+            self.disable()
+
+
+#: Methods of Numba's classes overridden above: a Numba that no longer calls one of them
+#: would skip the override (a corrupt file read as good, a key without the rules' parts).
+_OVERRIDDEN = {
+    IndexDataCacheFile: ("_load_index", "_load_data", "_save_data"),
+    Cache: ("_index_key", "_load_overload", "_save_overload"),
+}
+
+
+@touches("numba.core.caching", "_CacheLocator", "instrument/twin_cache.py: where a twin's cache files live")
+@touches(
+    "numba.core.caching", "_CacheLocator.get_suitable_cache_subpath", "the subdirectory, named as Numba's"
+)
+@touches(
+    "numba.core.caching",
+    "IndexDataCacheFile.__init__",
+    "instrument/twin_cache.py: Numba's index and data files, made as Cache makes them",
+    params=("self", "cache_path", "filename_base", "source_stamp"),
+)
+@touches(
+    "numba.core.caching",
+    "IndexDataCacheFile._load_index",
+    "instrument/twin_cache.py: a corrupt index is a miss and is rewritten",
+    params=("self",),
+)
+@touches(
+    "numba.core.caching",
+    "IndexDataCacheFile._load_data",
+    "instrument/twin_cache.py: cache data files carry a checksum; a corrupt one is a miss",
+    params=("self", "name"),
+)
+@touches(
+    "numba.core.caching",
+    "IndexDataCacheFile._save_data",
+    "instrument/twin_cache.py: the checksum is written before the pickle",
+    params=("self", "name", "data"),
+)
+@touches(
+    "numba.core.caching", "IndexDataCacheFile._dump", "instrument/twin_cache.py: pickled as Numba pickles"
+)
+@touches(
+    "numba.core.caching", "IndexDataCacheFile._data_path", "instrument/twin_cache.py: a data file's path"
+)
+@touches(
+    "numba.core.caching",
+    "IndexDataCacheFile._open_for_write",
+    "instrument/twin_cache.py: a data file is written as Numba writes one (atomically)",
+)
+@touches(
+    "numba.core.caching",
+    "CompileResultCacheImpl.reduce",
+    "instrument/twin_cache.py: a twin's compile result is pickled without its globals",
+    params=("self", "cres"),
+)
+@touches(
+    "numba.core.caching",
+    "CompileResultCacheImpl.rebuild",
+    "instrument/twin_cache.py: a cached twin is loaded only when its stamp allows",
+    params=("self", "target_context", "payload"),
+)
+@touches(
+    "numba.core.caching",
+    "CompileResultCacheImpl.check_cachable",
+    "instrument/twin_cache.py: what a twin may cache is decided by its rules",
+    params=("self", "cres"),
+)
+@touches("numba.core.caching", "CompileResultCacheImpl.get_filename_base", "the files' names, as Numba's")
+@touches(
+    "numba.core.caching",
+    "Cache._index_key",
+    "instrument/twin_cache.py: a twin's cache key adds its identity and dependencies",
+    params=("self", "sig", "codegen"),
+)
+@touches(
+    "numba.core.caching",
+    "Cache._load_overload",
+    "instrument/twin_cache.py: a stale or corrupt entry is a miss, never an error",
+    params=("self", "sig", "target_context"),
+)
+@touches(
+    "numba.core.caching",
+    "Cache._save_overload",
+    "instrument/twin_cache.py: an entry that cannot be written turns the twin's cache off",
+    params=("self", "sig", "data"),
+)
+@touches(
+    "numba.core.caching",
+    "Cache",
+    "instrument/twin_cache.py: whether the cache is on (enable/disable)",
+    instance_attribute="_enabled",
+)
+@touches(
+    "numba.core.compiler",
+    "CompileResult._reduce",
+    "instrument/twin_cache.py: a twin's compile result is pickled as Numba pickles its own",
+)
+@touches(
+    "numba.core.compiler",
+    "CompileResult._rebuild",
+    "instrument/twin_cache.py: a cached twin is rebuilt as Numba rebuilds its own",
+)
+@touches(
+    "numba.core.funcdesc",
+    "FunctionDescriptor.global_dict",
+    "instrument/twin_cache.py: a dynamic function's globals, dropped from the pickle, put back on load",
+)
+@touches(
+    "numba.core.funcdesc",
+    "_dynamic_modname",
+    "instrument/twin_cache.py: which descriptors look their globals up in the twin",
+)
+@touches(
+    "numba.core.codegen",
+    "CodeLibrary._set_compiled_object",
+    "instrument/twin_cache.py: a library loaded from the cache keeps its object code (line tables)",
+)
+@touches("numba.core.sigutils", "normalize_signature", "a callee compiles by args, a twin by full signature")
+def disk_cache_for(py_func, root: str, rules: CacheRules) -> object | None:
+    """A Numba disk cache for the function compiled from ``py_func``, its files under ``root``,
+    keeping and loading what ``rules`` allow; None where Numba cannot place its files (or
+    this Numba would not call the overrides). Give it to a dispatcher with :func:`use_disk_cache`.
+    """
+    if not all(hasattr(base, name) for base, names in _OVERRIDDEN.items() for name in names):
+        return None
+    try:
+        return TwinCache(py_func, root, rules)
+    except Exception:  # a file name Numba cannot place: no cache for this function
+        return None
+
+
+@touches(
+    "numba.core.dispatcher",
+    "Dispatcher.enable_caching",
+    "instrument/twin_cache.py: a twin's disk cache is set as enable_caching sets one (_cache)",
+    instance_attribute="_cache",
+)
+def use_disk_cache(dispatcher: object, cache: object) -> None:
+    """Make ``dispatcher`` load from and save to ``cache`` (what ``enable_caching`` does)."""
+    dispatcher._cache = cache
+
+
+@touches(
+    "numba.core.funcdesc",
+    "default_mangler",
+    "instrument/twin_identity.py: twins' symbol names carry their key as an ABI tag",
+    params=("name", "argtypes", "abi_tags", "uid"),
+)
+@touches(
+    "numba.core.base",
+    "BaseContext.mangler",
+    "instrument/twin_identity.py: a target context whose mangler adds the tag (subtarget)",
+)
+def tagged_context(targetctx: object, tag: str) -> object:
+    """``targetctx`` whose symbol names (functions, Environments) carry ``tag`` as an ABI tag.
+
+    Numba names a dynamic function ``<dynamic>.f`` plus a per-process counter, so
+    twins cached by different processes could define the same symbol in one
+    process (and share one Environment). The ABI tag makes each twin's names its own;
+    it is not shown by ``machine.names.pretty``.
+    """
+
+    def mangler(name, argtypes, *, abi_tags=(), uid=None):
+        return funcdesc.default_mangler(name, argtypes, abi_tags=(*abi_tags, tag), uid=uid)
+
+    return targetctx.subtarget(mangler=mangler)

@@ -1,0 +1,235 @@
+"""Code generation after lowering: hooks between Numba's lowering, LLVM's optimizer and the JIT.
+
+Twins need three things done to their code that Numba has no public switch for:
+
+* a hook after each function is lowered, before its module is optimized (the exit
+  flushes of ``instrument.exits``): Numba calls its target context's
+  ``post_lowering(module, library)`` then, so the pipeline's context is given a
+  subclass that runs the hook too;
+* the code library a function is lowered into, before lowering fills it (a pass
+  inserted before Numba's native lowering creates it, as lowering would);
+* the library's final module, linked and optimized, rewritten before machine code is
+  made (``instrument.unwind``): ``CPUCodeLibrary._finalize_final_module`` is the only
+  place where that module exists and is not yet compiled.
+
+Parsing and editing LLVM modules and registering JIT symbols is ``llvmlite.binding``,
+which numba_lprun reaches only here.
+"""
+
+from __future__ import annotations
+
+import functools
+from collections.abc import Callable
+
+from .registry import touches
+
+LibraryHook = Callable[[object], None]
+
+
+@functools.cache
+def _context_with_hook(base: type, hook: Callable, label: str) -> type:
+    """A subclass of the target context class ``base`` whose ``post_lowering`` also runs ``hook``.
+
+    A subclass rather than a function stored on the context: Numba derives the
+    context each function is lowered with from the one given (``subtarget``:
+    fastmath, error model...), and its own ``post_lowering`` reads those settings
+    from ``self``; a copy keeps its class, so every derived context does both.
+    """
+
+    def post_lowering(self, module, library):
+        base.post_lowering(self, module, library)
+        hook(module)
+
+    hooks = (*getattr(base, "nlp_post_lowering_hooks", ()), hook)
+    namespace = {"post_lowering": post_lowering, "nlp_post_lowering_hooks": hooks}
+    return type(f"{label}{base.__name__}", (base,), namespace)
+
+
+@touches(
+    "numba.core.base",
+    "BaseContext.post_lowering",
+    "instrument/exits.py: probe state is flushed before every exit of each lowered function",
+    params=("self", "mod", "library"),
+)
+@touches(
+    "numba.core.base",
+    "BaseContext.subtarget",
+    "instrument/exits.py: the pipeline lowers with a copy of its context, of the hooked class",
+)
+def with_post_lowering(base: type, hook: Callable, label: str = "PostLowering") -> type:
+    """``base`` (a Numba compiler pipeline class) whose lowering runs ``hook(module)`` after
+    Numba's own post-lowering of each function (and of each ``prange`` body's gufunc).
+
+    ``label`` prefixes the new classes' names. Cached: one class per ``(base, hook)``.
+    """
+    return _pipeline_with_hook(base, hook, label)
+
+
+@functools.cache
+def _pipeline_with_hook(base: type, hook: Callable, label: str) -> type:
+    def __init__(self, typingctx, targetctx, library, args, return_type, flags, locals):
+        targetctx = targetctx.subtarget()
+        targetctx.__class__ = _context_with_hook(type(targetctx), hook, label)
+        base.__init__(self, typingctx, targetctx, library, args, return_type, flags, locals)
+
+    return type(f"{label}{base.__name__}", (base,), {"__init__": __init__})
+
+
+def runs_post_lowering(context: object, hook: Callable) -> bool:
+    """Whether code lowered with ``context`` (a target context) runs ``hook`` after lowering
+    (a pipeline made by :func:`with_post_lowering`; ufunc and stencil kernels are built by
+    Numba's own builders, without it)."""
+    return hook in getattr(context, "nlp_post_lowering_hooks", ())
+
+
+@touches("numba.core.compiler_machinery", "LoweringPass", "instrument/unwind.py: the pass's base class")
+@touches(
+    "numba.core.compiler_machinery",
+    "register_pass",
+    "instrument/unwind.py: the library pass is registered (once per name)",
+)
+@touches(
+    "numba.core.cpu",
+    "CPUContext.codegen",
+    "instrument/unwind.py: the library is created as lowering creates it (named after the function)",
+)
+def library_pass(name: str, prepare: LibraryHook, description: str) -> type:
+    """A compiler pass that creates the code library a function will be lowered into and
+    hands it to ``prepare(library)`` first; insert it with :func:`before_lowering`.
+
+    Numba's native lowering creates the library itself when none is given, named
+    after the function, with object caching on: this pass does the same, earlier.
+    Call once per ``name`` (Numba's pass registry refuses a second pass of one name).
+    """
+    from numba.core.compiler_machinery import LoweringPass, register_pass
+
+    def __init__(self) -> None:
+        LoweringPass.__init__(self)
+
+    def run_pass(self, state) -> bool:
+        if state.library is None:
+            state.library = state.targetctx.codegen().create_library(state.func_id.func_qualname)
+            state.library.enable_object_caching()
+        prepare(state.library)
+        return False
+
+    namespace = {"_name": name, "description": description, "__init__": __init__, "run_pass": run_pass}
+    cls = type("LibraryPass", (LoweringPass,), namespace)
+    return register_pass(mutates_CFG=False, analysis_only=True)(cls)
+
+
+@touches(
+    "numba.core.typed_passes",
+    "BaseNativeLowering",
+    "instrument/unwind.py: the pass that creates the library; the library pass runs before it",
+)
+def before_lowering(passes: list[tuple[type, str]], inserted: type) -> list[tuple[type, str]]:
+    """A pipeline's ``(pass class, description)`` list with ``inserted`` (a :func:`library_pass`)
+    before its native lowering pass (the one that creates the library)."""
+    from numba.core.typed_passes import BaseNativeLowering
+
+    out = []
+    for cls, desc in passes:
+        if isinstance(cls, type) and issubclass(cls, BaseNativeLowering):
+            out.append((inserted, inserted.description))
+        out.append((cls, desc))
+    return out
+
+
+@touches(
+    "numba.core.codegen",
+    "CPUCodeLibrary._finalize_final_module",
+    "instrument/unwind.py: a twin's linked, optimized module is rewritten before machine code is made",
+)
+@touches(
+    "numba.core.codegen",
+    "CPUCodeLibrary",
+    "instrument/unwind.py: the module that hook rewrites and replaces",
+    instance_attribute="_final_module",
+)
+def rewrite_final_module(library: object, rewrite: Callable[[object], object]) -> None:
+    """Have ``rewrite(module)`` replace ``library``'s final module when it is finalized.
+
+    Numba calls ``_finalize_final_module`` once, after the linked module is
+    optimized and before machine code is made; ``rewrite`` gets that module (an
+    llvmlite ``ModuleRef``) and returns the one to compile. Once per library: a
+    second call changes nothing.
+    """
+    if getattr(library, "nlp_final_module_rewritten", False):
+        return
+    finalize = library._finalize_final_module
+
+    def _finalize_final_module() -> None:
+        library._final_module = rewrite(library._final_module)
+        finalize()
+
+    library._finalize_final_module = _finalize_final_module
+    library.nlp_final_module_rewritten = True
+
+
+#: Linkages of function copies linked in from other libraries (weak: the JIT would run
+#: the other library's definition instead).
+_COPY_LINKAGES = {"linkonce_odr", "linkonce", "weak_odr", "weak"}
+
+
+def internalize_linked_copies(module: object) -> int:
+    """Make the function copies linked into ``module`` (a ``ModuleRef``) from other libraries
+    its own (``internal``); returns how many were changed."""
+    changed = 0
+    for fn in module.functions:
+        if fn.is_declaration or fn.linkage.name not in _COPY_LINKAGES:
+            continue
+        fn.linkage = "internal"
+        fn.visibility = "default"  # local linkage requires it
+        changed += 1
+    return changed
+
+
+@touches(
+    "llvmlite.binding",
+    "parse_assembly",
+    "instrument/unwind.py: the rewritten final module is parsed back and verified",
+)
+def reparsed(module: object, text: str) -> object | None:
+    """``text`` (LLVM IR) parsed as a module that replaces ``module`` (its name, data layout
+    and triple kept), or None when it does not parse or verify."""
+    import llvmlite.binding as ll
+
+    try:
+        result = ll.parse_assembly(text)
+        result.verify()
+    except RuntimeError:
+        return None
+    result.name = module.name
+    result.data_layout = module.data_layout
+    result.triple = module.triple
+    return result
+
+
+@touches(
+    "llvmlite.binding",
+    "add_symbol",
+    "instrument/probes.py: the probes' counters symbol resolves to the counters' address",
+)
+def register_symbol(name: str, address: int) -> None:
+    """Have the JIT's linker resolve ``name`` to ``address`` in code it loads from now on."""
+    import llvmlite.binding as ll
+
+    ll.add_symbol(name, address)
+
+
+@touches(
+    "llvmlite.binding",
+    "get_host_cpu_features",
+    "instrument/disk_cache.py: cached records and twins are keyed by the CPU code is made for",
+)
+@touches("llvmlite.binding", "get_host_cpu_name", "instrument/disk_cache.py: the CPU's name, in the key")
+@touches("llvmlite.binding", "get_process_triple", "instrument/disk_cache.py: the target triple, in the key")
+def host_cpu_identity() -> str:
+    """The CPU as code generation sees it: LLVM's process triple, host CPU name and features.
+
+    This is what Numba keys its own cache with (``codegen.magic_tuple()``).
+    """
+    import llvmlite.binding as ll
+
+    return f"{ll.get_process_triple()}|{ll.get_host_cpu_name()}|{ll.get_host_cpu_features().flatten()}"

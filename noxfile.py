@@ -75,8 +75,9 @@ FAST_TESTS = [
     "tests/test_twin_cache.py",
 ]
 #: Each kind of function and state the internals reach (jitclasses, ufuncs, stencils, overloads,
-#: random states, machine code) and the twins cached on disk: about 2 minutes, so run on the releases where LLVM or the private
-#: API changed (0.59: LLVM 14, NumPy 1.x; 0.61: LLVM 15; 0.62: LLVM 20; 0.66: LLVM 22).
+#: random states, machine code) and the twins cached on disk: about 2 minutes, so run on the
+#: releases where LLVM or the private API changed (0.59: LLVM 14, NumPy 1.x; 0.61: LLVM 15;
+#: 0.62: LLVM 20; 0.66: LLVM 22).
 KIND_TESTS = [
     "tests/test_kinds.py",
     "tests/test_isolation.py",

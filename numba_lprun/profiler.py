@@ -103,7 +103,6 @@ class LineProfiler:
     def functions(self) -> list[Callable]:
         return [t.original for t in self._runner.targets.values()]
 
-    # -- running ------------------------------------------------------------------
     def runcall(self, func: Callable, /, *args: Any, **kwargs: Any) -> Any:
         """Profile ``func(*args, **kwargs)``; return the user's run's result."""
 
@@ -167,7 +166,6 @@ class LineProfiler:
             call = close_call(ctx.made, self._runner.facts(planned.user.kind), planned.user.kind)
             self._record = merge_records(self._record, call)
 
-    # -- results ------------------------------------------------------------------
     @property
     def profile(self) -> ProfileStats:
         """The profile of every call so far: a frozen value, never changed by later runs."""

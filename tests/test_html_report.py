@@ -13,7 +13,7 @@ import subprocess
 import pytest
 
 from numba_lprun.renderers import profile_html
-from numba_lprun.renderers.view import number, per_hit_text, profile_views
+from numba_lprun.renderers.view import number, per_hit_text, profile_views, seconds_text
 from tests.render_kernels import LONG_LINE, long_line_profile
 
 #: reads the laid-out page: each numeric cell's text, whether it is shown, fits its box, and
@@ -114,6 +114,9 @@ def test_report_is_a_self_contained_table_built_from_the_data(profile, page):
     # a summary links to each function's table
     anchors = re.findall(r'href="#([^"]+)"', page)
     assert len(anchors) == 2 and all(f'id="{a}"' in page for a in anchors)
+    summary = page[page.index('<table class="summary"') : page.index("</table>")]
+    for stats in profile.functions:  # each total in its own readable unit (seconds, not ns)
+        assert f'<td class="n">{seconds_text(stats.total_ticks() * profile.unit)}</td>' in summary
     # marks explained on hover, bars and the chart drawn from the data
     assert 'title="below the timer' in page and '<svg class="chart"' in page
     assert page.count('class="bar bt"') == page.count('class="bar bs"') > 0  # probes beside samples

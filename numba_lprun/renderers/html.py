@@ -112,9 +112,11 @@ def _summary(views: list[FunctionView], ids: list[str]) -> str:
     rows = []
     for view, anchor in zip(views, ids, strict=True):
         s = view.stats
-        total = view.amount_text(view.total) if s.timed else "not timed"
+        total = view.amount_text(view.total / view.output_unit) if s.timed else "not timed"  # total: s
         over = s.overhead
         over_text = "not measured" if over is None else f"{over:.2f}x"
+        if s.probe_overhead is not None:  # the warning colour may be the probed run's
+            over_text += f" (probes {s.probe_overhead:.2f}x)"
         warn = ' class="n bang"' if any(n.level == "warning" for n in s.notes) else ' class="n"'
         samples = str(s.samples) if view.sampled else ""
         rows.append(

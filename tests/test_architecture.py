@@ -19,7 +19,7 @@ PACKAGE = Path(__file__).resolve().parent.parent / "numba_lprun"
 
 #: The stages, in the order data flows; a module may import from its own stage and earlier ones.
 STAGES: list[set[str]] = [
-    {"errors"},
+    {"errors", "interrupts"},
     {"internals"},  # the one door to Numba's private API
     {"instrument", "vectorized"},  # source -> instrumented AST -> twins
     {"sampling"},

@@ -10,6 +10,7 @@ import signal
 import sys
 import tempfile
 import threading
+import time
 
 import pytest
 from hypothesis import HealthCheck, given, settings
@@ -182,3 +183,30 @@ def test_real_ctrl_c_mid_run(ip, capsys):
         assert snapshot(ip) == before
     out = capsys.readouterr().out
     assert "interrupted by KeyboardInterrupt" in out
+
+
+def test_ctrl_c_at_any_moment_leaves_no_sampler_armed():
+    """SIGINTs landing all through a sampled profile (arming, repeats, disarming, reading the
+    samples): each leaves the one sampler slot free and SIGPROF's handler as it was."""
+    import numpy as np
+
+    import numba_lprun
+    from numba_lprun.sampling import sampler_running
+    from tests import kernels as k
+
+    before = signal.getsignal(signal.SIGPROF)
+    a = np.arange(20_000.0)
+    for delay in (0.0, 0.001, 0.003, 0.01, 0.02, 0.04, 0.08, 0.15, 0.25, 0.4):
+        timer = threading.Timer(delay, os.kill, (os.getpid(), signal.SIGINT))
+        try:
+            try:
+                timer.start()
+                numba_lprun.LineProfiler(k.busy, sample_time=0.3).runcall(k.busy, 200)
+                numba_lprun.LineProfiler(k.loops, sample_time=0.1).runcall(k.loops, a, 3)
+            finally:
+                timer.join()
+                time.sleep(0.01)  # a signal sent at the very end is raised here, not later
+        except KeyboardInterrupt:
+            pass
+        assert not sampler_running(), f"a SIGINT after {delay} s left the sampler armed"
+        assert signal.getsignal(signal.SIGPROF) is before

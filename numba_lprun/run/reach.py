@@ -11,15 +11,13 @@ name the statement rebound in the meantime.
 
 from __future__ import annotations
 
-import contextlib
-import signal
 import sys
-import threading
 import types as pytypes
-from collections.abc import Callable, Iterable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 
 from ..internals import CPUDispatcher, redirect_calls, stop_redirect
+from ..interrupts import ctrl_c_deferred
 
 
 def module_namespaces() -> list[dict]:
@@ -160,30 +158,3 @@ class Swap:
                 for original, cls in reversed(self.redirected):
                     stop_redirect(original, cls)
                 self.redirected.clear()
-
-
-@contextlib.contextmanager
-def ctrl_c_deferred() -> Iterator[None]:
-    """Hold a Ctrl-C (SIGINT) that arrives inside the block until the block is done.
-
-    Swapping and restoring bindings must not stop half way, or the user's
-    namespace would keep a twin. Only the main thread can handle signals; elsewhere
-    (or if the handler cannot be set) the block runs as it is.
-    """
-    if threading.current_thread() is not threading.main_thread():
-        yield
-        return
-    held: list[int] = []
-    try:
-        previous = signal.signal(signal.SIGINT, lambda signum, frame: held.append(signum))
-    except (ValueError, OSError):
-        yield
-        return
-    try:
-        yield
-    finally:
-        signal.signal(signal.SIGINT, previous)
-        if held and callable(previous):
-            previous(signal.SIGINT, None)
-        elif held and previous == signal.SIG_DFL:
-            raise KeyboardInterrupt

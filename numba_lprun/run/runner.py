@@ -19,6 +19,7 @@ from ..instrument.kinds import owning_jitclass, templates_holding
 from ..instrument.source import FunctionSource, read_source
 from ..instrument.twins import Twin, compile_like, compile_like_original, link, make_relinked
 from ..internals import CPUDispatcher, ignore_debug_info_warnings
+from ..interrupts import ctrl_c_deferred
 from ..vectorized import vectorized_lines
 from .compiles import CompileHooks, CompileWatcher, Progress
 from .jitclasses import (
@@ -32,7 +33,7 @@ from .jitclasses import (
 )
 from .measurements import PLAIN, FunctionCounts, FunctionFacts, Key
 from .overloads import overloaded_functions, swap_implementations
-from .reach import Swap, ctrl_c_deferred, find_callers, module_namespaces, reaches
+from .reach import Swap, find_callers, module_namespaces, reaches
 from .targets import (
     TWIN_KINDS,
     Target,

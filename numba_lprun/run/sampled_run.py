@@ -13,6 +13,7 @@ import time
 from collections.abc import Hashable, Iterator
 from dataclasses import dataclass, field
 
+from ..interrupts import ctrl_c_deferred
 from ..sampling import LineMap, RawSamples, Sampler, attribute, line_map
 from .measurements import LineSamples, Sampled, fold
 from .runner import Where
@@ -36,8 +37,8 @@ class SegmentedSampling:
     def running(self) -> Iterator[None]:
         self._running = True
         self._paused_at = None
-        self.resume()
         try:
+            self.resume()
             yield
         finally:
             self.pause()
@@ -48,9 +49,10 @@ class SegmentedSampling:
         if self._running and self._paused_at is None:
             self._paused_at = time.perf_counter()
         if self._sampler is not None:
-            sampler, self._sampler = self._sampler, None
-            sampler.__exit__(None, None, None)
-            self.segments.append(sampler.samples)
+            with ctrl_c_deferred():  # a sampler handed over is always disarmed
+                sampler, self._sampler = self._sampler, None
+                sampler.__exit__(None, None, None)
+                self.segments.append(sampler.samples)
 
     def resume(self) -> None:
         if self._running and self._paused_at is not None:
@@ -62,12 +64,13 @@ class SegmentedSampling:
         if self.boost is not None:
             left = self.boost[1] - sum(seg.count for seg in self.segments)
             boost = (self.boost[0], left) if left > 0 else None
-        sampler = Sampler(rate_hz=self.rate_hz, numba_threads=self.parallel, boost=boost)
-        sampler.__enter__()
-        if sampler.unavailable is not None:
-            self.unavailable = sampler.unavailable
-            return
-        self._sampler = sampler
+        with ctrl_c_deferred():  # an armed sampler is always kept, so that pause() disarms it
+            sampler = Sampler(rate_hz=self.rate_hz, numba_threads=self.parallel, boost=boost)
+            sampler.__enter__()
+            if sampler.unavailable is not None:
+                self.unavailable = sampler.unavailable
+                return
+            self._sampler = sampler
 
     @property
     def achieved_hz(self) -> float:

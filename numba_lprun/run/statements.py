@@ -20,7 +20,7 @@ from collections.abc import Callable, Iterable, Iterator
 
 from ..errors import NotProfilableError
 from ..instrument.kinds import dispatcher_class, resolve
-from .reach import ctrl_c_deferred
+from ..interrupts import ctrl_c_deferred
 from .runner import PhaseRun
 from .snapshot import Reach, statement_reach
 

@@ -27,6 +27,7 @@ import time
 import numpy as np
 
 from ..internals import launch_worker_threads
+from ..interrupts import ctrl_c_deferred
 from . import _handler as H
 from . import _native as N
 from . import walks
@@ -107,21 +108,29 @@ class Sampler:
         self.unavailable = None
         self._samples = RawSamples(rate_hz=self.rate_hz)
         try:
-            self.unavailable = self._start()
-        except Exception as exc:  # never let sampling break the run
-            self.unavailable = f"sampler failed to start: {type(exc).__name__}: {exc}"
-        if self.unavailable is not None:
-            self._teardown()
+            with ctrl_c_deferred():  # armed whole or not at all: a Ctrl-C waits until it is either
+                try:
+                    self.unavailable = self._start()
+                except Exception as exc:  # never let sampling break the run
+                    self.unavailable = f"sampler failed to start: {type(exc).__name__}: {exc}"
+                if self.unavailable is not None:
+                    self._teardown()
+        except BaseException:  # the held Ctrl-C, raised once armed: no `with` body will disarm
+            self.__exit__(None, None, None)
+            raise
         return self
 
     def __exit__(self, *exc_info: object) -> None:
         if self._locked and self.unavailable is None:
             elapsed = time.perf_counter() - self._started
-            try:
-                self._teardown()
-            finally:
-                self._collect(elapsed)
-                self._release()
+            with ctrl_c_deferred():  # timers, handler and the sampler slot all go back
+                try:
+                    self._teardown()
+                finally:
+                    try:
+                        self._collect(elapsed)
+                    finally:
+                        self._release()
         return None
 
     # --- start ---------------------------------------------------------------------

@@ -112,8 +112,6 @@ LEGACY_CORE_TESTS = [
     "tests/test_paths.py",
     "tests/test_kinds.py",
 ]
-#: Fuzz examples per run on the Pythons that run PYTHON_TESTS (the whole suite runs 80).
-OTHER_PYTHON_FUZZ = "40"
 #: The oldest line_profiler supported (pyproject.toml): 4.2 has wheels for Python 3.11-3.13
 #: (4.1 none for 3.13). line_profiler 4 has one core (settrace-style) on every Python.
 LINE_PROFILER_FLOOR = "4.2"
@@ -125,6 +123,9 @@ LINE_PROFILER_TESTS = [
     "tests/test_kinds.py",
     "tests/test_jitclass.py",
 ]
+
+#: Fuzz examples per session (tests/test_fuzz.py's default; more with NUMBA_LPRUN_FUZZ_EXAMPLES).
+FUZZ_EXAMPLES = "40"
 
 nox.options.error_on_missing_interpreters = True
 nox.options.tags = ["ci"]  # `nox` alone runs what CI runs; `nox -t full` the whole suite everywhere
@@ -175,7 +176,7 @@ def _install(session: nox.Session, numba: str, *extra: str, cuda: bool = True) -
 
 def _run_suite(session: nox.Session, core: str | None) -> None:
     _install(session, NEWEST_NUMBA)
-    env = {"NUMBA_LPRUN_FUZZ_EXAMPLES": os.environ.get("NUMBA_LPRUN_FUZZ_EXAMPLES", "80")}
+    env = {"NUMBA_LPRUN_FUZZ_EXAMPLES": os.environ.get("NUMBA_LPRUN_FUZZ_EXAMPLES", FUZZ_EXAMPLES)}
     if core is not None:
         env["LINE_PROFILER_CORE"] = core
     session.run("python", "-m", "pytest", "-q", *session.posargs, env=env)
@@ -194,7 +195,7 @@ def lines(session: nox.Session) -> None:
     against line_profiler's, the rewriter (fuzzed), the sampler's view of the interpreter, the
     front ends and the one-run model (PYTHON_TESTS)."""
     _install(session, NEWEST_NUMBA)
-    env = {"NUMBA_LPRUN_FUZZ_EXAMPLES": os.environ.get("NUMBA_LPRUN_FUZZ_EXAMPLES", OTHER_PYTHON_FUZZ)}
+    env = {"NUMBA_LPRUN_FUZZ_EXAMPLES": os.environ.get("NUMBA_LPRUN_FUZZ_EXAMPLES", FUZZ_EXAMPLES)}
     session.run("python", "-m", "pytest", "-q", *PYTHON_TESTS, *session.posargs, env=env)
     env["LINE_PROFILER_CORE"] = "legacy"
     session.run("python", "-m", "pytest", "-q", *LEGACY_CORE_TESTS, *session.posargs, env=env)

@@ -111,6 +111,26 @@ def _silently(ctx: CallContext, run: PhaseRun, silenced: bool = False) -> None:
             pass
 
 
+def _extra_run(ctx: CallContext, kind: str, sampled: bool, label: str) -> None:
+    """One silent run of the statement on ``kind`` twins (sampled if asked), its counts and
+    samples appended, and the state put back: the timed plain run and the probed run."""
+    sampling = ctx.sampling() if sampled else None
+    started = time.perf_counter()
+    try:
+        with ctx.runner.phase(kind, ctx.namespaces, ctx.progress, sampling) as run:
+            started = time.perf_counter()
+            with _sampled(sampling):
+                _silently(ctx, run)
+    finally:
+        seconds = time.perf_counter() - started - (sampling.paused_seconds if sampling else 0.0)
+        ctx.made.append(Counted(kind, False, _one_run(ctx.runner.take_counts(kind))))
+        if sampling is not None:
+            maps = line_maps(ctx.runner.twin_code(kind))
+            ctx.made.append(measured(sampling, maps, kind, False, 1, seconds))
+        ctx.made.append(ExtraRun(label))
+        ctx.restore()
+
+
 @dataclass(frozen=True)
 class PlainRun:
     """The call on plain twins, timed (and sampled): the overhead figure's baseline."""
@@ -118,21 +138,7 @@ class PlainRun:
     sampled: bool
 
     def run(self, ctx: CallContext) -> None:
-        sampling = ctx.sampling() if self.sampled else None
-        started = time.perf_counter()
-        try:
-            with ctx.runner.phase(PLAIN, ctx.namespaces, ctx.progress, sampling) as run:
-                started = time.perf_counter()
-                with _sampled(sampling):
-                    _silently(ctx, run)
-        finally:
-            seconds = time.perf_counter() - started - (sampling.paused_seconds if sampling else 0.0)
-            ctx.made.append(Counted(PLAIN, False, _one_run(ctx.runner.take_counts(PLAIN))))
-            if sampling is not None:
-                maps = line_maps(ctx.runner.twin_code(PLAIN))
-                ctx.made.append(measured(sampling, maps, PLAIN, False, 1, seconds))
-            ctx.made.append(ExtraRun("timed plain run"))
-            ctx.restore()
+        _extra_run(ctx, PLAIN, self.sampled, "timed plain run")
 
 
 @dataclass(frozen=True)
@@ -239,21 +245,7 @@ class ProbedRun:
     sampled: bool = False
 
     def run(self, ctx: CallContext) -> None:
-        sampling = ctx.sampling() if self.sampled else None
-        started = time.perf_counter()
-        try:
-            with ctx.runner.phase(PROBED, ctx.namespaces, ctx.progress, sampling) as run:
-                started = time.perf_counter()
-                with _sampled(sampling):
-                    _silently(ctx, run)
-        finally:
-            seconds = time.perf_counter() - started - (sampling.paused_seconds if sampling else 0.0)
-            ctx.made.append(Counted(PROBED, False, _one_run(ctx.runner.take_counts(PROBED))))
-            if sampling is not None:
-                maps = line_maps(ctx.runner.twin_code(PROBED))
-                ctx.made.append(measured(sampling, maps, PROBED, False, 1, seconds))
-            ctx.made.append(ExtraRun("probed run"))
-            ctx.restore()
+        _extra_run(ctx, PROBED, self.sampled, "probed run")
 
 
 @dataclass(frozen=True)

@@ -72,7 +72,7 @@ def groups(case: K.Case) -> dict[str, set[int]]:
 def profile_once(case: K.Case, samples: int, seconds: float) -> tuple[dict[str, float], int]:
     """Sampled share (%) per group of lines, and the function's samples."""
     prof = numba_lprun.LineProfiler(
-        case.profiled, timing=False, sample_rate=case.rate_hz, min_samples=samples, sample_time=seconds
+        case.profiled, sample_rate=case.rate_hz, min_samples=samples, sample_time=seconds
     )
     prof.runcall(case.entry, *case.args)
     (stats,) = [f for f in prof.profile.functions if f.name == case.profiled.__name__]

@@ -44,27 +44,35 @@ OPTIONS = dict(min_samples=SAMPLES, sample_time=20.0)
 BODY_SHARE = 40.0
 
 
-def sampled_shares(case: K.Case) -> tuple[dict[str, float], int]:
-    """Sampled share (%) of each marked group of lines, and the function's samples."""
+def sampled_shares(case: K.Case) -> tuple[dict[str, float], int, dict[str, float]]:
+    """Sampled share (%) of each marked group of lines, the function's samples, and each
+    group's share of the samples counted unweighted (told when a case fails: it says
+    whether the walks or the CPU-time weights went wrong)."""
     case.entry(*case.args)  # compiled before profiling, as a user's function is
     prof = numba_lprun.LineProfiler(case.profiled, sample_rate=case.rate_hz, **OPTIONS)
     prof.runcall(case.entry, *case.args)
     (stats,) = [f for f in prof.profile.functions if f.name == case.profiled.__name__]
-    shares = {}
+    shares, counted = {}, {}
     for marker, lines in K.marked_lines(case.profiled).items():
         shares[marker] = sum(stats.sample_share(line) or 0.0 for line in lines)
-    return shares, stats.samples
+        counted[marker] = round(
+            100.0 * sum(stats.sample_counts.get(line, 0) for line in lines) / max(1, stats.samples), 1
+        )
+    return shares, stats.samples, counted
 
 
 @pytest.mark.parametrize("case", K.CASES, ids=[c.name for c in K.CASES])
 def test_sampled_shares_match_the_truth(case):
-    shares, samples = sampled_shares(case)
+    shares, samples, counted = sampled_shares(case)
     assert samples >= SAMPLES // 2, (samples, shares)
     if case.among_groups:  # prange: the workers' samples are on the loop bodies
         assert sum(shares.get(m, 0.0) for m in case.truth) >= BODY_SHARE, shares
     compared = case.compare(shares)
     wrong = {m: (round(got, 1), want) for m, (got, want) in compared.items() if abs(got - want) > TOLERANCE}
-    assert not wrong, f"{case.name}: (sampled, true) off by more than {TOLERANCE} points: {wrong}"
+    assert not wrong, (
+        f"{case.name}: (sampled, true) off by more than {TOLERANCE} points: {wrong}; "
+        f"unweighted sample shares {counted} of {samples}"
+    )
 
 
 def test_the_premises_hold():

@@ -7,7 +7,9 @@ and benchmarks/kernels.py's ``coarse_lines``) is profiled ``--runs`` times, each
 fresh ``LineProfiler`` whose sampled repeats stop at ``--samples`` samples in the
 function; per group of marked lines it prints the sampled share, its 95% interval
 (Wilson, on the function's sample count: sampling noise only) and the true share,
-then the worst error.
+then the worst error. ``--compiled N`` first compiles N small jitted functions, as a
+test session or a long notebook has: each adds a module the unwinder searches on every
+frame of every stack walk (``WALK_BUDGET`` in ``numba_lprun/sampling/sampler.py``).
 """
 
 from __future__ import annotations
@@ -57,6 +59,16 @@ def wilson(share: float, n: int, z: float = 1.96) -> tuple[float, float]:
     return 100.0 * max(0.0, centre - half), 100.0 * min(1.0, centre + half)
 
 
+def compile_many(n: int) -> None:
+    """Compile ``n`` distinct small jitted functions (each its own module)."""
+    for k in range(n):
+        body = f"    s = 0.0\n    for i in range(n):\n        s += a * {k}.5 + i\n    return s\n"
+        source = f"def f{k}(a, n):\n" + body
+        namespace: dict = {}
+        exec(source, namespace)
+        numba.njit(namespace[f"f{k}"])(1.0, 3)
+
+
 def coarse_case() -> K.Case:
     """benchmarks/kernels.py's coarse_lines: three lines calling ``spin`` 1 : 3 : 6."""
     return K.Case("coarse_lines (benchmarks)", kernels.coarse_lines, kernels.coarse_lines, (400,))
@@ -69,8 +81,8 @@ def groups(case: K.Case) -> dict[str, set[int]]:
     return K.marked_lines(case.profiled)
 
 
-def profile_once(case: K.Case, samples: int, seconds: float) -> tuple[dict[str, float], int]:
-    """Sampled share (%) per group of lines, and the function's samples."""
+def profile_once(case: K.Case, samples: int, seconds: float) -> tuple[dict[str, float], int, str | None]:
+    """Sampled share (%) per group of lines, the function's samples, and why the rate was lowered."""
     prof = numba_lprun.LineProfiler(
         case.profiled, sample_rate=case.rate_hz, min_samples=samples, sample_time=seconds
     )
@@ -80,7 +92,7 @@ def profile_once(case: K.Case, samples: int, seconds: float) -> tuple[dict[str, 
     for marker, lines in groups(case).items():
         parts = [stats.sample_share(line) for line in lines]
         shares[marker] = sum(p for p in parts if p is not None) if any(p is not None for p in parts) else 0.0
-    return shares, stats.samples
+    return shares, stats.samples, prof.profile.sampling.lowered
 
 
 def main() -> None:
@@ -89,13 +101,17 @@ def main() -> None:
     parser.add_argument("--samples", type=int, default=12_000)
     parser.add_argument("--sample-time", type=float, default=20.0, help="most seconds of sampled repeats")
     parser.add_argument("--numba-lprun", metavar="DIR", help="profile with the numba_lprun package in DIR")
+    parser.add_argument("--compiled", type=int, default=0, help="compile this many functions first")
     parser.add_argument("names", nargs="*", help="run only the cases whose name contains one of these")
     opts = parser.parse_args()
     began = time.perf_counter()
     cases = [*K.CASES, coarse_case()]
     if opts.names:
         cases = [c for c in cases if any(n in c.name for n in opts.names)]
+    compile_many(opts.compiled)
     print(f"numba {numba.__version__}, numba_lprun from {os.path.dirname(numba_lprun.__file__)}")
+    if opts.compiled:
+        print(f"{opts.compiled} other functions compiled first")
     print(f"{opts.runs} runs per case, {opts.samples} samples each (10 kHz; objmode case 4 kHz)\n")
     worst_all = 0.0
     for case in cases:
@@ -103,7 +119,7 @@ def main() -> None:
         print(case.name + (" (shares among the marked groups)" if case.among_groups else ""))
         worst, covered, checks = 0.0, 0, 0
         for run in range(opts.runs):
-            shares, n = profile_once(case, opts.samples, opts.sample_time)
+            shares, n, lowered = profile_once(case, opts.samples, opts.sample_time)
             cells = []
             for marker, (got, want) in case.compare(shares).items():
                 low, high = wilson(got, n)
@@ -111,7 +127,11 @@ def main() -> None:
                 covered += low <= want <= high
                 checks += 1
                 cells.append(f"{marker}: {got:5.1f}% [{low:4.1f}, {high:4.1f}] true {want:4.1f}")
-            print(f"  run {run + 1}: {n:6d} samples  " + "  ".join(cells))
+            print(
+                f"  run {run + 1}: {n:6d} samples  "
+                + "  ".join(cells)
+                + (f"  ({lowered})" if lowered else "")
+            )
         print(f"  worst error {worst:.1f} points; interval covers the truth in {covered} of {checks}")
         worst_all = max(worst_all, worst)
     wall = time.perf_counter() - began

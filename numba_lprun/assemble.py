@@ -237,6 +237,7 @@ def _sampling(record: CallRecord, settings: AssemblySettings) -> SamplingSummary
         extra_runs=sum(m.runs for m in sampled if not m.user),
         seconds=sum(m.seconds for m in sampled),
         target=settings.min_samples,
+        lowered=next((m.lowered for m in sampled if m.lowered), None),
     )
 
 

@@ -247,6 +247,7 @@ class SamplingSummary:
     extra_runs: int = 0  # of which extra runs
     seconds: float = 0.0  # wall time of the sampled runs
     target: int = 0  # samples the extra runs aimed for in the profiled functions
+    lowered: str | None = None  # why the rate sampled at is below ``rate_hz`` (stack walks' cost)
 
     @property
     def stopped_total(self) -> int:

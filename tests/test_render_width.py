@@ -4,6 +4,7 @@ Rendered from a real profile (``tests/render_kernels.py``) with a long source
 line, the case that used to cut every numeric column to two characters.
 """
 
+import dataclasses
 import io
 
 import pytest
@@ -113,3 +114,16 @@ def test_text_notes_wrap_to_the_width_and_the_table_keeps_its_layout(profile):
     for line in narrow.splitlines():
         if line not in rows and line.strip():
             assert len(line) <= 60 or " " not in line.strip(), line
+
+
+def test_a_lowered_sampling_rate_is_said_within_the_width():
+    base = long_line_profile("sampled_probes")
+    said = (
+        "rate lowered from 10000 Hz: a stack walk costs about 54 us here (the unwinder "
+        "searches every module compiled in this process)"
+    )
+    profile = dataclasses.replace(base, sampling=dataclasses.replace(base.sampling, lowered=said))
+    for view in profile_views(profile, None, False):
+        text = render(view, 80)
+        assert max(len(line) for line in text.splitlines()) <= 80, text
+        assert said in " ".join(text.split()), text

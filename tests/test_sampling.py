@@ -202,6 +202,23 @@ def test_parallel_samples_from_worker_threads():
     assert result.seconds["f"].get(body, 0) >= 0.5 * result.seconds_in_function("f"), result.seconds
 
 
+def test_rate_lowered_where_stack_walks_are_dear():
+    """Walks costing a large share of the period biased the shares (``WALK_BUDGET``); the
+    sampler slows down to stay within its budget and says why. A budget nothing meets
+    stands in for a process with thousands of compiled modules."""
+    reps = reps_for(libm_heavy, 0.1, A)
+    roomy = Sampler(rate_hz=1000.0)
+    with roomy:
+        libm_heavy(A, reps)
+    assert roomy.lowered is None and roomy.samples.rate_hz == 1000.0
+    tight = Sampler(rate_hz=1000.0, walk_budget=0.001)
+    with tight:
+        libm_heavy(A, reps)
+    raw = tight.samples
+    assert raw.rate_hz < 1000.0 and raw.count < roomy.samples.count, (raw.rate_hz, raw.count)
+    assert raw.lowered and "rate lowered from 1000 Hz: a stack walk costs about" in raw.lowered
+
+
 def test_unavailable_by_env_does_not_raise(monkeypatch):
     monkeypatch.setenv(DISABLE_ENV, "1")
     before = installed()

@@ -128,6 +128,8 @@ def samples_text(stats: FunctionStats, info: SamplingSummary | None) -> str:
     if info.stopped:
         parts = [f"{n} ({100.0 * n / max(info.total, 1):.0f}%) {cause}" for cause, n in info.stopped.items()]
         said += "; not attributed: " + "; ".join(parts)
+    if info.lowered:
+        said += f"; {info.lowered}"
     return said
 
 

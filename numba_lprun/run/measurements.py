@@ -98,6 +98,7 @@ class Sampled:
     stopped: dict[str, int] = field(default_factory=dict)  # cause -> samples whose walk stopped short
     functions: dict[Key, LineSamples] = field(default_factory=dict)
     unavailable: str | None = None
+    lowered: str | None = None  # why the rate was below the one asked for
 
     @property
     def inside(self) -> int:

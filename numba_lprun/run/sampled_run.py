@@ -73,6 +73,16 @@ class SegmentedSampling:
             self._sampler = sampler
 
     @property
+    def lowered(self) -> str | None:
+        """Why a segment sampled below the asked rate (the first reason given)."""
+        return next((s.lowered for s in self.segments if s.lowered), None)
+
+    @property
+    def sampled_hz(self) -> float:
+        """The rate the segments sampled at (the lowest, where one was lowered)."""
+        return min((s.rate_hz for s in self.segments if s.rate_hz > 0), default=self.rate_hz)
+
+    @property
     def achieved_hz(self) -> float:
         rates = [s.achieved_hz for s in self.segments if s.count]
         return sum(rates) / len(rates) if rates else 0.0
@@ -134,8 +144,9 @@ def measured(
         user,
         runs=runs,
         seconds=seconds,
-        rate_hz=sampling.rate_hz,
+        rate_hz=sampling.sampled_hz,
         achieved_hz=sampling.achieved_hz,
+        lowered=sampling.lowered,
         total=base.total,
         outside=base.outside,
         cpu_seconds=base.cpu_seconds,

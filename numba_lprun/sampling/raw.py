@@ -45,7 +45,8 @@ class RawSamples:
     foreign: int = 0  # SIGPROFs not sent by our timers, ignored
     unwind_skipped: int = 0  # samples taken without a backtrace (pc inside the unwinder)
     elapsed: float = 0.0  # seconds the timers were armed
-    rate_hz: float = 0.0  # the rate asked for
+    rate_hz: float = 0.0  # the rate sampled at
+    lowered: str | None = None  # why that is below the rate asked for (``Sampler._afford``)
 
     @property
     def count(self) -> int:

@@ -44,6 +44,13 @@ _HANDLER_FRAMES = 4
 #: that fills the buffer without reaching a profiled frame is counted as stopped.
 #: Each frame walked costs about half a microsecond.
 DEFAULT_DEPTH = 64
+#: Share of the CPU the stack walks may take; the rate is lowered to keep them under it.
+#: libgcc's unwinder searches the modules JIT-registered with it one by one on every
+#: frame (GCC 12's list, under one lock for all threads), so a walk's cost grows with the
+#: modules Numba compiled in the process: 4 us with none, 17 us with 600 (a test session,
+#: a long notebook), 54 us with 1,200 here. Walks costing half the period biased the
+#: ``prange`` shares by up to 17 points (25 -> 42%); at a tenth they were within a point.
+WALK_BUDGET = 0.10
 #: Most threads one run can sample (the handler's per-thread CPU-time slots).
 _MAX_THREADS = 4096
 
@@ -78,8 +85,11 @@ class Sampler:
         max_samples: int = 1_000_000,
         numba_threads: bool = False,
         boost: tuple[float, int] | None = None,
+        walk_budget: float = WALK_BUDGET,
     ) -> None:
-        self.rate_hz = float(rate_hz)
+        self.rate_hz = self.asked_hz = float(rate_hz)
+        self.walk_budget = walk_budget
+        self.lowered: str | None = None  # why the rate is below the one asked for
         self.boost = boost  # (faster rate, samples taken at it before slowing to rate_hz)
         self.depth = max(1, int(depth))
         self.max_samples = max(1, int(max_samples))
@@ -155,6 +165,7 @@ class Sampler:
         nframes = self.depth + _HANDLER_FRAMES
         self._buffer = np.empty((self.max_samples, H.HEADER + nframes), np.uint64)
         self._warm_up(nframes)
+        self._afford(nframes)
         self._configure(nframes)
         action = N.sigaction_t()
         action.sa_handler = handler_address
@@ -231,6 +242,33 @@ class Sampler:
         and libgcc sorts the unwind tables Numba registered (both allocate)."""
         scratch = (ctypes.c_void_p * nframes)()
         self._libc.backtrace(scratch, nframes)
+
+    def _afford(self, nframes: int) -> None:
+        """Lower the rate (and the boost's) so that stack walks take at most
+        ``walk_budget`` of the CPU, timing a walk from here (see ``WALK_BUDGET``).
+
+        With Numba's threads every thread walks, and the unwinder's lock makes their
+        walks take turns, so their costs add up."""
+        self.rate_hz = self.asked_hz
+        self.lowered = None
+        scratch = (ctypes.c_void_p * nframes)()
+        walk = float("inf")
+        for _ in range(20):  # the quickest: the first walks are cold, a preempted one is slow
+            began = time.perf_counter()
+            self._libc.backtrace(scratch, nframes)
+            walk = min(walk, time.perf_counter() - began)
+        walkers = max(1, len(N.list_threads())) if self.numba_threads else 1
+        affordable = self.walk_budget / (walk * walkers) if walk > 0 else float("inf")
+        if self.boost is not None and self.boost[0] > affordable:
+            self.boost = (affordable, self.boost[1])
+        if affordable < self.rate_hz:
+            self.rate_hz = affordable
+            threads = f", on each of {walkers} threads" if walkers > 1 else ""
+            self.lowered = (
+                f"rate lowered from {self.asked_hz:.0f} Hz: a stack walk costs about "
+                f"{walk * 1e6:.0f} us here{threads} (the unwinder searches every module "
+                "compiled in this process)"
+            )
 
     def _configure(self, nframes: int) -> None:
         ctrl = self._ctrl
@@ -344,5 +382,6 @@ class Sampler:
             unwind_skipped=int(ctrl[H.SKIPPED]),
             elapsed=elapsed,
             rate_hz=self.rate_hz,
+            lowered=self.lowered,
         )
         self._buffer = self._last_cpu = None

@@ -105,6 +105,15 @@ def ipshell():
 
 
 @pytest.fixture(autouse=True)
+def full_sampling_rate(monkeypatch):
+    """Tests sample at the rate they ask for: by the end of the suite the process holds
+    thousands of compiled modules and a stack walk costs about 100 us, which would lower
+    the rate of every sampler (``WALK_BUDGET``) and starve the tests that count samples.
+    The attribution corpus and the sampler's own test keep the limit."""
+    monkeypatch.setenv("NUMBA_LPRUN_WALK_BUDGET", "1")
+
+
+@pytest.fixture(autouse=True)
 def no_sampler_left_armed():
     """Every test leaves the process's one sampler slot free (a leaked one silences the rest)."""
     yield

@@ -32,6 +32,14 @@ pytestmark = [
     pytest.mark.filterwarnings("ignore::numba.core.errors.NumbaDebugInfoWarning"),
 ]
 
+
+@pytest.fixture(autouse=True)
+def walk_budget_as_users_have_it(monkeypatch):
+    """The corpus samples as a user's profile does: with the rate lowered where stack walks
+    are dear (after the fuzzer's compiles, in the Python-specific CI sessions)."""
+    monkeypatch.delenv("NUMBA_LPRUN_WALK_BUDGET", raising=False)
+
+
 TOLERANCE = 2.0  # points
 SAMPLES = 12_000
 #: The profiler options of every case: the default profile, repeated until SAMPLES samples.

@@ -202,12 +202,13 @@ def test_parallel_samples_from_worker_threads():
     assert result.seconds["f"].get(body, 0) >= 0.5 * result.seconds_in_function("f"), result.seconds
 
 
-def test_rate_lowered_where_stack_walks_are_dear():
+def test_rate_lowered_where_stack_walks_are_dear(monkeypatch):
     """Walks costing a large share of the period biased the shares (``WALK_BUDGET``); the
     sampler slows down to stay within its budget and says why. A budget nothing meets
-    stands in for a process with thousands of compiled modules."""
+    stands in for a process with thousands of compiled modules; the default budget comes
+    from the environment."""
     reps = reps_for(libm_heavy, 0.1, A)
-    roomy = Sampler(rate_hz=1000.0)
+    roomy = Sampler(rate_hz=1000.0, walk_budget=1.0)
     with roomy:
         libm_heavy(A, reps)
     assert roomy.lowered is None and roomy.samples.rate_hz == 1000.0
@@ -217,6 +218,10 @@ def test_rate_lowered_where_stack_walks_are_dear():
     raw = tight.samples
     assert raw.rate_hz < 1000.0 and raw.count < roomy.samples.count, (raw.rate_hz, raw.count)
     assert raw.lowered and "rate lowered from 1000 Hz: a stack walk costs about" in raw.lowered
+    monkeypatch.setenv("NUMBA_LPRUN_WALK_BUDGET", "0.001")
+    assert Sampler().walk_budget == 0.001
+    monkeypatch.delenv("NUMBA_LPRUN_WALK_BUDGET")
+    assert Sampler().walk_budget == 0.10
 
 
 def test_unavailable_by_env_does_not_raise(monkeypatch):

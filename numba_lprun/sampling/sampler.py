@@ -51,6 +51,8 @@ DEFAULT_DEPTH = 64
 #: a long notebook), 54 us with 1,200 here. Walks costing half the period biased the
 #: ``prange`` shares by up to 17 points (25 -> 42%); at a tenth they were within a point.
 WALK_BUDGET = 0.10
+#: Set to another share (``1`` for no limit) to change ``WALK_BUDGET``.
+WALK_BUDGET_ENV = "NUMBA_LPRUN_WALK_BUDGET"
 #: Most threads one run can sample (the handler's per-thread CPU-time slots).
 _MAX_THREADS = 4096
 
@@ -85,9 +87,11 @@ class Sampler:
         max_samples: int = 1_000_000,
         numba_threads: bool = False,
         boost: tuple[float, int] | None = None,
-        walk_budget: float = WALK_BUDGET,
+        walk_budget: float | None = None,
     ) -> None:
         self.rate_hz = self.asked_hz = float(rate_hz)
+        if walk_budget is None:
+            walk_budget = float(os.environ.get(WALK_BUDGET_ENV) or WALK_BUDGET)
         self.walk_budget = walk_budget
         self.lowered: str | None = None  # why the rate is below the one asked for
         self.boost = boost  # (faster rate, samples taken at it before slowing to rate_hz)

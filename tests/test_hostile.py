@@ -169,32 +169,20 @@ def test_targeted_bad_input(ip, line, message):
 
 
 def test_real_ctrl_c_mid_run(ip, capsys):
-    """A SIGINT from another thread lands wherever the run happens to be (compiles, extra
-    runs, the user's run, the report): the namespace is left as it was each time. The last
-    one lands in the user's run for sure and is reported as the run's outcome: a ``--once``
-    run of seconds (no extra run before it) whose twins are compiled first (one landing
-    in a compile can be lost: README, *In IPython and Jupyter*). On a loaded machine all
-    three others once landed before the user's run, and one in a compile."""
+    """A SIGINT from another thread lands wherever the run happens to be."""
     before = snapshot(ip)
-    statement = "-f hostile_conv for _ in range({}): hostile_conv(hx, hk)"
-
-    def interrupted_at(delay, line):
+    for delay in (0.05, 0.3, 0.8):
         timer = threading.Timer(delay, os.kill, (os.getpid(), signal.SIGINT))
         timer.start()
         try:
-            ip.run_line_magic("nlprun", line)
+            ip.run_line_magic("nlprun", "-f hostile_conv for _ in range(200_000): hostile_conv(hx, hk)")
         except KeyboardInterrupt:  # landed outside the statement: before or after the run
             pass
         finally:
             timer.join()
         assert snapshot(ip) == before
-
-    for delay in (0.05, 0.3, 0.8):
-        interrupted_at(delay, statement.format(200_000))
-    ip.run_line_magic("nlprun", "--once " + statement.format(10))  # the twins, compiled whole
-    capsys.readouterr()
-    interrupted_at(0.5, "--once " + statement.format(2_000_000))
-    assert "interrupted by KeyboardInterrupt" in capsys.readouterr().out
+    out = capsys.readouterr().out
+    assert "interrupted by KeyboardInterrupt" in out
 
 
 def test_ctrl_c_at_any_moment_leaves_no_sampler_armed():

@@ -169,7 +169,13 @@ def test_targeted_bad_input(ip, line, message):
 
 
 def test_real_ctrl_c_mid_run(ip, capsys):
-    """A SIGINT from another thread lands wherever the run happens to be."""
+    """A SIGINT from another thread lands wherever the run happens to be: the namespace is
+    left as it was each time, and the magic either reports or raises.
+
+    Whether one lands inside the user's run, and is reported as interrupting it, depends on
+    timing; in whole-suite CI runs started from one session none was (README, *Tests*). The
+    report itself is tested with a KeyboardInterrupt raised by the statement
+    (tests/test_magic.py)."""
     before = snapshot(ip)
     for delay in (0.05, 0.3, 0.8):
         timer = threading.Timer(delay, os.kill, (os.getpid(), signal.SIGINT))
@@ -182,7 +188,7 @@ def test_real_ctrl_c_mid_run(ip, capsys):
             timer.join()
         assert snapshot(ip) == before
     out = capsys.readouterr().out
-    assert "interrupted by KeyboardInterrupt" in out
+    assert "Traceback" not in out
 
 
 def test_ctrl_c_at_any_moment_leaves_no_sampler_armed():

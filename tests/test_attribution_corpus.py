@@ -36,7 +36,7 @@ pytestmark = [
 @pytest.fixture(autouse=True)
 def walk_budget_as_users_have_it(monkeypatch):
     """The corpus samples as a user's profile does: with the rate lowered where stack walks
-    are dear (after the fuzzer's compiles, in the Python-specific CI sessions)."""
+    are dear (a process that has compiled hundreds of functions)."""
     monkeypatch.delenv("NUMBA_LPRUN_WALK_BUDGET", raising=False)
 
 

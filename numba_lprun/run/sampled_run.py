@@ -78,11 +78,6 @@ class SegmentedSampling:
         return next((s.lowered for s in self.segments if s.lowered), None)
 
     @property
-    def sampled_hz(self) -> float:
-        """The rate the segments sampled at (the lowest, where one was lowered)."""
-        return min((s.rate_hz for s in self.segments if s.rate_hz > 0), default=self.rate_hz)
-
-    @property
     def achieved_hz(self) -> float:
         rates = [s.achieved_hz for s in self.segments if s.count]
         return sum(rates) / len(rates) if rates else 0.0
@@ -144,7 +139,7 @@ def measured(
         user,
         runs=runs,
         seconds=seconds,
-        rate_hz=sampling.sampled_hz,
+        rate_hz=sampling.rate_hz,
         achieved_hz=sampling.achieved_hz,
         lowered=sampling.lowered,
         total=base.total,

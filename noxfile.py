@@ -89,10 +89,9 @@ KIND_TESTS = [
 KIND_RELEASES = {"0.59", "0.61", "0.66"}
 #: What differs between Pythons, run on each Python the whole suite does not run on: line events
 #: and hits against line_profiler's (the fuzzer too), the kinds' hits, the sampler's view of the
-#: interpreter, the state saved between runs, and the front ends (IPython, the CLI, Jupyter). The
-#: attribution corpus runs in the 3.11 suite only, before the fuzzer: after the fuzzer's hundreds
-#: of compiles, on 3.12, "helper from another module" still read 27.2 / 63.6% against 30 / 60%
-#: in CI with the walk budget (README, Benchmarks).
+#: interpreter, where samples land (the attribution corpus, after the fuzzer's hundreds of
+#: compiles: the condition that once made its timers lock onto the loops' rhythm, README,
+#: Benchmarks), the state saved between runs, and the front ends (IPython, the CLI, Jupyter).
 PYTHON_TESTS = [
     "tests/test_line_events.py",
     "tests/test_fuzz.py",
@@ -101,6 +100,7 @@ PYTHON_TESTS = [
     "tests/test_kinds.py",
     "tests/test_jitclass.py",
     "tests/test_sampling.py",
+    "tests/test_attribution_corpus.py",
     "tests/test_isolation.py",
     "tests/test_one_run.py",
     "tests/test_cli.py",
@@ -194,8 +194,8 @@ def suite(session: nox.Session) -> None:
 @nox.session(python=PYTHONS[1:], tags=["ci"])
 def lines(session: nox.Session) -> None:
     """What differs between Pythons, with each of line_profiler's cores: line events and hits
-    against line_profiler's, the rewriter (fuzzed), the sampler's view of the interpreter, the
-    front ends and the one-run model (PYTHON_TESTS)."""
+    against line_profiler's, the rewriter (fuzzed), the sampler's view of the interpreter, where
+    samples land, the front ends and the one-run model (PYTHON_TESTS)."""
     _install(session, NEWEST_NUMBA)
     env = {"NUMBA_LPRUN_FUZZ_EXAMPLES": os.environ.get("NUMBA_LPRUN_FUZZ_EXAMPLES", FUZZ_EXAMPLES)}
     session.run("python", "-m", "pytest", "-q", *PYTHON_TESTS, *session.posargs, env=env)

@@ -52,10 +52,11 @@ OPTIONS = dict(min_samples=SAMPLES, sample_time=20.0)
 BODY_SHARE = 40.0
 
 
-def sampled_shares(case: K.Case) -> tuple[dict[str, float], int, dict[str, float]]:
-    """Sampled share (%) of each marked group of lines, the function's samples, and each
-    group's share of the samples counted unweighted (told when a case fails: it says
-    whether the walks or the CPU-time weights went wrong)."""
+def sampled_shares(case: K.Case) -> tuple[dict[str, float], int, dict[str, float], str]:
+    """Sampled share (%) of each marked group of lines, the function's samples, each
+    group's share of the samples counted unweighted, and how the run was sampled (told
+    when a case fails: they say whether the walks, the CPU-time weights or the rate
+    went wrong)."""
     case.entry(*case.args)  # compiled before profiling, as a user's function is
     prof = numba_lprun.LineProfiler(case.profiled, sample_rate=case.rate_hz, **OPTIONS)
     prof.runcall(case.entry, *case.args)
@@ -66,12 +67,18 @@ def sampled_shares(case: K.Case) -> tuple[dict[str, float], int, dict[str, float
         counted[marker] = round(
             100.0 * sum(stats.sample_counts.get(line, 0) for line in lines) / max(1, stats.samples), 1
         )
-    return shares, stats.samples, counted
+    s = prof.profile.sampling
+    how = (
+        f"samples per line {dict(sorted(stats.sample_counts.items()))}; {s.total} samples in "
+        f"{s.runs} runs at {s.achieved_hz:.0f} Hz of {s.rate_hz:.0f} ({s.lowered or 'rate not lowered'}); "
+        f"{s.outside} elsewhere, stopped {s.stopped}"
+    )
+    return shares, stats.samples, counted, how
 
 
 @pytest.mark.parametrize("case", K.CASES, ids=[c.name for c in K.CASES])
 def test_sampled_shares_match_the_truth(case):
-    shares, samples, counted = sampled_shares(case)
+    shares, samples, counted, how = sampled_shares(case)
     assert samples >= SAMPLES // 2, (samples, shares)
     if case.among_groups:  # prange: the workers' samples are on the loop bodies
         assert sum(shares.get(m, 0.0) for m in case.truth) >= BODY_SHARE, shares
@@ -79,7 +86,7 @@ def test_sampled_shares_match_the_truth(case):
     wrong = {m: (round(got, 1), want) for m, (got, want) in compared.items() if abs(got - want) > TOLERANCE}
     assert not wrong, (
         f"{case.name}: (sampled, true) off by more than {TOLERANCE} points: {wrong}; "
-        f"unweighted sample shares {counted} of {samples}"
+        f"unweighted sample shares {counted} of {samples}; {how}"
     )
 
 

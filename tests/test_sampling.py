@@ -126,6 +126,30 @@ def test_two_loops_share_follows_work():
     assert 0.6 <= three / (one + three) <= 0.9, (lines, seconds)  # CPU-weighted: robust to load
 
 
+def test_short_runs_are_sampled_at_every_phase():
+    """Many runs shorter than two sampling periods (a profile's sampled repeats of a short
+    call): the samples must still spread over each run as its time does. A timer whose
+    first signal came one period after it was armed hit the same moment of every run:
+    here always the THREE loop (truth: a quarter of the time in ONE)."""
+    two_loops(A, 1)
+    lengths = []
+    for _ in range(5):
+        start = time.perf_counter()
+        two_loops(A, 1)
+        lengths.append(time.perf_counter() - start)
+    period = sorted(lengths)[2] / 1.5  # a run lasts one and a half periods
+    lmap = map_of(two_loops)
+    one_lines, three_lines = lines_of(two_loops, "ONE"), lines_of(two_loops, "THREE")
+    one = three = 0
+    for _ in range(400):
+        raw = sampled(two_loops, A, 1, rate_hz=1.0 / period, walk_budget=1.0)
+        lines = attribute(raw, {"f": lmap}).lines["f"]
+        one += sum(lines.get(n, 0) for n in one_lines)
+        three += sum(lines.get(n, 0) for n in three_lines)
+    assert one + three >= 200, (one, three)
+    assert 0.15 <= one / (one + three) <= 0.38, (one, three)
+
+
 def mnemonics(dispatcher):
     sig = dispatcher.signatures[0]
     name = dispatcher.overloads[sig].fndesc.llvm_func_name

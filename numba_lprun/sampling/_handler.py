@@ -44,12 +44,17 @@ Why it is built this way:
 * ``backtrace`` stops at the first frame whose code has no unwind table entry (or at
   the thread's first frame, or after ``NFRAMES`` frames); the sampler tells these
   apart afterwards (``walks``).
+* Each signal re-arms its own thread's timer (``timer_settime`` is async-signal-safe)
+  at a random point between half and one and a half periods from now. A timer at a
+  fixed period, started as each sampled run starts, hits the same phases of a
+  periodic loop in every run: after a test session's compiles had slowed the walks
+  and lowered the rate, one line of a 1 : 3 : 6 loop read 35 / 56% against 30 /
+  60%, 12,000 samples over 353 short runs. Random intervals sample every phase alike
+  (the interval's random number is a hash of the sample's index: no shared state).
 * A short run gives few samples, so a sampler may start fast and slow down once the
-  process has ``BOOST_UNTIL`` samples: each thread's handler, on its first signal
-  past that count, re-arms its own timer at the slower period (``timer_settime`` is
-  async-signal-safe; the timer ids and the slower ``itimerspec`` are in arrays the
-  control block points at). No other thread is needed, so the switch happens on
-  time even while a jitted call holds the GIL.
+  process has ``BOOST_UNTIL`` samples: the re-arming handler takes the slower period
+  from then on. No other thread is needed, so the switch happens on time even while
+  a jitted call holds the GIL.
 
 Record layout (uint64 words): ``[pc, thread index, cpu ns since the thread's previous
 sample (or -1 when unknown), n frames, 1 if blocked in a system call else 0, frame 0 ..
@@ -74,7 +79,7 @@ from . import _native as N
 # Control block slots.
 ACTIVE, NEXT, DROPPED, CAPACITY, STRIDE, BUFFER, NFRAMES, FOREIGN = range(8)
 MAGIC, SKIP_LO, SKIP_HI, SKIPPED, INFLIGHT, OVERRUNS, LAST_CPU, NTHREADS = range(8, 16)
-BOOST_UNTIL, TIMERS, SLOWED, SLOW_SPEC = range(16, 20)
+BOOST_UNTIL, TIMERS, FAST_NS, SLOW_NS = range(16, 20)
 CONTROL_SIZE = 20
 HEADER = 5  # pc, thread index, cpu ns, number of frames, blocked in a system call
 CLOCK_THREAD_CPUTIME_ID = 3
@@ -94,7 +99,7 @@ _I64P = _I64.as_pointer()
 
 
 def _c64(value: int) -> ir.Constant:
-    return ir.Constant(_I64, value)
+    return ir.Constant(_I64, value - (1 << 64) if value >= 1 << 63 else value)
 
 
 def _c32(value: int) -> ir.Constant:
@@ -209,24 +214,32 @@ class _Body:
                 b.store(b.sext(got, _I64), count_p)
             with skip:
                 b.atomic_rmw("add", self.slot(SKIPPED), _c64(1), "monotonic")
-        self.slow_down(thread, index)
+        self.rearm(thread, index)
         self.stamp_cpu(thread)
 
-    def slow_down(self, thread, index) -> None:
-        """Past ``BOOST_UNTIL`` samples, re-arm this thread's timer at the slower period, once."""
+    def rearm(self, thread, index) -> None:
+        """Re-arm this thread's timer to fire once more in [period / 2, 3 period / 2): the
+        boost's period before ``BOOST_UNTIL`` samples, the slower one after."""
         b = self.b
-        until = b.load(self.slot(BOOST_UNTIL))
         known = b.icmp_unsigned("<", thread, b.load(self.slot(NTHREADS)))
-        due = b.and_(b.and_(b.icmp_signed(">", until, _c64(0)), b.icmp_signed(">=", index, until)), known)
-        with b.if_then(due):
-            slowed_p = b.gep(b.inttoptr(b.load(self.slot(SLOWED)), _I64P), [thread])
-            with b.if_then(b.icmp_signed("==", b.load(slowed_p), _c64(0))):
-                b.store(_c64(1), slowed_p)  # one timer per thread: no other writer of this flag
-                timer = b.load(b.gep(b.inttoptr(b.load(self.slot(TIMERS)), _I64P), [thread]))
-                settime_ty = ir.FunctionType(_I32, [_I8P, _I32, _I8P, _I8P])
-                settime = self.function("settime", settime_ty)
-                spec = b.inttoptr(b.load(self.slot(SLOW_SPEC)), _I8P)
-                b.call(settime, [b.inttoptr(timer, _I8P), _c32(0), spec, ir.Constant(_I8P, None)])
+        with b.if_then(known):
+            until = b.load(self.slot(BOOST_UNTIL))
+            boosting = b.and_(b.icmp_signed(">", until, _c64(0)), b.icmp_signed("<", index, until))
+            period = b.select(boosting, b.load(self.slot(FAST_NS)), b.load(self.slot(SLOW_NS)))
+            period = b.select(b.icmp_signed("<", period, _c64(2)), _c64(2), period)
+            seed = b.mul(b.load(self.slot(MAGIC)), _c64(0x9E3779B97F4A7C15))
+            random = _splitmix64(b, b.add(index, seed))
+            wait = b.add(b.lshr(period, _c64(1)), b.urem(random, period))
+            spec = stack_slot(b, ir.ArrayType(_I64, 4))  # struct itimerspec: interval, then value
+            billion = _c64(1_000_000_000)
+            for offset, ns in ((0, period), (2, wait)):
+                b.store(b.udiv(ns, billion), b.gep(spec, [_c32(0), _c32(offset)]))
+                b.store(b.urem(ns, billion), b.gep(spec, [_c32(0), _c32(offset + 1)]))
+            timer = b.load(b.gep(b.inttoptr(b.load(self.slot(TIMERS)), _I64P), [thread]))
+            settime_ty = ir.FunctionType(_I32, [_I8P, _I32, _I8P, _I8P])
+            settime = self.function("settime", settime_ty)
+            no_old = ir.Constant(_I8P, None)
+            b.call(settime, [b.inttoptr(timer, _I8P), _c32(0), b.bitcast(spec, _I8P), no_old])
 
     def record_if_ours(self) -> None:
         """One record for a signal of our timers (counted as dropped when the buffer is full)."""
@@ -261,6 +274,14 @@ class _Body:
             self.record_if_ours()
         b.store(saved_errno, errno_p)
         b.atomic_rmw("sub", self.slot(INFLIGHT), _c64(1), "seq_cst")
+
+
+def _splitmix64(b: ir.IRBuilder, x):
+    """SplitMix64's output function: 64 well-mixed bits from a counter."""
+    x = b.add(x, _c64(0x9E3779B97F4A7C15))
+    x = b.mul(b.xor(x, b.lshr(x, _c64(30))), _c64(0xBF58476D1CE4E5B9))
+    x = b.mul(b.xor(x, b.lshr(x, _c64(27))), _c64(0x94D049BB133111EB))
+    return b.xor(x, b.lshr(x, _c64(31)))
 
 
 @intrinsic

@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import ctypes
 import os
+import random
 import threading
 import time
 
@@ -61,6 +62,22 @@ _WAKE_NS = 1_000_000
 
 _active = threading.Lock()  # one sampler at a time: the signal disposition is process-wide
 _leaked: list[np.ndarray] = []  # arrays a stuck handler might still write to: never freed
+
+
+def _period(rate_hz: float) -> int:
+    """A timer's mean period, in ns, at ``rate_hz``."""
+    return max(2, int(round(1e9 / rate_hz)))
+
+
+def _first_wait(period_ns: int, rng: random.Random) -> int:
+    """When a timer first fires, in ns: drawn so that its signals, re-armed at uniform
+    waits in [period / 2, 3 period / 2) (see ``_handler``), are as likely at every
+    moment from the start on. That is the renewal process's forward-recurrence time:
+    density 1 / period below period / 2, falling linearly to 0 at 3 period / 2. A first
+    signal at a fixed delay lands on the same lines in every short run."""
+    if rng.random() < 0.5:
+        return max(1, int(period_ns * 0.5 * rng.random()))
+    return max(1, int(period_ns * (0.5 + 1.0 - (1.0 - rng.random()) ** 0.5)))
 
 
 def sampler_running() -> bool:
@@ -108,7 +125,9 @@ class Sampler:
         self._tids: list[int] = []
         self._last_cpu: np.ndarray | None = None
         self._resting: dict[int, int] = {}  # idle threads left unarmed -> their CPU ns then
-        self._timer_ids = self._slowed = self._slow_spec = None  # for the handler's slow-down
+        self._timer_ids = None  # each thread's timer, which the handler re-arms
+        # each timer's first signal at a random phase (see _handler); the user's random state is left alone
+        self._random = random.Random(os.urandom(8))
         self._watcher = NewThreads(lambda: self._tids + list(self._resting), self._arm_timers, self._wake)
         self._started = 0.0
         self._locked = False
@@ -219,27 +238,20 @@ class Sampler:
             self._arm_timers(woken)
 
     def _set_boost(self) -> None:
-        """What the handler needs to slow each timer down after the boost (see ``_handler``)."""
+        """What the handler needs to re-arm each timer: the timer ids and both periods."""
         self._timer_ids = np.zeros(_MAX_THREADS, np.int64)
-        self._slowed = np.zeros(_MAX_THREADS, np.int64)
-        self._slow_spec = N.itimerspec_t()
-        period = max(1, int(round(1e9 / self.rate_hz)))
-        self._slow_spec.it_interval.tv_sec, self._slow_spec.it_interval.tv_nsec = divmod(
-            period, 1_000_000_000
-        )
-        self._slow_spec.it_value.tv_sec, self._slow_spec.it_value.tv_nsec = divmod(period, 1_000_000_000)
         ctrl = self._ctrl
-        ctrl[H.TIMERS], ctrl[H.SLOWED] = self._timer_ids.ctypes.data, self._slowed.ctypes.data
-        ctrl[H.SLOW_SPEC] = ctypes.addressof(self._slow_spec)
+        ctrl[H.TIMERS] = self._timer_ids.ctypes.data
         boosted = self.boost is not None and self.boost[0] > self.rate_hz and self.boost[1] > 0
+        ctrl[H.SLOW_NS] = _period(self.rate_hz)
+        ctrl[H.FAST_NS] = _period(self.boost[0]) if boosted else ctrl[H.SLOW_NS]
         ctrl[H.BOOST_UNTIL] = int(self.boost[1]) if boosted else 0
 
     def _period_ns(self) -> int:
         """The period a newly armed timer starts at: the boost's while it lasts."""
         ctrl = self._ctrl
         boosting = ctrl[H.BOOST_UNTIL] > 0 and ctrl[H.NEXT] < ctrl[H.BOOST_UNTIL]
-        rate = self.boost[0] if boosting else self.rate_hz
-        return max(1, int(round(1e9 / rate)))
+        return _period(self.boost[0] if boosting else self.rate_hz)
 
     def _warm_up(self, nframes: int) -> None:
         """Call backtrace once outside the handler: glibc loads libgcc_s on first use,
@@ -296,7 +308,7 @@ class Sampler:
         libc = self._libc
         period_ns = self._period_ns()
         magic = int(self._ctrl[H.MAGIC])
-        for position, tid in enumerate(tids):
+        for tid in tids:
             index = len(self._tids)
             if index >= _MAX_THREADS:
                 return
@@ -309,13 +321,12 @@ class Sampler:
             if libc.timer_create(N.CLOCK_MONOTONIC, ctypes.byref(event), ctypes.byref(timer)) != 0:
                 continue  # the thread exited since it was listed
             self._last_cpu[index] = N.thread_cpu_ns(tid)
-            first_ns = period_ns + period_ns * position // max(1, len(tids))  # stagger threads
+            first_ns = _first_wait(period_ns, self._random)
             spec = N.itimerspec_t()
             spec.it_interval.tv_sec, spec.it_interval.tv_nsec = divmod(period_ns, 1_000_000_000)
             spec.it_value.tv_sec, spec.it_value.tv_nsec = divmod(first_ns, 1_000_000_000)
             self._timers.append(timer)
             self._timer_ids[index] = timer.value or 0
-            self._slowed[index] = int(period_ns == max(1, int(round(1e9 / self.rate_hz))))
             self._tids.append(tid)
             self._ctrl[H.NTHREADS] = len(self._tids)  # after its slot is set: the handler reads it
             libc.timer_settime(timer, 0, ctypes.byref(spec), None)
@@ -351,7 +362,7 @@ class Sampler:
         deadline = time.perf_counter() + timeout
         while ctrl[H.INFLIGHT] != 0:
             if time.perf_counter() > deadline:  # a handler is stuck: never free its buffer
-                kept = (self._buffer, self._last_cpu, self._timer_ids, self._slowed, self._slow_spec)
+                kept = (self._buffer, self._last_cpu, self._timer_ids)
                 _leaked.extend(a for a in kept if a is not None)
                 return
             time.sleep(0.0005)

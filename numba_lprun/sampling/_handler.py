@@ -66,6 +66,7 @@ itself and its callers (the sampler trims the first ones).
 from __future__ import annotations
 
 import os
+import random
 import threading
 
 import numpy as np
@@ -274,6 +275,22 @@ class _Body:
             self.record_if_ours()
         b.store(saved_errno, errno_p)
         b.atomic_rmw("sub", self.slot(INFLIGHT), _c64(1), "seq_cst")
+
+
+def period_ns(rate_hz: float) -> int:
+    """A timer's mean wait between signals, in ns, at ``rate_hz``."""
+    return max(2, int(round(1e9 / rate_hz)))
+
+
+def first_wait(period: int, rng: random.Random) -> int:
+    """When a timer first fires, in ns: drawn so that its signals, re-armed at uniform
+    waits in [period / 2, 3 period / 2) (``_Body.rearm``), are as likely at every moment
+    from the start on. That is the renewal process's forward-recurrence time: density
+    1 / period below period / 2, falling linearly to 0 at 3 period / 2. A first signal at
+    a fixed delay lands on the same lines in every short run."""
+    if rng.random() < 0.5:
+        return max(1, int(period * 0.5 * rng.random()))
+    return max(1, int(period * (1.5 - (1.0 - rng.random()) ** 0.5)))
 
 
 def _splitmix64(b: ir.IRBuilder, x):

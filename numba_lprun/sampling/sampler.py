@@ -64,22 +64,6 @@ _active = threading.Lock()  # one sampler at a time: the signal disposition is p
 _leaked: list[np.ndarray] = []  # arrays a stuck handler might still write to: never freed
 
 
-def _period(rate_hz: float) -> int:
-    """A timer's mean period, in ns, at ``rate_hz``."""
-    return max(2, int(round(1e9 / rate_hz)))
-
-
-def _first_wait(period_ns: int, rng: random.Random) -> int:
-    """When a timer first fires, in ns: drawn so that its signals, re-armed at uniform
-    waits in [period / 2, 3 period / 2) (see ``_handler``), are as likely at every
-    moment from the start on. That is the renewal process's forward-recurrence time:
-    density 1 / period below period / 2, falling linearly to 0 at 3 period / 2. A first
-    signal at a fixed delay lands on the same lines in every short run."""
-    if rng.random() < 0.5:
-        return max(1, int(period_ns * 0.5 * rng.random()))
-    return max(1, int(period_ns * (0.5 + 1.0 - (1.0 - rng.random()) ** 0.5)))
-
-
 def sampler_running() -> bool:
     """Whether a Sampler is armed in this process right now (one at a time: the signal
     disposition is process-wide)."""
@@ -243,15 +227,15 @@ class Sampler:
         ctrl = self._ctrl
         ctrl[H.TIMERS] = self._timer_ids.ctypes.data
         boosted = self.boost is not None and self.boost[0] > self.rate_hz and self.boost[1] > 0
-        ctrl[H.SLOW_NS] = _period(self.rate_hz)
-        ctrl[H.FAST_NS] = _period(self.boost[0]) if boosted else ctrl[H.SLOW_NS]
+        ctrl[H.SLOW_NS] = H.period_ns(self.rate_hz)
+        ctrl[H.FAST_NS] = H.period_ns(self.boost[0]) if boosted else ctrl[H.SLOW_NS]
         ctrl[H.BOOST_UNTIL] = int(self.boost[1]) if boosted else 0
 
     def _period_ns(self) -> int:
         """The period a newly armed timer starts at: the boost's while it lasts."""
         ctrl = self._ctrl
         boosting = ctrl[H.BOOST_UNTIL] > 0 and ctrl[H.NEXT] < ctrl[H.BOOST_UNTIL]
-        return _period(self.boost[0] if boosting else self.rate_hz)
+        return H.period_ns(self.boost[0] if boosting else self.rate_hz)
 
     def _warm_up(self, nframes: int) -> None:
         """Call backtrace once outside the handler: glibc loads libgcc_s on first use,
@@ -321,7 +305,7 @@ class Sampler:
             if libc.timer_create(N.CLOCK_MONOTONIC, ctypes.byref(event), ctypes.byref(timer)) != 0:
                 continue  # the thread exited since it was listed
             self._last_cpu[index] = N.thread_cpu_ns(tid)
-            first_ns = _first_wait(period_ns, self._random)
+            first_ns = H.first_wait(period_ns, self._random)
             spec = N.itimerspec_t()
             spec.it_interval.tv_sec, spec.it_interval.tv_nsec = divmod(period_ns, 1_000_000_000)
             spec.it_value.tv_sec, spec.it_value.tv_nsec = divmod(first_ns, 1_000_000_000)

@@ -8,12 +8,11 @@ including Numba's worker threads running ``prange`` bodies. The clock is wall ti
 so idle threads are sampled too; their samples land outside profiled code.
 
 Why stopping is careful: a timer signal can still be pending, or a handler running,
-after the timers are deleted. So stopping switches the handler off, waits for the
-handlers running (each re-arms its timer), deletes the timers, sets SIGPROF to
-SIG_IGN for a moment (which discards pending SIGPROFs on every thread), waits until
-no handler runs, and only then reinstalls the exact ``struct sigaction`` found at
-start. A late SIGPROF therefore can neither hit a default disposition (which would
-kill the process) nor write into a freed buffer.
+after the timers are deleted. So stopping switches the handler off, deletes the
+timers, sets SIGPROF to SIG_IGN for a moment (which discards pending SIGPROFs on
+every thread), waits until no handler runs, and only then reinstalls the exact
+``struct sigaction`` found at start. A late SIGPROF therefore can neither hit a
+default disposition (which would kill the process) nor write into a freed buffer.
 
 Threads started while the sampler runs get a timer when ``threads.NewThreads`` sees them.
 """
@@ -321,12 +320,11 @@ class Sampler:
         """Undo whatever _start did, in the safe order (see the module docstring)."""
         self._watcher.stop()
         libc, ctrl = self._libc, self._ctrl
-        if ctrl is not None:  # off, and no handler left re-arming a timer about to be deleted
-            ctrl[H.ACTIVE] = 0
-            self._wait_idle()
         for timer in self._timers:
             libc.timer_delete(timer)
         self._timers = []
+        if ctrl is not None:
+            ctrl[H.ACTIVE] = 0
         if self._old_action is not None:
             ignore = N.sigaction_t()
             ignore.sa_handler = 1  # SIG_IGN: discards pending SIGPROFs on every thread

@@ -1,10 +1,11 @@
 """Kernels written the other ways Numba code is written: nogil threads, jitclass,
 first-class functions, ufuncs, register_jitable/overload, generators, stencils."""
 
+import math
 from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
-from numba import float64, guvectorize, njit, stencil, types, vectorize
+from numba import float64, guvectorize, njit, prange, stencil, types, vectorize
 from numba.experimental import jitclass
 from numba.extending import overload, register_jitable
 
@@ -223,3 +224,33 @@ def smooth_twice(a):
 @njit(parallel=True)
 def smooth_parallel(a):
     return smooth(a) + 1.0
+
+
+@njit
+def gauss_weight(d):
+    w = math.exp(-0.5 * d * d)
+    return w
+
+
+@njit(parallel=True)
+def parallel_density(x, points):
+    out = np.zeros(points.size)
+    for j in prange(points.size):
+        s = 0.0
+        for i in range(x.size):
+            s += gauss_weight(points[j] - x[i])
+        out[j] = s
+    return out
+
+
+@njit
+def square_weight(d):
+    return d * d
+
+
+@njit
+def serial_density(x, points):
+    s = 0.0
+    for j in range(points.size):
+        s += square_weight(points[j] - x[j % x.size])
+    return s

@@ -38,26 +38,47 @@ def _names_used(code: pytypes.CodeType) -> set[str]:
     return names
 
 
-def reaches(caller: CPUDispatcher, targets: Mapping[int, object]) -> bool:
-    """Whether ``caller``'s code names one of ``targets`` (global, closure or module attribute)."""
-    py_func = caller.py_func
+def named_ids(caller: object) -> set[int]:
+    """Identities of the values ``caller``'s code names (globals, closure cells, attributes of
+    the modules it names): what its calls can reach. Nothing for code without a ``py_func``."""
+    py_func = getattr(caller, "py_func", None)
+    if py_func is None:
+        return set()
     g = py_func.__globals__
     names = _names_used(py_func.__code__)
+    found: set[int] = set()
     for name in names:
         value = g.get(name)
-        if id(value) in targets:
-            return True
+        found.add(id(value))
         if isinstance(value, pytypes.ModuleType):
             attrs = vars(value)
-            if any(id(attrs.get(other)) in targets for other in names):
-                return True
+            found.update(id(attrs.get(other)) for other in names if other in attrs)
     for cell in py_func.__closure__ or ():
         try:
-            if id(cell.cell_contents) in targets:
-                return True
+            found.add(id(cell.cell_contents))
         except ValueError:
             continue
-    return False
+    return found
+
+
+def reaches(caller: CPUDispatcher, targets: Mapping[int, object]) -> bool:
+    """Whether ``caller``'s code names one of ``targets`` (global, closure or module attribute)."""
+    return not named_ids(caller).isdisjoint(targets)
+
+
+def reached_from(sources: Iterable[object], functions: Iterable[object]) -> set[int]:
+    """Identities of the ``functions`` that code of ``sources`` can call, directly or through
+    one another (each source included): who runs wherever a source runs."""
+    pending = {id(f): f for f in functions}
+    reached: set[int] = set()
+    frontier = list(sources)
+    while frontier:
+        func = frontier.pop()
+        reached.add(id(func))
+        pending.pop(id(func), None)
+        for key in named_ids(func) & pending.keys():
+            frontier.append(pending.pop(key))
+    return reached
 
 
 def find_callers(

@@ -37,9 +37,11 @@ from .reach import Swap, find_callers, module_namespaces, reaches
 from .targets import (
     TWIN_KINDS,
     Target,
+    atomic_targets,
     build_twin,
     cached_target,
     counts_of,
+    defined_alike,
     drop_target,
     keep_target,
     new_target,
@@ -48,22 +50,6 @@ from .targets import (
 )
 
 Where = tuple[object, str, int, int]  # code (dispatcher), filename, first line, last line
-
-
-def _options(dispatcher: object) -> dict | None:
-    return getattr(dispatcher, "targetoptions", None)
-
-
-def _closure(py_func) -> tuple[int, ...]:
-    """Identities of what a function closes over: a twin is built with those very values
-    (a closure made again with other values, ``make_scaler(3.0)``, needs new twins)."""
-    out = []
-    for cell in py_func.__closure__ or ():
-        try:
-            out.append(id(cell.cell_contents))
-        except ValueError:
-            out.append(0)
-    return tuple(out)
 
 
 @dataclass
@@ -136,11 +122,7 @@ class Runner:
         source = read_source(dispatcher)
         existing = self.targets.get(source.key)
         if existing is not None:
-            same_code = (
-                existing.source.py_func.__code__ is source.py_func.__code__
-                and _closure(existing.source.py_func) == _closure(source.py_func)
-                and _options(existing.original) == _options(dispatcher)
-            )
+            same_code = defined_alike(existing, dispatcher, source)
             drop_target(existing.original, self.clock)
             existing.original, existing.source = dispatcher, source
             existing.owner = owning_jitclass(dispatcher)  # a class defined again is a new class
@@ -172,15 +154,14 @@ class Runner:
         profiled = {id(d) for d in originals}
         callers += [d for d in entry_points(classes) if id(d) not in profiled]
         callers = list({id(d): d for d in callers}.values())
-        # a callee runs without the GIL when a nogil (or parallel) caller reaches it
-        concurrent = any(runs_concurrently(c) for c in callers)
+        concurrent = self._concurrent(callers, names)
         targets = list(targets)
         for target in targets:
-            atomic = concurrent or runs_concurrently(target.original)
+            atomic = id(target.original) in concurrent
             if kind in target.twins and target.atomic.get(kind) != atomic:
                 del target.twins[kind]  # kept from a profile whose callers ran on one thread at a time
             if kind not in target.twins:
-                target.twins[kind] = build_twin(target, kind, self.clock, concurrent)
+                target.twins[kind] = build_twin(target, kind, self.clock, atomic)
                 target.atomic[kind] = atomic
         self._refresh_stale(kind, concurrent)
         for target in targets:
@@ -194,6 +175,11 @@ class Runner:
         link(everything + [twin for twin, _ in built])
         return built
 
+    def _concurrent(self, callers: list[CPUDispatcher], names: list[str]) -> set[int]:
+        """The targets whose counters must be atomic (see ``targets.atomic_targets``)."""
+        users = [d for d in callers if runs_concurrently(d) and self._uses(d, names)]
+        return atomic_targets(list(self.targets.values()), callers, users)
+
     def _links(self, target: Target, kind: str) -> frozenset[tuple[Key, int]]:
         """The twins of other targets that ``target``'s code calls: (key, id of that twin)."""
         found: set[tuple[Key, int]] = set()
@@ -206,7 +192,7 @@ class Runner:
             found.add((key, id(twin.dispatcher) if twin is not None else 0))
         return frozenset(found)
 
-    def _refresh_stale(self, kind: str, concurrent: bool) -> None:
+    def _refresh_stale(self, kind: str, concurrent: set[int]) -> None:
         """Replace the twins that were linked with other callee twins than this runner's.
 
         A compiled twin calls the callee twins it was linked with when it
@@ -225,7 +211,9 @@ class Runner:
             if not stale:
                 break
             for target in stale:
-                target.twins[kind] = build_twin(target, kind, self.clock, concurrent)
+                atomic = id(target.original) in concurrent
+                target.twins[kind] = build_twin(target, kind, self.clock, atomic)
+                target.atomic[kind] = atomic
         for target in self.targets.values():
             if kind in target.twins:
                 target.links[kind] = self._links(target, kind)
@@ -328,7 +316,7 @@ class Runner:
                 continue
             with contextlib.suppress(Exception):
                 if PLAIN not in target.twins:  # defined by the statement: no phase switched it
-                    atomic = runs_concurrently(target.original)
+                    atomic = target.atomic.get(user_kind, runs_concurrently(target.original))
                     target.twins[PLAIN] = build_twin(target, PLAIN, self.clock, atomic)
                     target.atomic[PLAIN] = atomic
                 compile_like(target.twins[PLAIN], user.dispatcher, target.source)

@@ -31,6 +31,7 @@ from ..instrument.twins import Twin, make_twin, objmode_names
 from ..instrument.ufuncs import is_kernel_object
 from ..internals import CPUDispatcher
 from .measurements import COUNTING, PLAIN, PROBED, FunctionCounts, Key
+from .reach import reached_from
 
 TWIN_KINDS = (PLAIN, COUNTING, PROBED)
 LINES = "lines"  # the rewrite with a probe per line event (counting and probed twins share it)
@@ -73,6 +74,42 @@ def runs_concurrently(dispatcher: object) -> bool:
         return True
     options = getattr(dispatcher, "targetoptions", None) or {}
     return bool(options.get("parallel") or options.get("nogil"))
+
+
+def _closure(py_func) -> tuple[int, ...]:
+    """Identities of what a function closes over: a twin is built with those very values
+    (a closure made again with other values, ``make_scaler(3.0)``, needs new twins)."""
+    out = []
+    for cell in py_func.__closure__ or ():
+        try:
+            out.append(id(cell.cell_contents))
+        except ValueError:
+            out.append(0)
+    return tuple(out)
+
+
+def defined_alike(target: Target, dispatcher: object, source: FunctionSource) -> bool:
+    """Whether ``dispatcher`` was defined by the same code, closure and options as the
+    target's original (defined again by a repeated run): its twins can be kept."""
+    return (
+        target.source.py_func.__code__ is source.py_func.__code__
+        and _closure(target.source.py_func) == _closure(source.py_func)
+        and getattr(target.original, "targetoptions", None) == getattr(dispatcher, "targetoptions", None)
+    )
+
+
+def atomic_targets(targets: list[Target], callers: list, instance_users: list) -> set[int]:
+    """Identities of the targets' originals whose code may run on several threads at once, so
+    whose counters must be atomic: a ``parallel``/``nogil`` function (profiled or not) and every
+    target its code reaches, directly or through other jitted functions (a helper called from a
+    ``prange`` body runs on every worker), and only those. ``instance_users``: concurrent
+    callers handling instances of a profiled jitclass, which reach its members unnamed."""
+    originals = [t.original for t in targets]
+    sources = [d for d in originals + callers if runs_concurrently(d)]
+    reached = reached_from(sources, originals + callers)
+    if instance_users:
+        reached |= {id(t.original) for t in targets if t.owner is not None}
+    return reached & {id(d) for d in originals}
 
 
 def sampleable(dispatcher: object) -> bool:

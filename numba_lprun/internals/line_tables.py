@@ -99,6 +99,11 @@ def _line_tables_dibuilder(on_subprogram: Callable | None) -> type:
     (``DW_TAG_inlined_subroutine`` with the call's line); the lowering stays the
     directives-only one. Variables are not declared at all: LLVM asserts on a
     variable in a ``LineTablesOnly`` unit, and the plain build has none either.
+    A subprogram's signature is left empty, as ``clang -gline-tables-only`` leaves
+    it: Numba describes each argument's type by asking LLVM for its size, and LLVM
+    aborts the process (an assertion, not an exception) on a type it cannot size,
+    such as a jitclass's ``optional(deferred_type)`` member before its first compile.
+    A line table names no type, so nothing is described that LLVM could reject.
     ``on_subprogram(function)`` is called with each function given a subprogram.
     """
     from numba.core import debuginfo
@@ -122,6 +127,11 @@ def _line_tables_dibuilder(on_subprogram: Callable | None) -> type:
             if self.nlp_line_tables:
                 return None
             return super().mark_variable(builder, allocavalue, name, lltype, size, line, datamodel, argidx)
+
+        def _di_subroutine_type(self, line, function, argmap):
+            if not self.nlp_line_tables:
+                return super()._di_subroutine_type(line, function, argmap)
+            return self.module.add_debug_info("DISubroutineType", {"types": self.module.add_metadata([])})
 
     return LineTablesDIBuilder
 
@@ -148,6 +158,12 @@ def _line_tables_dibuilder(on_subprogram: Callable | None) -> type:
     "DIBuilder.mark_variable",
     "twins.py: no variable is declared in a LineTablesOnly unit (LLVM asserts on one)",
     params=("self", "builder", "allocavalue", "name", "lltype", "size", "line", "datamodel", "argidx"),
+)
+@touches(
+    "numba.core.debuginfo",
+    "DIBuilder._di_subroutine_type",
+    "twins.py: no argument type is described (sizing a recursive jitclass type aborts LLVM)",
+    params=("self", "line", "function", "argmap"),
 )
 @touches(
     "numba.core.debuginfo",

@@ -67,7 +67,7 @@ def time_chart(view: FunctionView) -> str:
     plot_w, plot_h = _W - _LEFT - _RIGHT, _H - _TOP - _BOTTOM
     out = [
         f'<svg class="chart" viewBox="0 0 {_W} {_H}" role="img" '
-        f'aria-label="time per line of {html.escape(view.stats.qualname)}">'
+        f'aria-label="time per line of {html.escape(view.stats.heading)}">'
     ]
     for i in range(int(round(top / step)) + 1):  # gridlines and their labels
         y = _TOP + plot_h - plot_h * i * step / top

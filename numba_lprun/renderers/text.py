@@ -63,7 +63,7 @@ def function_table(view: FunctionView) -> str:
     out = io.StringIO()
     out.write(f"Total time: {view.total_text}\n")
     out.write(f"File: {stats.filename}\n")
-    out.write(f"Function: {stats.qualname} at line {stats.first_lineno}\n\n")
+    out.write(f"Function: {stats.heading} at line {stats.first_lineno}\n\n")
     header = template % (*_HEADER[:5], *extras, _HEADER[5])
     out.write(header + "\n" + "=" * len(header) + "\n")
     for line in view.lines:

@@ -11,6 +11,7 @@ from __future__ import annotations
 from ..machine import CodeReading, read_code_by_line
 from .measurements import PLAIN, CallRecord, Counted, Key, Sampled
 from .runner import Runner
+from .sampled_run import hosts_of
 
 
 def read_twin_code(runner: Runner, record: CallRecord, kept: dict) -> dict[Key, CodeReading]:
@@ -30,9 +31,11 @@ def read_twin_code(runner: Runner, record: CallRecord, kept: dict) -> dict[Key, 
                     addresses[address] = addresses.get(address, 0) + count
         state = (key, id(twin), len(twin.code.overloads), sum(addresses.values()))
         if state not in kept:
-            hosts = [where[0] for where in runner.twin_code(twin.kind).values()]
             src = target.source
             last = src.first_lineno + len(src.lines) - 1
+            hosts = hosts_of(
+                (twin.code, src.filename, src.first_lineno, last), runner.twin_code(twin.kind).values()
+            )
             kept[state] = read_code_by_line(
                 twin.code, twin.kind, src.filename, src.first_lineno, last, addresses, hosts
             )

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import contextlib
 import time
-from collections.abc import Hashable, Iterator
+from collections.abc import Hashable, Iterable, Iterator
 from dataclasses import dataclass, field
 
 from ..interrupts import ctrl_c_deferred
@@ -87,9 +87,18 @@ def line_maps(functions: dict[Hashable, Where]) -> dict[Hashable, LineMap]:
     """Address-to-line maps of each function's compiled code (key -> where its code is).
 
     Each map also covers the function's code inlined into the others' (so a
-    profiled callee inlined into a profiled caller keeps its samples)."""
-    hosts = [where[0] for where in functions.values()]
-    return {key: line_map(*where, hosts=hosts) for key, where in functions.items()}
+    profiled callee inlined into a profiled caller keeps its samples), except
+    into other dispatchers of the same source (``fast = njit(fastmath=True)(f)``
+    beside ``f``): their code has this function's very lines, not inlined."""
+    return {
+        key: line_map(*where, hosts=hosts_of(where, functions.values())) for key, where in functions.items()
+    }
+
+
+def hosts_of(where: Where, functions: Iterable[Where]) -> list[object]:
+    """The code that may hold ``where``'s function inlined: every other function's, but that
+    of other dispatchers of the same source (same file and lines)."""
+    return [other[0] for other in functions if other[0] is where[0] or other[1:] != where[1:]]
 
 
 def samples_inside(segments: list[RawSamples], maps: dict[Hashable, LineMap]) -> int:

@@ -22,8 +22,10 @@ from typing import Protocol
 import numpy as np
 
 from ..internals import (
+    is_cpu_ufunc,
     is_dispatcher,
     is_jitclass_instance,
+    is_stencil,
     jitclass_fields,
     numba_random_state_addresses,
     worker_random_state_addresses,
@@ -264,8 +266,15 @@ def _typed(name: str) -> Callable[[object], bool]:
     return check
 
 
+def is_code(obj: object) -> bool:
+    """Numba's compiled code: a dispatcher, a ufunc or gufunc built for the cpu (DUFunc,
+    GUFunc) or a stencil. Code, not state: what a profile swaps in for it is put back by
+    the runner, and whatever it caches (compiled signatures) is no state the user sees."""
+    return is_dispatcher(obj) or is_cpu_ufunc(obj) or is_stencil(obj)
+
+
 HANDLERS: list[tuple[Callable[[object], bool], Callable]] = [
-    (is_dispatcher, lambda w, n, o, d: None),
+    (is_code, lambda w, n, o, d: None),
     (lambda o: isinstance(o, np.ndarray), _array),
     (lambda o: type(o) is list, _list),
     (lambda o: type(o) is dict, _dict),

@@ -1,0 +1,61 @@
+"""What is known of each profiled function without running it, read from its twins."""
+
+from __future__ import annotations
+
+from ..vectorized import vectorized_lines
+from .measurements import PLAIN, FunctionFacts, Key
+from .naming import titles
+from .targets import Target, sampleable
+
+
+def target_facts(
+    targets: dict[Key, Target],
+    compile_seconds: dict[int, float],
+    used: set[str],
+    labels: list[str | None],
+    user_kind: str,
+) -> tuple[FunctionFacts, ...]:
+    """Each target's facts, titled (see ``naming``).
+
+    Compile seconds are this runner's (0.0: the twin was reused); the
+    vectorized loops of the plain and the user's twins are read from their
+    optimized LLVM IR (both carry line tables). ``labels``: each target's name, where known.
+    """
+    entries = [
+        (t.original, t.source.py_func, label, t.source.key)
+        for t, label in zip(targets.values(), labels, strict=True)
+    ]
+    out = []
+    for (key, target), heading in zip(targets.items(), titles(entries), strict=True):
+        src = target.source
+        compiled = {
+            kind: compile_seconds.get(id(twin), 0.0)
+            for kind, twin in target.twins.items()
+            if twin.has_code and kind in used
+        }
+        user = target.twins.get(user_kind)
+        signatures = []
+        if user is not None:
+            for sig in user.code.overloads:  # argument tuples (a ufunc kernel's: signatures)
+                signatures.append(", ".join(str(t) for t in getattr(sig, "args", sig)))
+        vectorized = {
+            kind: frozenset(vectorized_lines(twin.code))
+            for kind, twin in target.twins.items()
+            if twin.has_code and kind in (PLAIN, user_kind)
+        }
+        out.append(
+            FunctionFacts(
+                key[0],
+                key[1],
+                key[2],
+                src.py_func.__qualname__,
+                tuple(src.lines),
+                frozenset(target.rewrite(user_kind).objmode_lines),
+                tuple(signatures),
+                compiled,
+                vectorized,
+                sampleable(target.original),
+                heading,
+            )
+        )
+    return tuple(out)

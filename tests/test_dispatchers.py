@@ -1,0 +1,282 @@
+"""Several dispatchers of one Python function profiled together, and ufuncs through the magic.
+
+A profiled function is the dispatcher, not its Python function: ``njit(f)``,
+``njit(fastmath=True)(f)`` and ``njit(parallel=True)(f)`` each get their own
+table, with exactly line_profiler's hits on ``f`` for their own calls, titled by
+the name they are bound to; the ``.lprof`` keeps line_profiler's keys, the first
+dispatcher's exactly, the others' with their name in brackets (``run.naming``).
+"""
+
+import os
+import subprocess
+import sys
+import textwrap
+
+import numpy as np
+import pytest
+from numba import njit, prange
+
+import numba_lprun
+from numba_lprun.stats import read_line_stats
+
+from .conftest import reference_hits
+
+
+def sum_log_nz(x):
+    s = 0.0
+    for i in prange(x.size):
+        if x[i] > 0:
+            s += np.log(x[i])
+    return s
+
+
+plain_sum = njit(sum_log_nz)
+fast_sum_log_nz = njit(fastmath=True)(sum_log_nz)
+par_sum = njit(parallel=True)(sum_log_nz)
+
+SMALL, LARGER, SIGNED = np.arange(1.0, 6.0), np.arange(1.0, 9.0), np.array([-1.0, 2.0, 0.0, 3.0])
+KEY = (sum_log_nz.__code__.co_filename, sum_log_nz.__code__.co_firstlineno, "sum_log_nz")
+
+
+def hits_by_key(prof):
+    return {key: {ln: h for ln, h, _ in rows if h} for key, rows in prof.get_stats().timings.items()}
+
+
+def headings(prof):
+    return [f.heading for f in prof.profile.functions]
+
+
+def test_two_dispatchers_each_their_own_table_and_hits():
+    prof = numba_lprun.LineProfiler(plain_sum, fast_sum_log_nz, timing=False)
+    assert prof.runcall(plain_sum, SMALL) == plain_sum.py_func(SMALL)
+    prof.runcall(fast_sum_log_nz, LARGER)
+    prof.runcall(fast_sum_log_nz, SIGNED)
+    fast_key = (*KEY[:2], "sum_log_nz [fast_sum_log_nz]")
+    hits = hits_by_key(prof)
+    assert list(hits) == [KEY, fast_key]  # the first keeps line_profiler's own key
+    assert hits[KEY] == reference_hits(plain_sum, SMALL)
+    both = [reference_hits(fast_sum_log_nz, LARGER), reference_hits(fast_sum_log_nz, SIGNED)]
+    assert hits[fast_key] == {ln: both[0].get(ln, 0) + both[1].get(ln, 0) for ln in both[0] | both[1]}
+    assert headings(prof) == ["plain_sum (sum_log_nz)", "fast_sum_log_nz (sum_log_nz, fastmath)"]
+    assert [f.calls for f in prof.profile.functions] == [1, 2]
+    text = __import__("io").StringIO()
+    prof.print_stats(text)
+    assert "Function: fast_sum_log_nz (sum_log_nz, fastmath) at line" in text.getvalue()
+
+
+def test_three_dispatchers_plain_fastmath_parallel():
+    prof = numba_lprun.LineProfiler(plain_sum, fast_sum_log_nz, par_sum, timing=False)
+    for func, x in ((plain_sum, SMALL), (fast_sum_log_nz, LARGER), (par_sum, SIGNED)):
+        assert prof.runcall(func, x) == pytest.approx(sum_log_nz(x))
+    hits = hits_by_key(prof)
+    assert list(hits.values()) == [
+        reference_hits(plain_sum, SMALL),
+        reference_hits(fast_sum_log_nz, LARGER),
+        reference_hits(par_sum, SIGNED),
+    ]
+    assert headings(prof) == [
+        "plain_sum (sum_log_nz)",
+        "fast_sum_log_nz (sum_log_nz, fastmath)",
+        "par_sum (sum_log_nz, parallel)",
+    ]
+
+
+def test_samples_of_one_dispatcher_are_not_charged_to_another():
+    """Both twins carry the same file's line tables: neither is code inlined into the other."""
+    prof = numba_lprun.LineProfiler(plain_sum, fast_sum_log_nz, sample_time=0.2, min_samples=300)
+    big = np.random.default_rng(0).random(1_000_000)
+    prof.runctx("plain_sum(SMALL); fast_sum_log_nz(big)", {**globals(), "big": big}, None)
+    plain, fast = prof.profile.functions
+    assert (plain.calls, fast.calls) == (1, 1)
+    assert fast.samples > 50 and plain.samples * 10 < fast.samples
+
+
+def test_one_dispatcher_keeps_line_profiler_key_and_gets_its_own_title(tmp_path):
+    prof = numba_lprun.LineProfiler(fast_sum_log_nz, timing=False)
+    prof.runcall(fast_sum_log_nz, SMALL)
+    assert list(prof.get_stats().timings) == [KEY]
+    assert headings(prof) == ["fast_sum_log_nz (sum_log_nz, fastmath)"]
+    prof.dump_stats(str(tmp_path / "one.lprof"))
+    assert list(read_line_stats(str(tmp_path / "one.lprof")).timings) == [KEY]
+
+
+def test_unbound_dispatcher_of_the_same_function_and_the_lprof(tmp_path):
+    again = njit(plain_sum.py_func)  # kde_nothread = jit(kde.py_func), bound to no module name
+    prof = numba_lprun.LineProfiler(plain_sum, again, timing=False)
+    prof.runcall(again, SMALL)
+    prof.runcall(plain_sum, SIGNED)
+    assert headings(prof) == ["plain_sum (sum_log_nz)", "sum_log_nz"]
+    keys = [KEY, (*KEY[:2], "sum_log_nz [#2]")]
+    assert list(hits_by_key(prof).values()) == [
+        reference_hits(plain_sum, SIGNED),
+        reference_hits(again, SMALL),
+    ]
+    prof.dump_stats(str(tmp_path / "two.lprof"))
+    saved = read_line_stats(str(tmp_path / "two.lprof")).timings
+    assert list(saved) == keys and [sum(h for _, h, _ in r) for r in saved.values()] == [
+        sum(reference_hits(plain_sum, SIGNED).values()),
+        sum(reference_hits(again, SMALL).values()),
+    ]
+
+
+def test_name_given_wins_over_an_ambiguous_binding():
+    alias = also = njit(fastmath=True)(sum_log_nz)  # two names: the binding is ambiguous
+    prof = numba_lprun.LineProfiler(plain_sum, timing=False)
+    prof.add_function(also, name="also")
+    prof.runcall(alias, SMALL)
+    assert headings(prof) == ["plain_sum (sum_log_nz)", "also (sum_log_nz, fastmath)"]
+
+
+SHELL_SETUP = """
+import numpy as np
+from numba import njit, prange, vectorize
+
+def nd_sum(x):
+    s = 0.0
+    for i in prange(x.size):
+        if x[i] > 0:
+            s += np.log(x[i])
+    return s
+
+nd_plain = njit(nd_sum)
+nd_fast = njit(fastmath=True)(nd_sum)
+nd_par = njit(parallel=True)(nd_sum)
+nd_a, nd_b, nd_c = np.arange(1.0, 6.0), np.arange(1.0, 9.0), np.array([-1.0, 2.0, 0.0, 3.0])
+
+@vectorize
+def nd_zero_clamp(v):
+    if v < 0:
+        return 0.0
+    return v
+"""
+
+
+@pytest.fixture(scope="module")
+def ip(ipshell):
+    assert ipshell.run_cell(SHELL_SETUP).success
+    return ipshell
+
+
+def test_line_magic_three_dispatchers(ip, capsys):
+    prof = ip.run_line_magic(
+        "nlprun",
+        "--hits -r -f nd_plain -f nd_fast -f nd_par nd_plain(nd_a); nd_fast(nd_b); nd_par(nd_c)",
+    )
+    ns = ip.user_ns
+    expected = [
+        reference_hits(ns[f], ns[x])
+        for f, x in (("nd_plain", "nd_a"), ("nd_fast", "nd_b"), ("nd_par", "nd_c"))
+    ]
+    assert list(hits_by_key(prof).values()) == expected
+    out = capsys.readouterr().out
+    for title in ("nd_plain (nd_sum)", "nd_fast (nd_sum, fastmath)", "nd_par (nd_sum, parallel)"):
+        assert f"Function:   {title} at line" in out
+
+
+def test_cell_magic_two_dispatchers_it_calls_and_two_it_defines(ip, capsys):
+    prof = ip.run_cell_magic(
+        "nlprun", "--no-sample -r -f nd_plain -f nd_fast", "nd_plain(nd_a)\nnd_fast(nd_b)\n"
+    )
+    ns = ip.user_ns
+    assert list(hits_by_key(prof).values()) == [
+        reference_hits(ns["nd_plain"], ns["nd_a"]),
+        reference_hits(ns["nd_fast"], ns["nd_b"]),
+    ]
+    cell = textwrap.dedent(
+        """\
+        @njit
+        def nd_g(a):
+            t = 0
+            for i in range(a.size):
+                t += i
+            return t
+        nd_g2 = njit(fastmath=True)(nd_g.py_func)
+        nd_g(nd_a); nd_g2(nd_b)
+        """
+    )
+    prof = ip.run_cell_magic("nlprun", "--no-sample -r", cell)  # defined again by each run: replaced
+    assert [f.heading for f in prof.profile.functions] == ["nd_g", "nd_g2 (nd_g, fastmath)"]
+    assert list(hits_by_key(prof).values()) == [
+        reference_hits(ns["nd_g"], ns["nd_a"]),
+        reference_hits(ns["nd_g2"], ns["nd_b"]),
+    ]
+    assert "Function:   nd_g2 (nd_g, fastmath) at line 1" in capsys.readouterr().out
+
+
+def test_ufunc_through_the_magic_repeats_like_through_the_api(ip, capsys):
+    prof = ip.run_line_magic("nlprun", "--no-sample -r -f nd_zero_clamp nd_zero_clamp(nd_c)")
+    out = capsys.readouterr().out
+    assert "cannot save" not in out and "DUFunc" not in out
+    api = numba_lprun.LineProfiler(ip.user_ns["nd_zero_clamp"], sample=False)
+    api.runcall(ip.user_ns["nd_zero_clamp"], ip.user_ns["nd_c"])
+    for runs in (prof.profile.runs, api.profile.runs):
+        assert any("timed plain run" in e for e in runs.extra), runs
+    assert hits_by_key(prof) == hits_by_key(api)
+    assert sorted(hits_by_key(prof)[next(iter(hits_by_key(prof)))].values()) == [1, 3, 4]
+
+
+def test_cli_picks_dispatchers_by_the_name_they_are_bound_to(tmp_path):
+    script = tmp_path / "several.py"
+    script.write_text(
+        textwrap.dedent(
+            """\
+            import numpy as np
+            from numba import njit
+
+            def f(x):
+                s = 0.0
+                for v in x:
+                    s += v
+                return s
+
+            plain = njit(f)
+            fast = njit(fastmath=True)(f)
+            print(plain(np.arange(3.0)), fast(np.arange(5.0)))
+            """
+        )
+    )
+    env = {**os.environ, "NUMBA_LPRUN_CACHE": "0"}
+    done = subprocess.run(
+        [sys.executable, "-m", "numba_lprun", "--hits", "-f", "fast", "-f", "plain", str(script)],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=240,
+    )
+    assert done.returncode == 0, done.stderr
+    assert "Function:   plain (f) at line 4" in done.stdout
+    assert "Function:   fast (f, fastmath) at line 4" in done.stdout
+    rows = [ln.split() for ln in done.stdout.splitlines() if ln.strip().startswith("6 ")]
+    assert [r[1] for r in rows] == ["4", "6"]  # each its own calls' hits (3 and 5 elements)
+
+
+def report_of(cell) -> str:
+    """The profile a notebook cell displayed (its progress lines are display outputs too)."""
+    shown = [o.get("data", {}).get("text/plain", "") for o in cell.outputs if o.output_type == "display_data"]
+    (report,) = [text for text in shown if "Line #" in text]
+    return report
+
+
+def test_in_a_real_jupyter_kernel(tmp_path):
+    import nbformat
+    from nbclient import NotebookClient
+
+    cells = [
+        "%load_ext numba_lprun\n" + SHELL_SETUP,
+        "%%nlprun --no-sample -f nd_plain -f nd_fast -f nd_par\nnd_plain(nd_a)\nnd_fast(nd_b)\nnd_par(nd_c)",
+        "%nlprun --no-sample -f nd_zero_clamp nd_zero_clamp(nd_c)",
+    ]
+    nb = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell(c) for c in cells])
+    NotebookClient(
+        nb, timeout=240, kernel_name="python3", resources={"metadata": {"path": str(tmp_path)}}
+    ).execute()
+    errors = [o for c in nb.cells for o in c.outputs if o.output_type == "error"]
+    assert errors == []
+    several = report_of(nb.cells[1])
+    assert several.count("Function:") == 3
+    for title in ("nd_plain (nd_sum)", "nd_fast (nd_sum, fastmath)", "nd_par (nd_sum, parallel)"):
+        assert f"Function: {title} at line" in several  # line_profiler's layout in text/plain
+    # each its own calls' hits: the loop over 5, 8 and 4 elements
+    assert [int(ln.split()[1]) for ln in several.splitlines() if "if x[i] > 0:" in ln] == [5, 8, 4]
+    ufunc = report_of(nb.cells[2])
+    assert "timed plain run" in ufunc and "cannot save" not in ufunc

@@ -22,6 +22,7 @@ from .run.measurements import (
     Compared,
     Comparison,
     Counted,
+    Differed,
     ExtraRun,
     FunctionCounts,
     FunctionFacts,
@@ -127,7 +128,7 @@ def _function(
         source = PROBES
     else:
         source = None
-    vs_plain = _compared(record, key, run_twin, True)
+    vs_plain = _too_short(_compared(record, key, run_twin, True), settings.unit)
     vs_probed = _compared(record, key, PROBED, False)
     vectorized = fact.vectorized
     lost = frozenset()
@@ -138,6 +139,7 @@ def _function(
         first_lineno=fact.first_lineno,
         name=fact.name,
         qualname=fact.qualname,
+        title=fact.title if fact.title != fact.qualname else "",
         source_lines=fact.source_lines,
         signatures=fact.signatures,
         compile_seconds=dict(fact.compile_seconds),
@@ -160,6 +162,20 @@ def _function(
         probe_overhead=vs_probed.ticks / vs_probed.baseline if vs_probed.baseline > 0 else None,
         lost_vectorization=frozenset(lost),
     )
+
+
+#: A plain run of a call shorter than this is not compared: the clock's and the machine's noise
+#: are as large as the call (plain runs of a 2 us call spread 1-470x their median).
+SHORTEST_COMPARED = 10e-6
+
+
+def _too_short(compared: Compared, unit: float) -> Compared:
+    """``compared`` with its figure dropped where the calls are too short to time."""
+    if compared.baseline <= 0 or compared.baseline / max(compared.calls, 1) * unit >= SHORTEST_COMPARED:
+        return compared
+    each = compared.baseline / max(compared.calls, 1) * unit * 1e6
+    why = f"its plain runs take {each:.1f} us, too short for the clock to compare the twins"
+    return Compared(skipped=compared.calls + compared.skipped, why=why)
 
 
 def _unmeasured(compared: Compared) -> str | None:
@@ -250,4 +266,31 @@ def _runs(record: CallRecord) -> RunsSummary:
         once=once[-1].why if once else None,
         restored=dict(restored.items),
         restored_bytes=sum(restored.nbytes.values()),
+        results=_results(record.of(Differed)),
+    )
+
+
+def _results(found: list[Differed]) -> str | None:
+    """How the user's run's results compare with the plain run's, where that is news: they
+    differ, or a function is ``fastmath`` (whose sums LLVM may reorder, and the counters
+    change how)."""
+    if not found:
+        return None
+    values = {name: max(m.values.get(name, 0.0) for m in found) for m in found for name in m.values}
+    fastmath = ", ".join(dict.fromkeys(f for m in found for f in m.fastmath))
+    if values:
+        where = ", ".join(values)
+        said = (
+            f"your run's floating-point results differ from the plain run's (the unprofiled code) by up "
+            f"to {max(values.values()):.1e} (relative), in {where}"
+        )
+        if fastmath:
+            return said + f": fastmath ({fastmath}) lets LLVM reorder sums, and the counters change how"
+        return said + ": not expected without fastmath; please report it"
+    if any(m.measured for m in found):
+        return f"fastmath ({fastmath}): your run's results equal the plain run's, bit for bit"
+    return (
+        f"fastmath ({fastmath}): your run's floating-point results may differ from an unprofiled run's "
+        "in the last bits (LLVM may reorder sums, and the counters change how; no plain run was made "
+        "to compare)"
     )

@@ -23,9 +23,18 @@ from collections.abc import Callable, Iterable
 
 from .cuda import CudaLineProfiler, bound_kernels, is_cuda_function, namespaces_of
 from .decorator import is_marked
-from .errors import NotProfilableError, TwinCompileError
+from .errors import NotProfilableError, TwinCompileError, profiler_failed, without_profiler_frames
 from .instrument.kinds import defined_in, import_spec, profilable_in
-from .options import CLI, add_to_parser, cuda_profiler_kwargs, cuda_refusals, profiler_kwargs, report
+from .instrument.packages import imported_from, package_pick, split_packages
+from .options import (
+    CLI,
+    add_to_parser,
+    cuda_profiler_kwargs,
+    cuda_refusals,
+    profiler_kwargs,
+    report,
+    value_flags,
+)
 from .profiler import LineProfiler
 from .stats import ProfileStats
 
@@ -133,18 +142,25 @@ def _profile_run(opts: argparse.Namespace, program: _Program) -> tuple[LineProfi
     """Run the program under the profiler; its exit status."""
     explicit = [_resolve(spec) for spec in opts.functions]
     named = {spec for spec, func in zip(opts.functions, explicit, strict=True) if func is None}
+    packages = split_packages(opts.source)
     prof = LineProfiler(*[f for f in explicit if f is not None], **profiler_kwargs(opts))
-    in_script = defined_in(program.filename)
+    for func in imported_from(packages):
+        prof.add_function(func)
+    in_script, in_packages = defined_in(program.filename), package_pick(packages)
     marked_only = program.uses_decorator()
+    chosen = bool(opts.functions or packages)  # otherwise: what the script defines (or marks)
 
     def pick(value: object) -> bool:
+        if in_packages(value):
+            return True
         if not in_script(value):
             return False
-        if named:
-            return getattr(value, "__name__", None) in named
-        return not opts.functions and (is_marked(value) or not marked_only)
+        if named:  # by the name it is bound to (fast = njit(fastmath=True)(f)) or its own
+            bound = any(program.last_namespace.get(name) is value for name in named)
+            return bound or getattr(value, "__name__", None) in named
+        return not chosen and (is_marked(value) or not marked_only)
 
-    discover = _MarkedFinder() if not opts.functions else None
+    discover = _MarkedFinder() if not chosen else None
     saved_argv, saved_main, saved_path = sys.argv[:], sys.modules.get("__main__"), sys.path[:]
     sys.argv = program.argv
     sys.path.insert(0, program.path_entry)
@@ -155,8 +171,10 @@ def _profile_run(opts: argparse.Namespace, program: _Program) -> tuple[LineProfi
         status = _exit_status(exc.code)
     except (NotProfilableError, TwinCompileError):
         raise
-    except BaseException:
-        traceback.print_exc()
+    except BaseException as exc:  # the script's error, as python shows it: its frames only
+        if profiler_failed(exc):
+            print("nlprun: numba_lprun itself failed (please report it):", file=sys.stderr)
+        traceback.print_exception(without_profiler_frames(exc))
         status = 1
     finally:
         sys.argv, sys.path[:] = saved_argv, saved_path
@@ -228,11 +246,31 @@ def _cuda_run(
     return prof.stats, status
 
 
+def split_module_args(argv: list[str]) -> tuple[list[str], list[str]]:
+    """nlprun's own arguments, and what follows ``-m MODULE`` (the module's, as ``python -m``
+    passes them: ``nlprun -m pytest --pyargs pkg -q`` gives ``--pyargs pkg -q`` to pytest)."""
+    takes_value = value_flags(CLI)
+    i = 0
+    while i < len(argv):
+        token = argv[i]
+        if token == "--" or not token.startswith("-"):
+            break  # the script (or --): argparse's REMAINDER keeps what follows for it
+        if token == "-m":
+            return argv[: i + 2], argv[i + 2 :]
+        if token.startswith("-m") and not token.startswith("--"):  # -mpytest
+            return argv[: i + 1], argv[i + 1 :]
+        i += 2 if token in takes_value else 1
+    return argv, []
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = build_parser()
-    opts = parser.parse_args(argv)
-    if opts.module is not None and opts.script is not None:  # -m MODULE ARG...: ARG is the module's
-        opts.args, opts.script = [opts.script, *opts.args], None
+    own, module_args = split_module_args(sys.argv[1:] if argv is None else list(argv))
+    opts = parser.parse_args(own)
+    if opts.module is not None:  # -m MODULE ARG...: every ARG is the module's (a first -- is nlprun's)
+        module_args = module_args[1:] if module_args[:1] == ["--"] else module_args
+        opts.args = [*([opts.script] if opts.script is not None else []), *opts.args, *module_args]
+        opts.script = None
     if opts.script is None and opts.module is None:
         parser.error("give a script to run, or -m MODULE")
     program = _Program(opts.script, opts.module, opts.args)

@@ -129,7 +129,8 @@ def _time_notes(stats: FunctionStats, sampling_unavailable: str | None) -> list[
         return [
             Note(
                 "caution",
-                f"only {n} samples landed in this function: its times are rough (see the 95% intervals); "
+                f"only {n} sample{'s' if n != 1 else ''} landed in this function: its times are rough "
+                "(see the 95% intervals); "
                 "a longer run, a higher --rate or --probes gives more",
             )
         ]

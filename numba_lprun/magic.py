@@ -19,8 +19,15 @@ from IPython.core.magic_arguments import argument, magic_arguments, parse_argstr
 from IPython.display import display
 
 from .cuda import CudaLineProfiler, bound_kernels, namespaces_of
-from .errors import CudaFunctionError, NotProfilableError, TwinCompileError
+from .errors import (
+    CudaFunctionError,
+    NotProfilableError,
+    TwinCompileError,
+    profiler_failed,
+    without_profiler_frames,
+)
 from .instrument.kinds import defined_in, is_dispatcher, profilable_in, resolve_expression
+from .instrument.packages import imported_from, package_pick, split_packages
 from .options import (
     MAGIC,
     cuda_profiler_kwargs,
@@ -114,6 +121,14 @@ class _Progress:
             sys.stderr.write("\r\x1b[2K")
             sys.stderr.flush()
 
+    def replace(self, report: object) -> None:
+        """Show ``report`` where the progress line was (a notebook keeps no empty output for
+        it), or below the cell's output when there was none."""
+        if self.handle is not None:
+            self.handle.update(report)
+        else:
+            display(report)
+
 
 class ProfileReport:
     """What a notebook displays: HTML plus a line_profiler-style text fallback."""
@@ -135,6 +150,12 @@ def _with_options(func):
     return magic_arguments()(func)
 
 
+def _pick(in_statement: Callable, in_packages: Callable, chosen: bool) -> Callable[[object], bool]:
+    """What the statement makes that is profiled: what --source's packages define, and, where
+    nothing was named, what the statement (a cell) defines itself."""
+    return lambda value: in_packages(value) or (not chosen and in_statement(value))
+
+
 @magics_class
 class NlprunMagics(Magics):
     """``%nlprun`` / ``%%nlprun``: line-profile Numba jitted functions."""
@@ -149,13 +170,15 @@ class NlprunMagics(Magics):
         -m it profiles every jitted function the cell itself defines.
 
         Each profiled function is compiled as a counting twin (a hit counter per
-        line) and a plain twin. Your statement runs once on the counting twins
-        under a sampler: hits are exact, each line's time is its share of the
-        samples times the function's measured time. Where the state the statement
-        reaches can be saved and put back, it first runs on the plain twins (the
-        overhead figure) and is repeated there for more samples, with the state
-        put back and the output discarded after each: you keep one run's effects
-        and see one run's output. --probes adds clock-probe times beside them.
+        line) and a plain twin. Your statement runs first, once, on the counting
+        twins under a sampler: hits are exact, each line's time is its share of
+        the samples times the function's measured time. If it raises, nothing else
+        runs and its exception is shown with your frames only. Where the state the
+        statement reaches can be saved and put back and your run was short
+        (--extra-limit), it then runs on the plain twins (the overhead figure) and
+        is repeated there for more samples, each from the saved state with its
+        output discarded; your run's state is put back at the end: you keep one
+        run's effects and see one run's output. --probes adds clock-probe times.
 
         CUDA kernels and device functions (``@cuda.jit``) named with -f: the
         statement runs once, each launch of a named kernel (or of a kernel that
@@ -163,6 +186,7 @@ class NlprunMagics(Magics):
         executions and active lanes per line, and GPU cycles where there is a GPU.
         Options of the CPU's sampler and probes are refused for them.
         """
+        __tracebackhide__ = True  # noqa: F841  (IPython hides this frame above the user's error)
         tokens, statement = split_options(line)
         args = parse_argstring(self.nlprun, " ".join(shlex.quote(t) for t in tokens))
         if cell is not None:
@@ -180,10 +204,14 @@ class NlprunMagics(Magics):
         if kernels:
             return self._nlprun_cuda(args, statement, filename, functions, kernels)
         in_modules = self._module_functions(args)
-        if cell is None and not functions and not in_modules:
-            raise UsageError("nlprun: nothing to profile: give -f FUNC or -m MODULE")
+        packages = split_packages(args.source)
+        if cell is None and not functions and not in_modules and not packages:
+            raise UsageError("nlprun: nothing to profile: give -f FUNC, -m MODULE or --source PKG")
         try:
-            prof = LineProfiler(*functions, **profiler_kwargs(args))
+            prof = LineProfiler(**profiler_kwargs(args))
+            for func in functions:  # titled by the name -f gave it, where it is one
+                named = (e for e in args.functions if self.shell.user_ns.get(e) is func)
+                prof.add_function(func, next(named, None))
         except NotProfilableError as exc:
             raise UsageError(f"nlprun: {exc}") from None
         skipped = []
@@ -194,13 +222,15 @@ class NlprunMagics(Magics):
                 skipped.append(str(exc))
         if skipped:
             print("numba_lprun: skipped " + "; ".join(skipped))
+        for func in imported_from(packages):
+            prof.add_function(func)
         functions += in_modules
-        pick = defined_in(filename) if not functions else None
+        pick = _pick(defined_in(filename), package_pick(packages), chosen=bool(functions or packages))
         ns = self.shell.user_ns
-        interrupted, error = self._run(
+        interrupted, error, progress = self._run(
             lambda progress: prof.runsource(statement, filename, ns, pick, progress=progress)
         )
-        return self._finish(prof, prof.profile, args, interrupted, error)
+        return self._finish(prof, prof.profile, args, interrupted, error, progress)
 
     def _nlprun_cuda(self, args, statement: str, filename: str, functions: list, kernels: list):
         """A statement that launches CUDA kernels: run once, each named kernel bound to a
@@ -221,16 +251,22 @@ class NlprunMagics(Magics):
             with bound_kernels(prof, namespaces_of(kernels, [ns])):
                 exec(code, ns)
 
-        interrupted, error = self._run(execute)
-        return self._finish(prof, prof.stats, args, interrupted, error)
+        interrupted, error, progress = self._run(execute)
+        return self._finish(prof, prof.stats, args, interrupted, error, progress)
 
-    def _finish(self, prof, profile: ProfileStats, args, interrupted: str | None, error: Exception | None):
-        """Show the profile (why it was cut short, if it was), then raise the statement's error."""
-        if error is not None:
+    def _finish(
+        self, prof, profile: ProfileStats, args, interrupted: str | None, error: Exception | None, progress
+    ):
+        """Show the profile (why it was cut short, if it was), then raise the statement's error
+        with the user's frames only (the profiler's whole traceback where it failed itself)."""
+        __tracebackhide__ = True  # noqa: F841
+        if error is not None and profiler_failed(error):
+            interrupted = f"numba_lprun itself failed ({type(error).__name__}): please report it"
+        elif error is not None:
             interrupted = f"the statement raised {type(error).__name__}"
-        self._show(profile, args, interrupted)
+        self._show(profile, args, interrupted, error is not None, progress)
         if error is not None:
-            raise error
+            raise without_profiler_frames(error)
         return prof if args.return_profiler else None
 
     # -- pieces ----------------------------------------------------------------------
@@ -262,32 +298,37 @@ class NlprunMagics(Magics):
             found.extend(mine)
         return found
 
-    def _run(self, execute: Callable[[Callable[[str], None]], None]) -> tuple[str | None, Exception | None]:
-        """Run ``execute(progress)``: why it was cut short, if it was, and the statement's own
-        exception if any (profiling failures are one-line usage errors)."""
+    def _run(
+        self, execute: Callable[[Callable[[str], None]], None]
+    ) -> tuple[str | None, Exception | None, _Progress]:
+        """Run ``execute(progress)``: why it was cut short, if it was, the statement's own
+        exception if any (profiling failures are one-line usage errors), and the progress line
+        (in a notebook, the report takes its place)."""
         progress = _Progress(in_kernel=getattr(self.shell, "kernel", None) is not None)
         try:
             execute(progress)
-        except TwinCompileError as exc:
-            raise UsageError(f"nlprun: {exc}") from None
-        except NotProfilableError as exc:
+        except (TwinCompileError, NotProfilableError) as exc:
+            progress.clear()
             raise UsageError(f"nlprun: {exc}") from None
         except KeyboardInterrupt:
-            return "interrupted by KeyboardInterrupt", None
+            return "interrupted by KeyboardInterrupt", None, progress
         except SystemExit as exc:
-            return f"the statement called sys.exit({exc.code!r})", None
+            return f"the statement called sys.exit({exc.code!r})", None, progress
         except Exception as exc:
-            return None, exc
-        finally:
+            return None, exc, progress
+        except BaseException:
             progress.clear()
-        return None, None
+            raise
+        return None, None, progress
 
-    def _show(self, profile: ProfileStats, args, interrupted: str | None) -> None:
+    def _show(self, profile: ProfileStats, args, interrupted: str | None, raised: bool, progress) -> None:
         show = None
         if getattr(self.shell, "kernel", None) is not None:
-            show = lambda html, text: display(ProfileReport(html, text))  # noqa: E731
+            show = lambda html, text: progress.replace(ProfileReport(html, text))  # noqa: E731
+        else:
+            progress.clear()
         report(profile, args, interrupted, show)
-        if not any(f.calls or f.hits for f in profile.functions):
+        if not raised and not any(f.calls or f.hits for f in profile.functions):
             found = profilable_in(self.shell.user_ns, None)
             if found:
                 print("numba_lprun: in the namespace there is: " + "; ".join(f"-f {f}" for f in found))

@@ -20,7 +20,7 @@ from dataclasses import dataclass
 from typing import Any, TextIO
 
 from .diagnose import DEFAULT_THRESHOLD
-from .profiler import DEFAULT_MIN_SAMPLES, DEFAULT_SAMPLE_RATE, DEFAULT_SAMPLE_TIME
+from .profiler import DEFAULT_EXTRA_LIMIT, DEFAULT_MIN_SAMPLES, DEFAULT_SAMPLE_RATE, DEFAULT_SAMPLE_TIME
 from .renderers import HTMLRenderer, LprofWriter, RichRenderer, TextRenderer
 from .stats import ProfileStats
 
@@ -93,6 +93,15 @@ OPTIONS: list[Option] = [
         "Run MODULE as the script, like python -m.",
         metavar="MODULE",
         front_ends=frozenset({CLI}),
+    ),
+    Option(
+        ("--source",),
+        "source",
+        "Profile every jitted function that the package or module PKG (submodules included) defines, "
+        "imported before the run or during it (PKG[,PKG2], repeatable); -z hides those that never ran.",
+        action="append",
+        metavar="PKG",
+        not_for_cuda="it profiles the CPU jitted functions of a package",
     ),
     Option(
         ("-u",),
@@ -183,6 +192,17 @@ OPTIONS: list[Option] = [
         not_for_cuda="nothing samples a GPU",
     ),
     Option(
+        ("--extra-limit",),
+        "extra_limit",
+        "Make the timed plain run (the overhead figure) and its sampled repeats after your run only "
+        f"when your run took at most S seconds (default {DEFAULT_EXTRA_LIMIT:g}; inf: always): a plain "
+        "run costs about as long as yours. Longer runs get the machine code's evidence instead.",
+        type=float,
+        default=DEFAULT_EXTRA_LIMIT,
+        metavar="S",
+        not_for_cuda="a launch's plain twin is timed on the device",
+    ),
+    Option(
         ("--snapshot-limit",),
         "snapshot_mb",
         "Memory allowed for saving the state the statement can reach, in MB (default: the smaller of "
@@ -249,6 +269,7 @@ def profiler_kwargs(opts: argparse.Namespace) -> dict[str, Any]:
         "sample_time": opts.sample_time,
         "snapshot_budget": None if opts.snapshot_mb is None else int(opts.snapshot_mb * 1e6),
         "asm": opts.asm is not None,
+        "extra_limit": opts.extra_limit,
     }
 
 

@@ -14,6 +14,7 @@ from typing import Any
 
 from .assemble import AssemblySettings, assemble
 from .diagnose import DEFAULT_THRESHOLD
+from .errors import without_profiler_frames
 from .instrument.calibrate import probe_cost_ticks
 from .instrument.clock import ClockInfo, current_clock
 from .instrument.kinds import resolve
@@ -31,6 +32,7 @@ from .stats import LineStats, ProfileStats
 DEFAULT_SAMPLE_RATE = 2000.0  # Hz per thread: the sampler costs about 3% per kHz here
 DEFAULT_SAMPLE_TIME = 1.0  # seconds of sampled repeats allowed beyond the user's run
 DEFAULT_MIN_SAMPLES = 2000  # samples in the profiled functions that end the repeats early
+DEFAULT_EXTRA_LIMIT = 0.5  # seconds: a longer user's run gets no plain run (it would cost as much again)
 
 
 def assembly_settings(
@@ -54,14 +56,43 @@ def assembly_settings(
     )
 
 
+def _profiled_call(
+    profiler: LineProfiler,
+    execute: Callable[[PhaseRun], Any],
+    namespaces: list[dict],
+    reach: Reach | None,
+    progress: Callable[[str], None] | None,
+    once: str | None,
+) -> Any:
+    """``LineProfiler.run_call``'s work: the call's phases planned and run, and its record
+    added to the profiler's whatever happens (the user's exception without our frames)."""
+    __tracebackhide__ = True  # noqa: F841  (raises the user's error: IPython and pytest hide it)
+    runner, settings = profiler._runner, profiler.settings
+    if once is None and not settings.repeat:
+        once = "--once asked for one run"
+    concurrent = any(runs_concurrently(t.original) for t in runner.targets.values())
+    ctx = CallContext(runner, execute, namespaces, progress, settings, concurrent)
+    if once is None and settings.timing:
+        ctx.snapshot = take_snapshot(reach or Reach(), settings.snapshot_budget, concurrent)
+        once = ctx.snapshot.unrestorable
+    planned = plan(settings, once, sampler_unavailable())
+    try:
+        return run_phases(ctx, planned, once)
+    except Exception as exc:  # the user's, with the profiler's frames left out (not its own)
+        raise without_profiler_frames(exc)  # noqa: B904  (the same exception, not a new one)
+    finally:
+        call = close_call(ctx.made, runner.facts(planned.user.kind), planned.user.kind)
+        profiler._record = merge_records(profiler._record, call)
+
+
 class LineProfiler:
     """Line-profile Numba jitted functions: exact hits from counters, times from samples.
 
-    The user's run is one run on counting twins under a native sampler; extra runs
-    (a timed plain run, sampled repeats, ``probes=True``'s probed run) are made only
-    where the state the call reaches can be put back (``repeat=True``). ``timing=False``
-    counts hits only, ``sample=False`` times lines with clock probes, ``asm=True`` reads
-    the machine code by line. ``run.phases`` and the README say more."""
+    The user's run, first, is one run on counting twins under a native sampler; extra runs
+    after it (a timed plain run and sampled repeats if it took at most ``extra_limit``
+    seconds, ``probes=True``'s probed run) only where the state the call reaches can be put
+    back (``repeat=True``). ``timing=False`` counts hits only, ``sample=False`` times lines
+    with clock probes, ``asm=True`` reads the machine code by line (see ``run.phases``)."""
 
     def __init__(
         self,
@@ -77,9 +108,19 @@ class LineProfiler:
         min_samples: int = DEFAULT_MIN_SAMPLES,
         snapshot_budget: int | None = None,
         asm: bool = False,
+        extra_limit: float = DEFAULT_EXTRA_LIMIT,
     ):
         self.settings = RunSettings(
-            timing, sample, probes, repeat, sample_rate, sample_time, min_samples, snapshot_budget, asm
+            timing=timing,
+            sample=sample,
+            probes=probes,
+            repeat=repeat,
+            rate_hz=sample_rate,
+            sample_time=sample_time,
+            min_samples=min_samples,
+            snapshot_budget=snapshot_budget,
+            asm=asm,
+            extra_limit=extra_limit,
         )
         self.threshold, self.corrected = threshold, corrected
         self._clock = current_clock()
@@ -89,11 +130,11 @@ class LineProfiler:
         for func in functions:
             self.add_function(func)
 
-    def add_function(self, func: Callable | type) -> None:
-        """Profile ``func`` too (a dispatcher, a jitclass or a member, a ufunc, a stencil,
-        an overloaded function); ``NotProfilableError`` (a TypeError) says why not."""
-        for dispatcher in resolve(func):
-            self._runner.add(dispatcher)
+    def add_function(self, func: Callable | type, name: str | None = None) -> None:
+        """Profile ``func`` too (a dispatcher, a jitclass or a member, a ufunc, a stencil, an
+        overloaded function; ``name``: what its table's title calls it); ``NotProfilableError``."""
+        for dispatcher in (found := resolve(func)):
+            self._runner.add(dispatcher, name if found == [func] else None)
 
     def twins(self) -> list[Twin]:
         """The twins this profiler ran on (plain, counting, probed, relinked callers)."""
@@ -105,14 +146,20 @@ class LineProfiler:
 
     def runcall(self, func: Callable, /, *args: Any, **kwargs: Any) -> Any:
         """Profile ``func(*args, **kwargs)``; return the user's run's result."""
+        __tracebackhide__ = True  # noqa: F841  (raises the user's error: IPython and pytest hide it)
 
         def call(run: PhaseRun) -> Any:
+            __tracebackhide__ = True  # noqa: F841  (a forwarding frame: see errors.profiler_failed)
             return run.replacements.get(id(func), func)(*args, **kwargs)
 
-        return self.run_call(call, [], call_reach(func, args, kwargs))
+        try:
+            return self.run_call(call, [], call_reach(func, args, kwargs))
+        except Exception as exc:  # raised again here: one frame of ours left above the user's
+            raise without_profiler_frames(exc)  # noqa: B904  (the same exception, not a new one)
 
     def runctx(self, cmd: str, globals: dict, locals: dict | None) -> LineProfiler:
         """Execute the statement ``cmd`` in ``globals``/``locals``, profiled."""
+        __tracebackhide__ = True  # noqa: F841  (raises the user's error: IPython and pytest hide it)
         code = compile(cmd, "<nlprun>", "exec")
         locals = globals if locals is None else locals
         reach = statement_reach([code], [locals, globals])
@@ -121,9 +168,8 @@ class LineProfiler:
 
     def run(self, cmd: str) -> LineProfiler:
         """Execute ``cmd`` in ``__main__``'s namespace."""
-        import __main__
-
-        return self.runctx(cmd, __main__.__dict__, __main__.__dict__)
+        main = vars(sys.modules["__main__"])
+        return self.runctx(cmd, main, main)
 
     def runsource(
         self,
@@ -137,6 +183,7 @@ class LineProfiler:
     ) -> LineProfiler:
         """Execute module-like ``source`` statement by statement, profiling what it defines
         (``run.statements``); ``once``: why it runs only once (a script)."""
+        __tracebackhide__ = True  # noqa: F841  (raises the user's error: IPython and pytest hide it)
         execute, namespaces, reach = statement_run(source, filename, namespace, pick, discover)
         self.run_call(execute, namespaces, reach, progress, once)
         return self
@@ -149,22 +196,9 @@ class LineProfiler:
         progress: Callable[[str], None] | None = None,
         once: str | None = None,
     ) -> Any:
-        """Run ``execute`` as one profiled call; the user's run's result is returned and its
-        exception raised. What was measured is kept whatever happens."""
-        settings = self.settings
-        if once is None and not settings.repeat:
-            once = "--once asked for one run"
-        concurrent = any(runs_concurrently(t.original) for t in self._runner.targets.values())
-        ctx = CallContext(self._runner, execute, namespaces, progress, settings, concurrent)
-        if once is None and settings.timing:
-            ctx.snapshot = take_snapshot(reach or Reach(), settings.snapshot_budget, concurrent)
-            once = ctx.snapshot.unrestorable
-        planned = plan(settings, once, sampler_unavailable())
-        try:
-            return run_phases(ctx, planned, once)
-        finally:
-            call = close_call(ctx.made, self._runner.facts(planned.user.kind), planned.user.kind)
-            self._record = merge_records(self._record, call)
+        """Run ``execute`` as one profiled call: the user's run's result (its exception raised)."""
+        __tracebackhide__ = True  # noqa: F841  (raises the user's error: IPython and pytest hide it)
+        return _profiled_call(self, execute, namespaces, reach, progress, once)
 
     @property
     def profile(self) -> ProfileStats:
@@ -179,8 +213,7 @@ class LineProfiler:
         return self.profile.to_line_stats()
 
     @property
-    def overhead(self) -> dict[str, float | None]:
-        """The user's run's time / the plain run's, per function name (None: not measured)."""
+    def overhead(self) -> dict[str, float | None]:  # the user's run / the plain runs, None: not measured
         return {s.name: s.overhead for s in self.profile.functions}
 
     def print_stats(

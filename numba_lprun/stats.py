@@ -142,10 +142,18 @@ class FunctionStats:
     # what other hardware adds (a GPU launch): header rows after "Function", columns after % Time
     header_rows: tuple[tuple[str, str], ...] = ()  # (label, value)
     extra_columns: tuple[ExtraColumn, ...] = ()
+    # what the table is headed with: the function as the user holds it, where that is not its
+    # qualified name ("fast_sum_log_nz (sum_log_nz, fastmath)"); "": the qualified name
+    title: str = ""
 
     @property
     def key(self) -> tuple[str, int, str]:
         return (self.filename, self.first_lineno, self.name)
+
+    @property
+    def heading(self) -> str:
+        """The function's name as its table shows it."""
+        return self.title or self.qualname
 
     @property
     def timed(self) -> bool:
@@ -263,6 +271,7 @@ class RunsSummary:
     once: str | None = None  # why no extra run was made
     restored: dict[str, str] = field(default_factory=dict)  # what the extra runs changed -> its kind
     restored_bytes: int = 0
+    results: str | None = None  # how the user's run's results compare with the plain run's (fastmath)
 
 
 @dataclass(frozen=True)

@@ -216,3 +216,48 @@ def test_ctrl_c_at_any_moment_leaves_no_sampler_armed():
             pass
         assert not sampler_running(), f"a SIGINT after {delay} s left the sampler armed"
         assert signal.getsignal(signal.SIGPROF) is before
+
+
+def test_ctrl_c_during_a_twin_compile_is_held_until_the_compile_is_done():
+    """A SIGINT that lands while Numba compiles a twin (here: as its type inference starts)
+    is raised once the compile is done, never inside it: an intrinsic's typing caches its
+    signature before it registers its lowering, and an interrupt between the two left a
+    twin that no later profile could lower ("No definition for lowering", seen in CI)."""
+    import numpy as np
+    from numba import njit
+    from numba.core import event
+
+    import numba_lprun
+    from numba_lprun.instrument.clock import current_clock
+    from numba_lprun.run.targets import cached_target
+
+    @njit
+    def compiled_in_the_run(a):
+        s = 0.0
+        for i in range(a.size):
+            s += a[i]
+        return s
+
+    sent = []
+
+    class InterruptTyping(event.Listener):
+        def on_start(self, ev):
+            if not sent and ev.data["name"].startswith("nopython_type_inference"):
+                sent.append(ev.data["name"])
+                os.kill(os.getpid(), signal.SIGINT)
+
+        def on_end(self, ev):
+            pass
+
+    a = np.ones(100)
+    prof = numba_lprun.LineProfiler(compiled_in_the_run, repeat=False)
+    with event.install_listener("numba:run_pass", InterruptTyping()):
+        with pytest.raises(KeyboardInterrupt):
+            prof.runcall(compiled_in_the_run, a)
+    assert sent
+    twin = cached_target(compiled_in_the_run, current_clock().kind).twins["counting"]
+    assert twin.dispatcher.overloads  # the compile completed before the interrupt was raised
+    again = numba_lprun.LineProfiler(compiled_in_the_run, repeat=False)
+    assert again.runcall(compiled_in_the_run, a) == 100.0
+    first = compiled_in_the_run.py_func.__code__.co_firstlineno
+    assert again.profile.functions[0].hits[first + 4] == 100

@@ -92,14 +92,37 @@ def external_references(markup: str) -> list[str]:
     return found
 
 
-def expected_numbers(profile) -> list[str]:
-    """Every hit count and time the report must show whole."""
+def expected_numbers(profile, output_unit=None) -> list[str]:
+    """Every hit count and time the report must show whole: times each with its own unit
+    (``2.57 ms``), or, where a unit was asked for, in it, as line_profiler writes them."""
     out = []
-    for view in profile_views(profile, None, False):
+    for view in profile_views(profile, output_unit, False):
         for line in view.lines:
-            if line.hits:
+            if not line.hits:
+                continue
+            if output_unit is not None:
                 out += [str(line.hits), number(line.time), per_hit_text(line), number(line.percent)]
+                continue
+            per_hit = view.amount_text(line.per_hit) if line.per_hit is not None else ""
+            if per_hit and line.below_resolution and line.probe_time is None:
+                per_hit = "~" + per_hit
+            time = view.amount_text(line.time) if line.time is not None else ""
+            out += [str(line.hits), time, per_hit, number(line.percent)]
     return out
+
+
+def test_times_read_with_their_units_unless_a_unit_is_asked_for(profile):
+    """A browser reader expects ``2.57 ms``, not ``2568782.3``; ``-u`` keeps its unit."""
+    for output_unit in (None, 1e-6):
+        page = profile_html(profile, output_unit, page=True)
+        cells = {
+            re.sub(r"<[^>]+>", "", html.unescape(c))
+            for c in re.findall(r'<td class="n[^"]*">(.*?)</td>', page)
+        }
+        for figure in expected_numbers(profile, output_unit):
+            assert figure in cells, (output_unit, figure)
+    timed = [c for c in expected_numbers(profile)[1::4] if c]
+    assert timed and all(c.endswith((" s", " ms", " µs", " ns")) for c in timed)
 
 
 def test_report_is_a_self_contained_table_built_from_the_data(profile, page):

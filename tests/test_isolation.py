@@ -46,7 +46,8 @@ def test_runcall_gives_one_calls_result_effects_and_hits(case):
     profile = prof.profile
     assert profile.runs.once is None
     assert profile.sampling.unavailable is not None or profile.sampling.extra_runs >= 1
-    assert profile.functions[0].overhead is not None  # the plain baseline ran over the same calls
+    stats = profile.functions[0]  # the plain baseline ran over the same calls (these take microseconds)
+    assert stats.overhead is not None or "too short for the clock" in stats.overhead_unmeasured
 
 
 @pytest.mark.parametrize("case", CASES, ids=[c.name for c in CASES])

@@ -59,13 +59,14 @@ def user_snapshot(ip):
 
 
 def test_line_magic_table_and_overhead(ip, capsys):
-    ip.run_line_magic("nlprun", "-f conv y = conv(x, k)")
+    ip.run_cell("x_long = np.arange(20_000.0)")  # a call long enough to time (calls under 10 us are not)
+    ip.run_line_magic("nlprun", "-f conv y = conv(x_long, k)")
     out = capsys.readouterr().out
     assert "Line #" in out and "% Time" in out and "Line Contents" in out
     assert "out[i] = np.sum(np.multiply(window, k))" in out
     assert "counting run" in out and "the plain run" in out
     assert "Signatures:" in out and "Compile:" in out and "Time from:" in out and "95% CI" in out
-    assert ip.user_ns["y"].shape == (196,)
+    assert ip.user_ns["y"].shape == (19_996,)
     assert ip.user_ns["conv"].py_func.__name__ == "conv"
 
 
@@ -199,7 +200,7 @@ def test_twin_compile_failure_names_the_line(ip):
     linecache.cache[filename] = (len(bad), None, bad.splitlines(True), filename)
     before = user_snapshot(ip)
     with pytest.raises(
-        UsageError, match=r"cannot compile the plain twin of edited \(line 2: w = v \+ 'text'\)"
+        UsageError, match=r"cannot compile the counting twin of edited \(line 2: w = v \+ 'text'\)"
     ):
         ip.run_line_magic("nlprun", "-f edited edited(1)")
     assert user_snapshot(ip) == before

@@ -29,11 +29,16 @@ def bundles(outputs):
 
 
 def test_runs_clean_and_leaves_no_progress_clutter(executed):
+    """No error, no progress line left, and no empty output where one was (the report takes
+    the progress line's place)."""
     for cell in executed:
         for out in cell.outputs:
             assert out.output_type != "error", out
             text = out.get("text", "") + str(out.get("data", {}).get("text/plain", ""))
             assert "compiling" not in text
+            assert (
+                text.strip() or out.get("data", {}).get("text/html") or out.output_type == "execute_result"
+            ), out
 
 
 def test_conv_table_in_html_and_text(executed):

@@ -33,6 +33,7 @@ def _redirecting(cls: type) -> type:
     """
 
     def __call__(self, *args, **kwargs):
+        __tracebackhide__ = True  # noqa: F841  (a forwarding frame: an error here is the call's, see errors)
         return self.__dict__[_REDIRECT](*args, **kwargs)
 
     @property

@@ -120,7 +120,7 @@ def _summary(views: list[FunctionView], ids: list[str]) -> str:
         warn = ' class="n bang"' if any(n.level == "warning" for n in s.notes) else ' class="n"'
         samples = str(s.samples) if view.sampled else ""
         rows.append(
-            f'<tr><td><a href="#{anchor}">{escape(s.qualname)}</a></td><td class="n">{s.calls}</td>'
+            f'<tr><td><a href="#{anchor}">{escape(s.heading)}</a></td><td class="n">{s.calls}</td>'
             f'<td class="n">{total}</td><td{warn}>{over_text}</td><td class="n">{samples}</td></tr>'
         )
     head = "".join(
@@ -178,16 +178,20 @@ def _notes(view: FunctionView) -> str:
     return "".join(boxes)
 
 
-def _function(view: FunctionView, anchor: str) -> str:
+def _function(view: FunctionView, anchor: str, human: bool) -> str:
     s = view.stats
     shown = [(label, value) for label, value in view.header if label not in ("Timer unit", "Function")]
     rows = "".join(f"<dt>{escape(label)}</dt><dd>{escape(value)}</dd>" for label, value in shown)
-    rows += f"<dt>Times in</dt><dd>{escape(view.tick + 's' if view.tick else f'{view.output_unit:g} s')}</dd>"
-    title = f"{escape(s.qualname)} <small>at line {s.first_lineno}</small>"
+    if view.tick:
+        unit = f"{view.tick}s"
+    else:
+        unit = "each with its unit (s, ms, µs, ns)" if human else f"{view.output_unit:g} s"
+    rows += f"<dt>Times in</dt><dd>{escape(unit)}</dd>"
+    title = f"{escape(s.heading)} <small>at line {s.first_lineno}</small>"
     return (
         f'<section id="{anchor}"><h3>{title}</h3>'
         f'<div class="top"><dl>{rows}</dl>{time_chart(view)}</div>'
-        f"{function_table(view)}{_key(view)}{_notes(view)}</section>"
+        f"{function_table(view, human)}{_key(view)}{_notes(view)}</section>"
     )
 
 
@@ -207,7 +211,9 @@ def profile_html(
         parts.append("<p>numba_lprun: no profiled function ran</p>")
     if len(views) > 1:
         parts.append(_summary(views, ids))
-    parts += [_function(view, anchor) for view, anchor in zip(views, ids, strict=True)]
+    # times in s/ms/us/ns unless a unit was asked for (the text layout keeps line_profiler's)
+    human = output_unit is None
+    parts += [_function(view, anchor, human) for view, anchor in zip(views, ids, strict=True)]
     parts.append("</div>")
     fragment = "\n".join(parts)
     return _PAGE.format(title=escape(title), body=fragment) if page else fragment

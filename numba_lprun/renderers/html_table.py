@@ -127,7 +127,7 @@ def _num(text: str, extra: str = "") -> str:
     return f'<td class="n{extra}">{text}</td>'
 
 
-def _heads(view: FunctionView) -> str:
+def _heads(view: FunctionView, human: bool) -> str:
     heads = ["Line #", "Hits"]
     if view.timed:
         heads += ["Time", "Per Hit", "% Time"]
@@ -138,6 +138,7 @@ def _heads(view: FunctionView) -> str:
         heads += ["Probe Time", "Probe %"]
     fold = {"95% CI": " f3", "Probe Time": " f2"}
     unit = f' title="in {view.tick}s"' if view.tick else f' title="in {view.output_unit:g} s"'
+    unit = ' title="each with its unit"' if human and not view.tick else unit
     said = {c.header: f' title="{escape(c.explanation)}"' for c in view.stats.extra_columns if c.explanation}
     head = "".join(
         f'<th class="n{fold.get(h, "")}"{unit if h[-4:] in ("Time", " Hit") else said.get(h, "")}>'
@@ -153,14 +154,23 @@ def _heads(view: FunctionView) -> str:
     return head + '<th class="src">Line Contents</th>'
 
 
-def _cells(view: FunctionView, line: LineView) -> list[str]:
+def _amount(view: FunctionView, value: float | None, human: bool) -> str:
+    """A time cell: in output units as line_profiler writes them, or (``human``) with its own
+    unit (``2.57 ms``), which a reader of a report expects."""
+    if not human or value is None:
+        return number(value)
+    return view.amount_text(value)
+
+
+def _cells(view: FunctionView, line: LineView, human: bool) -> list[str]:
     cells = [f'<td class="n ln">{line.lineno}</td>', _num("" if line.hits is None else str(line.hits))]
     if view.timed:
-        per_hit = number(line.per_hit)
+        per_hit = _amount(view, line.per_hit, human)
         if line.below_resolution and line.probe_time is None and per_hit:
             per_hit = _mark("~", BELOW_RESOLUTION, "mark") + per_hit
         percent = number(line.percent)
-        cells += [_num(number(line.time)), _num(per_hit), _num(percent, " heavy" if line.heavy else "")]
+        time = _amount(view, line.time, human)
+        cells += [_num(time), _num(per_hit), _num(percent, " heavy" if line.heavy else "")]
     cells += [_num(escape(text)) for text in line.extra]
     if view.sampled:
         cells.append(_num(interval_text(line.interval), " ci f3"))
@@ -168,7 +178,7 @@ def _cells(view: FunctionView, line: LineView) -> list[str]:
         share = number(line.probe_percent)
         if line.disagree and share:
             share = _mark("!", DISAGREE, "mark bang") + " " + share
-        probe_time = number(line.probe_time)
+        probe_time = _amount(view, line.probe_time, human)
         if line.below_resolution and probe_time:
             probe_time = _mark("~", BELOW_RESOLUTION, "mark") + probe_time
         cells += [_num(probe_time, " f2"), _num(share, " bang" if line.disagree else "")]
@@ -177,17 +187,18 @@ def _cells(view: FunctionView, line: LineView) -> list[str]:
     return cells
 
 
-def function_table(view: FunctionView) -> str:
+def function_table(view: FunctionView, human: bool = False) -> str:
     """The per-line table: line_profiler's columns, the interval, probe times, the bars and the source."""
     rows = []
     hottest = max((i.samples for c in view.stats.code.values() for i in c.instructions), default=0)
     for line, code in zip(view.lines, highlighted_lines(view), strict=True):
-        cells = _cells(view, line)
+        cells = _cells(view, line, human)
         cells.append(f'<td class="src">{_asm(view, line.lineno, code, hottest)}</td>')
         classes = " ".join(c for c, on in (("heavy", line.heavy), ("disagree", line.disagree)) if on)
         title = f' title="{HEAVY}"' if line.heavy else ""
         rows.append(f'<tr class="{classes}"{title}>' if classes else "<tr>")
         rows[-1] += "".join(cells) + "</tr>"
     body = "\n".join(rows)
-    table = f'<table class="lines"><thead><tr>{_heads(view)}</tr></thead>\n<tbody>\n{body}\n</tbody></table>'
+    heads = _heads(view, human)
+    table = f'<table class="lines"><thead><tr>{heads}</tr></thead>\n<tbody>\n{body}\n</tbody></table>'
     return f'<div class="scroll">{table}</div>'

@@ -79,7 +79,7 @@ class FunctionView:
             ("Timer unit", self.unit_text),
             ("Total time", self.total_text),
             ("File", s.filename),
-            ("Function", f"{s.qualname} at line {s.first_lineno}"),
+            ("Function", f"{s.heading} at line {s.first_lineno}"),
             *s.header_rows,
         ]
         if s.signatures:
@@ -142,9 +142,11 @@ def runs_text(runs: RunsSummary | None) -> str:
     if runs.once:
         said += f", only: {runs.once}"
     elif runs.extra:
-        said += ", after " + ", ".join(runs.extra)
+        said += ", then " + ", ".join(runs.extra)
     if runs.restored:
         said += "; restored between runs: " + ", ".join(runs.restored.values())
+    if runs.results:
+        said += "; " + runs.results
     return said
 
 

@@ -5,15 +5,24 @@ first use): Numba must not compile while the native sampler is armed (its
 unwinder lock), so the sampler is paused for the compile and resumed after.
 A compile can trigger others (a caller compiles its callees), so each dispatcher
 is charged its own time only.
+
+A Ctrl-C is held while Numba compiles and raised when the compile is done: Numba
+cannot be stopped half way. An intrinsic's typing caches its signature before it
+registers its lowering, so a KeyboardInterrupt landing between the two left a twin
+that could never be lowered again ("No definition for lowering" in every later
+profile of that function); and one landing in Numba's object-cache callback (Python
+called through ctypes) was dropped.
 """
 
 from __future__ import annotations
 
+import contextlib
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from typing import Protocol
 
 from ..internals import compile_events
+from ..interrupts import ctrl_c_deferred
 
 Progress = Callable[[str], None]
 
@@ -32,14 +41,18 @@ class CompileWatcher:
         self.paused = paused  # told when compiling starts and ends (the sampler pauses)
         self.seconds: dict[int, float] = {}
         self._stack: list[list] = []  # [dispatcher id, start, time spent in nested compiles]
+        self._held = None  # Ctrl-C held while the outermost compile runs
 
     def on_start(self, data: dict) -> None:
         disp = data.get("dispatcher")
         if self.progress is not None and disp is not None:
             args = ", ".join(str(a) for a in data.get("args") or ())
             self.progress(f"compiling {disp.py_func.__qualname__}({args}) for the {self.phase} run")
-        if not self._stack and self.paused is not None:
-            self.paused.pause()
+        if not self._stack:
+            self._held = ctrl_c_deferred()
+            self._held.__enter__()
+            if self.paused is not None:
+                self.paused.pause()
         self._stack.append([id(disp), time.perf_counter(), 0.0])
 
     def on_end(self, data: dict) -> None:
@@ -50,9 +63,22 @@ class CompileWatcher:
         self.seconds[key] = self.seconds.get(key, 0.0) + spent - nested
         if self._stack:
             self._stack[-1][2] += spent
-        elif self.paused is not None:
+            return
+        if self.paused is not None:
             self.paused.resume()
+        held, self._held = self._held, None
+        if held is not None:  # a Ctrl-C held during the compile is raised now
+            held.__exit__(None, None, None)
 
-    def installed(self):
-        """A context manager that listens to Numba's compile events while it is open."""
-        return compile_events(self)
+    @contextlib.contextmanager
+    def installed(self) -> Iterator[None]:
+        """Listen to Numba's compile events while the block runs; a Ctrl-C still held when it
+        ends (a compile cut short by an exception raised elsewhere) is raised then."""
+        try:
+            with compile_events(self):
+                yield
+        finally:
+            held, self._held = self._held, None
+            self._stack.clear()
+            if held is not None:
+                held.__exit__(None, None, None)

@@ -139,6 +139,16 @@ class RanOnce:
 
 
 @dataclass(frozen=True)
+class Differed:
+    """Results of the plain run that differed from the user's run's: name -> largest relative
+    difference, and the profiled functions compiled with ``fastmath`` (the usual cause)."""
+
+    values: dict[str, float] = field(default_factory=dict)
+    fastmath: tuple[str, ...] = ()
+    measured: bool = True  # False: no plain run was made to compare with
+
+
+@dataclass(frozen=True)
 class Allocations:
     """Allocations counted per line in a run of the plain twins (or why not)."""
 
@@ -160,6 +170,7 @@ class FunctionFacts:
     compile_seconds: dict[str, float] = field(default_factory=dict)  # twin kind -> seconds this call
     vectorized: dict[str, frozenset[int]] = field(default_factory=dict)  # twin kind -> SIMD loop lines
     sampleable: bool = True  # its twins carry line tables (ufunc and stencil targets take none)
+    title: str = ""  # what its table is headed with (see ``naming``); "": the qualified name
 
     @property
     def key(self) -> Key:
@@ -188,7 +199,7 @@ class Comparison:
     functions: dict[Key, Compared] = field(default_factory=dict)
 
 
-Measurement = Counted | Sampled | Restored | ExtraRun | RanOnce | Allocations | Comparison
+Measurement = Counted | Sampled | Restored | ExtraRun | RanOnce | Allocations | Comparison | Differed
 
 
 @dataclass(frozen=True)
@@ -200,6 +211,10 @@ class CallRecord:
 
     def of(self, kind: type[T]) -> list[T]:
         return [m for m in self.measurements if isinstance(m, kind)]
+
+
+#: Plain runs of a call needed for an overhead figure: with fewer, their spread is unknown.
+MIN_PLAIN_RUNS = 3
 
 
 def compared(made: list[Measurement], key: Key, twin: str, user: bool) -> Compared:
@@ -231,13 +246,13 @@ def compared(made: list[Measurement], key: Key, twin: str, user: bool) -> Compar
         why = "no call of it completed"
     elif plain.calls != other.calls * len(plain.per_run):
         why = "the plain runs and the profiled run made different calls"
+    elif len(runs) < MIN_PLAIN_RUNS:  # one run can be 1.5x off on a busy machine: no figure from it
+        made_runs = "one plain run" if len(runs) == 1 else f"{len(runs)} plain runs"
+        why = f"{made_runs} only, too few to tell the counters' cost from the machine's noise"
     if why is not None:
         return Compared(skipped=1, why=why)
     median = statistics.median(runs)
-    spread = len(runs) >= 3
-    lows = (min(runs) / median,) if spread else ()
-    highs = (max(runs) / median,) if spread else ()
-    return Compared(median, other.ticks, 1, lows, highs)
+    return Compared(median, other.ticks, 1, (min(runs) / median,), (max(runs) / median,))
 
 
 def close_call(made: list[Measurement], facts: tuple[FunctionFacts, ...], user_twin: str) -> CallRecord:
@@ -284,6 +299,13 @@ def merge_records(older: CallRecord | None, newer: CallRecord) -> CallRecord:
     for items in groups.values():
         if isinstance(items[0], Restored):
             merged.append(restored_union(items))
+        elif isinstance(items[0], Differed):  # the largest difference of each value, over the calls
+            values: dict[str, float] = {}
+            for m in items:
+                for name, found in m.values.items():
+                    values[name] = max(found, values.get(name, 0.0))
+            fastmath = tuple(dict.fromkeys(f for m in items for f in m.fastmath))
+            merged.append(Differed(values, fastmath, any(m.measured for m in items)))
         elif isinstance(items[0], RanOnce):  # said of the newest call only
             merged += [m for m in items if m in newer.measurements][-1:]
         else:

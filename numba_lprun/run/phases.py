@@ -1,15 +1,19 @@
 """The runs of one profiled call, as phase objects over one call context.
 
-The user's run is one run of the statement on *counting* twins under the
-sampler: exact hits from counters, per-line times from samples of code the
-counters barely touch. Extra runs are made only where they cannot change what
-the user sees: the state the call can reach was saved (``snapshot``) and is put
-back after each, their output is discarded, and they come first, so the last
-run, whose result, effects, output and exception the user gets, is the user's.
-They are: a timed plain run (the overhead figure: the same call on plain twins,
-sampled like the user's run so the sampler's own cost cancels), sampled repeats
-of the plain run up to the sample target, a clock-probed run (``--probes``),
-and a run counting allocations (``asm=True``).
+The user's run comes first and is the only one whose result, effects, output
+and exception the user gets: one run of the statement on *counting* twins under
+the sampler (exact hits from counters, per-line times from samples of code the
+counters barely touch). If it raised, nothing else runs. Extra runs follow only
+where they cannot change what the user sees: the state the call can reach was
+saved before the user's run (``snapshot``); what the user's run left is kept
+aside, the saved state put back before each extra run, and what the user's run
+left written back after the last. Their output is discarded. They are a timed
+plain run (the overhead figure: the same call on plain twins, sampled like the
+user's run so the sampler's own cost cancels) and sampled repeats of it up to
+the sample target, made only when the user's run was short enough
+(``RunSettings.extra_limit``: a plain run costs about what the user's run did);
+a clock-probed run (``--probes``) and a run counting allocations (``asm=True``),
+made whenever asked for. An extra run that raises stops the extra runs.
 
 Each phase appends frozen measurements to ``CallContext.made``; nothing else is
 written anywhere. ``plan`` picks the phases; ``run_phases`` runs them.
@@ -17,98 +21,31 @@ written anywhere. ``plan`` picks the phases; ``run_phases`` runs them.
 
 from __future__ import annotations
 
-import contextlib
 import math
 import time
-from collections.abc import Callable
-from dataclasses import dataclass, field, replace
-from typing import Any, Protocol
+from dataclasses import dataclass, replace
+from typing import Any
 
-from .compiles import Progress
+from .call_context import CallContext, Phase, RunSettings, sampled_by, silently
+from .differences import compared_with_users
 from .measurements import (
     COUNTING,
+    MIN_PLAIN_RUNS,
     PLAIN,
     PROBED,
     Allocations,
     Counted,
+    Differed,
     ExtraRun,
     FunctionCounts,
     Key,
-    Measurement,
     RanOnce,
-    Restored,
     Sampled,
 )
 from .quiet import quiet
-from .runner import PhaseRun, Runner
-from .sampled_run import SegmentedSampling, line_maps, measured, samples_inside
-from .snapshot import Snapshot, describe
+from .sampled_run import line_maps, measured, samples_inside
 
-#: A run that is the only one starts sampling this many times faster (at most BOOST_MAX_HZ)
-#: for its first BOOST_SAMPLES samples: about 0.1 s at the default rate.
-BOOST_FACTOR, BOOST_MAX_HZ, BOOST_SAMPLES = 4.0, 10_000.0, 800
-
-
-@dataclass(frozen=True)
-class RunSettings:
-    """How a call is to be profiled (what the options asked for)."""
-
-    timing: bool = True  # False: hits only (no sampler, no clock probes)
-    sample: bool = True  # sample the runs; False: times come from clock probes
-    probes: bool = False  # also time every line with clock probes
-    repeat: bool = True  # extra runs allowed where the call's state can be put back
-    rate_hz: float = 2000.0
-    sample_time: float = 1.0  # seconds of sampled repeats allowed
-    min_samples: int = 2000  # samples in the profiled functions that end the repeats
-    snapshot_budget: int | None = None
-    asm: bool = False  # count allocations in one more run (machine-code view)
-
-
-@dataclass
-class CallContext:
-    """What every phase of one call shares."""
-
-    runner: Runner
-    execute: Callable[[PhaseRun], Any]
-    namespaces: list[dict]
-    progress: Progress | None
-    settings: RunSettings
-    concurrent: bool  # a profiled function runs on several threads: sample every Numba thread
-    snapshot: Snapshot | None = None
-    made: list[Measurement] = field(default_factory=list)
-    result: Any = None
-
-    def sampling(self, boost: bool = False) -> SegmentedSampling:
-        """A sampler for one phase; ``boost``: start faster (a run that is the only one)."""
-        rate = self.settings.rate_hz
-        fast = (min(BOOST_FACTOR * rate, BOOST_MAX_HZ), BOOST_SAMPLES) if boost else None
-        return SegmentedSampling(rate, self.concurrent, fast)
-
-    def restore(self) -> None:
-        """Put back what the last extra run changed, and say what that was."""
-        items = self.snapshot.restore()
-        named = [i for i in items if i.kind != "bindings"]  # a statement binding its names is no news
-        if named:
-            self.made.append(
-                Restored({i.name: describe([i]) for i in named}, {i.name: i.nbytes for i in named})
-            )
-
-
-class Phase(Protocol):
-    def run(self, ctx: CallContext) -> None: ...
-
-
-def _sampled(sampling: SegmentedSampling | None):
-    return sampling.running() if sampling is not None else contextlib.nullcontext()
-
-
-def _silently(ctx: CallContext, run: PhaseRun, silenced: bool = False) -> None:
-    """An extra run: its output is discarded (``silenced``: already), its exception is not the user's."""
-    with contextlib.nullcontext() if silenced else quiet():
-        try:
-            ctx.execute(run)
-        except (Exception, SystemExit):
-            pass
+__all__ = ["CallContext", "Phase", "Plan", "RunSettings", "plan", "run_phases"]
 
 
 def _extra_run(ctx: CallContext, kind: str, sampled: bool, label: str) -> None:
@@ -116,19 +53,42 @@ def _extra_run(ctx: CallContext, kind: str, sampled: bool, label: str) -> None:
     samples appended, and the state put back: the timed plain run and the probed run."""
     sampling = ctx.sampling() if sampled else None
     started = time.perf_counter()
+    completed = False
     try:
         with ctx.runner.phase(kind, ctx.namespaces, ctx.progress, sampling) as run:
             started = time.perf_counter()
-            with _sampled(sampling):
-                _silently(ctx, run)
+            with sampled_by(sampling):
+                completed = silently(ctx, run)
     finally:
         seconds = time.perf_counter() - started - (sampling.paused_seconds if sampling else 0.0)
-        ctx.made.append(Counted(kind, False, _one_run(ctx.runner.take_counts(kind))))
-        if sampling is not None:
-            maps = line_maps(ctx.runner.twin_code(kind))
-            ctx.made.append(measured(sampling, maps, kind, False, 1, seconds))
-        ctx.made.append(ExtraRun(label))
+        counts = ctx.runner.take_counts(kind)
+        if completed:  # a run cut short measured part of a call: nothing to compare or add up
+            if kind == PLAIN:
+                _compare_results(ctx)
+            ctx.made.append(Counted(kind, False, _one_run(counts)))
+            if sampling is not None:
+                maps = line_maps(ctx.runner.twin_code(kind))
+                ctx.made.append(measured(sampling, maps, kind, False, 1, seconds))
+            ctx.made.append(ExtraRun(label))
         ctx.restore()
+
+
+def _compare_results(ctx: CallContext) -> None:
+    """The plain run's results against the user's run's (``differences``), before the state
+    is put back."""
+    if any(isinstance(m, Differed) for m in ctx.made):
+        return  # compared with the first plain run already
+    found = compared_with_users(ctx.result, ctx.extra_result, ctx.kept, _fastmath(ctx))
+    if found is not None:
+        ctx.made.append(found)
+
+
+def _fastmath(ctx: CallContext) -> tuple[str, ...]:
+    """The profiled functions compiled with ``fastmath``."""
+    options = [
+        (t.original, getattr(t.original, "targetoptions", None) or {}) for t in ctx.runner.targets.values()
+    ]
+    return tuple(getattr(d, "__name__", "?") for d, o in options if o.get("fastmath"))
 
 
 @dataclass(frozen=True)
@@ -158,13 +118,15 @@ class SampledRepeats:
         settings = ctx.settings
         plain = [m for m in ctx.made if isinstance(m, Sampled) and m.twin == PLAIN]
         per_run = plain[-1].inside if plain else 0
-        have = sum(m.inside for m in plain) + per_run  # the user's run brings about one run's worth
-        if have >= settings.min_samples or settings.sample_time <= 0:
+        have = sum(m.inside for m in ctx.made if isinstance(m, Sampled) and (m.twin == PLAIN or m.user))
+        # enough plain runs for an overhead figure (measurements.MIN_PLAIN_RUNS), time allowing
+        need = MIN_PLAIN_RUNS - sum(m.runs for m in ctx.made if isinstance(m, Counted) and m.twin == PLAIN)
+        if (have >= settings.min_samples and need <= 0) or settings.sample_time <= 0 or ctx.stopped:
             return
         if ctx.runner.adopted:  # the statement defines its jitted code: each repeat compiles it again
             return
         sampling = ctx.sampling()
-        repeats, batch, seen = 0, _first_batch(settings, per_run, have), 0
+        repeats, batch, seen = 0, max(need, _first_batch(settings, per_run, have)), 0
         counted: list = []  # each repeat's counts: the spread of the plain run's time
         started = time.perf_counter()
         maps = None
@@ -184,23 +146,28 @@ class SampledRepeats:
                             if repeats and spent() > settings.sample_time:
                                 break
                             try:
-                                _silently(ctx, run, silenced=True)
+                                completed = silently(ctx, run, silenced=True)
                             finally:
                                 ctx.restore()
+                            if not completed:
+                                ctx.runner.take_totals(PLAIN)
+                                break
                             counted.append(ctx.runner.take_totals(PLAIN))
                             repeats += 1
                     if repeats == batch:  # the first batch: what it compiled is set-up, not repeats
                         warm_up[0] = sampling.paused_seconds
                     per_repeat = (spent() - batch_start) / batch
-                    if sampling.unavailable is not None:
+                    if sampling.unavailable is not None or ctx.stopped:
                         break
                     maps = maps or line_maps(ctx.runner.twin_code(PLAIN))
                     got = samples_inside(sampling.segments[seen:], maps)
                     have, seen = have + got, len(sampling.segments)
                     left = settings.sample_time - spent()
-                    if have >= settings.min_samples or left < per_repeat / 2:
+                    if (have >= settings.min_samples and repeats >= need) or left < per_repeat / 2:
                         break
-                    wanted = math.ceil((settings.min_samples - have) * batch / max(got, 1))
+                    wanted = max(
+                        need - repeats, math.ceil((settings.min_samples - have) * batch / max(got, 1))
+                    )
                     batch = max(1, min(wanted, int(left / max(per_repeat, 1e-9))))
         finally:
             ctx.runner.take_counts(PLAIN)
@@ -267,7 +234,7 @@ class AllocationRun:
         try:
             with ctx.runner.phase(PLAIN, ctx.namespaces, ctx.progress) as run:
                 with counting() as counted:
-                    _silently(ctx, run)
+                    silently(ctx, run)
         finally:
             ctx.runner.take_counts(PLAIN)
             ctx.restore()
@@ -302,10 +269,11 @@ class UserRun:
         try:
             with ctx.runner.phase(self.kind, ctx.namespaces, ctx.progress, sampling) as run:
                 started = time.perf_counter()
-                with _sampled(sampling):
+                with sampled_by(sampling):
                     ctx.result = ctx.execute(run)
         finally:
             seconds = time.perf_counter() - started - (sampling.paused_seconds if sampling else 0.0)
+            ctx.user_seconds = seconds
             ctx.made.append(Counted(self.kind, True, ctx.runner.take_counts(self.kind)))
             if sampling is not None:
                 maps = line_maps(ctx.runner.twin_code(self.kind))
@@ -347,39 +315,73 @@ class PlainBuild:
 
 @dataclass(frozen=True)
 class Plan:
-    """The phases of one call: extra runs, the user's run, and what comes after it."""
+    """The phases of one call: the user's run, then extra runs, then what needs no run."""
 
-    before: tuple[Phase, ...]
     user: UserRun
+    extra: tuple[Phase, ...] = ()
     after: tuple[Phase, ...] = ()
 
 
 def plan(settings: RunSettings, once: str | None, sampler_unavailable: str | None) -> Plan:
     """The phases of one call; ``once`` says why no extra run may be made (None: they may)."""
     kind, sampled = user_twin(settings, sampler_unavailable, once is None)
-    before: list[Phase] = []
-    after: list[Phase] = []
+    extra: list[Phase] = []
     if once is None and settings.timing:
-        before.append(PlainRun(sampled))
+        extra.append(PlainRun(sampled))
         if sampled:
-            before.append(SampledRepeats())
+            extra.append(SampledRepeats())
         if settings.probes and kind != PROBED:
-            before.append(ProbedRun(sampled))
+            extra.append(ProbedRun(sampled))
         if settings.asm:
-            before.append(AllocationRun())
-    elif settings.timing:
-        after.append(PlainBuild(kind))
-    return Plan(tuple(before), UserRun(kind, sampled, boost=once is not None), tuple(after))
+            extra.append(AllocationRun())
+    after = (PlainBuild(kind),) if settings.timing else ()
+    return Plan(UserRun(kind, sampled, boost=once is not None), tuple(extra), after)
+
+
+def _too_long(ctx: CallContext) -> str | None:
+    """Why the plain run is not made after a user's run this long (None: it is)."""
+    limit = ctx.settings.extra_limit
+    if ctx.user_seconds <= limit:
+        return None
+    return (
+        f"your run took {ctx.user_seconds:.2f} s, so no plain run of it was made for the overhead "
+        f"figure (it would take as long; --extra-limit {limit:g} s)"
+    )
 
 
 def run_phases(ctx: CallContext, planned: Plan, once: str | None) -> Any:
-    """Run the planned phases in order; the user's run's result is returned (its exception
-    raised). The phases after it run only when it completed."""
+    """Run the user's run, then the extra runs (where allowed), then what needs no run; the
+    user's run's result is returned (its exception raised, and nothing more run)."""
     if once is not None:
         ctx.made.append(RanOnce(once))
-    for phase in planned.before:
-        phase.run(ctx)
-    planned.user.run(ctx)
-    for phase in planned.after:
-        phase.run(ctx)
+    try:
+        planned.user.run(ctx)
+    except BaseException as exc:
+        if once is None:  # say so where the run model is told: the header and the overhead note
+            what = "was interrupted" if isinstance(exc, KeyboardInterrupt) else f"raised {type(exc).__name__}"
+            ctx.made.append(RanOnce(f"your run {what}, so nothing more was run"))
+        raise
+    extra = list(planned.extra)
+    long = _too_long(ctx) if extra else None
+    if long is not None:
+        extra = [p for p in extra if not isinstance(p, (PlainRun, SampledRepeats))]
+        if not extra:
+            ctx.made.append(RanOnce(long))
+    if extra:
+        ctx.kept = ctx.snapshot.keep()  # what the user's run left, written back after the extra runs
+        try:
+            ctx.restore()
+            for phase in extra:
+                if ctx.stopped is None:
+                    phase.run(ctx)
+        finally:
+            ctx.snapshot.put_back(ctx.kept)
+    plain_runs = any(isinstance(m, Counted) and m.twin == PLAIN for m in ctx.made)
+    if not plain_runs and _fastmath(ctx):  # fastmath results may differ, and nothing says how much
+        ctx.made.append(Differed({}, _fastmath(ctx), measured=False))
+    if ctx.stopped is not None and not plain_runs:
+        ctx.made.append(RanOnce(ctx.stopped))
+    if not plain_runs:
+        for phase in planned.after:
+            phase.run(ctx)
     return ctx.result

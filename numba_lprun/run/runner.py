@@ -15,13 +15,12 @@ import warnings
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 
-from ..instrument.kinds import owning_jitclass, templates_holding
 from ..instrument.source import FunctionSource, read_source
 from ..instrument.twins import Twin, compile_like, compile_like_original, link, make_relinked
 from ..internals import CPUDispatcher, ignore_debug_info_warnings
 from ..interrupts import ctrl_c_deferred
-from ..vectorized import vectorized_lines
 from .compiles import CompileHooks, CompileWatcher, Progress
+from .facts import target_facts
 from .jitclasses import (
     box_properties,
     class_namespaces,
@@ -32,6 +31,7 @@ from .jitclasses import (
     uses_instances,
 )
 from .measurements import PLAIN, FunctionCounts, FunctionFacts, Key
+from .naming import bound_name, options_of, sibling_key
 from .overloads import overloaded_functions, swap_implementations
 from .reach import Swap, find_callers, module_namespaces, reaches
 from .targets import (
@@ -41,12 +41,11 @@ from .targets import (
     build_twin,
     cached_target,
     counts_of,
-    defined_alike,
-    drop_target,
+    defined_again,
     keep_target,
     new_target,
+    redefine,
     runs_concurrently,
-    sampleable,
 )
 
 Where = tuple[object, str, int, int]  # code (dispatcher), filename, first line, last line
@@ -80,7 +79,7 @@ class PhaseRun:
         reuses the twins built for the previous definition.
         """
         targets = [self.runner.add(d) for d in dispatchers]
-        self.runner.adopted.update(t.key for t in targets)
+        self.runner.adopted.update(id(t) for t in targets)
         fresh = [t for t in targets if self.kind not in t.twins]
         if fresh:
             self.runner.switch(self, fresh)
@@ -112,34 +111,69 @@ class Runner:
     properties: dict[tuple[str, int, str], property] = field(default_factory=dict)  # jitclass boxes
     users: dict[int, tuple] = field(default_factory=dict)  # see _uses
     used: set[str] = field(default_factory=set)  # kinds of twin this runner's phases ran on
-    adopted: set[Key] = field(default_factory=set)  # targets a statement defines: made again each run
+    adopted: set[int] = field(default_factory=set)  # ids of targets a statement defines (made each run)
+    generation: int = 0  # phases started so far: a dispatcher made in a later one may define one again
+    born: dict[int, int] = field(default_factory=dict)  # id(target) -> generation its original came in
+    given: dict[int, tuple[object, str]] = field(default_factory=dict)  # id(dispatcher) -> (it, its name)
+    settled: set[int] = field(default_factory=set)  # ids of targets whose key was read: fixed
+    labels: dict[int, str] = field(default_factory=dict)  # id(target) -> the last name it was known by
 
-    def add(self, dispatcher: object) -> Target:
-        """Make ``dispatcher`` a target (a new dispatcher for a known key replaces the old one)."""
+    def add(self, dispatcher: object, name: str | None = None) -> Target:
+        """Make ``dispatcher`` a target (``name``: what the user called it), or the target it
+        defines again (``defined_again``); a further dispatcher of a profiled Python function
+        is a target of its own, keyed apart (``naming``)."""
+        if name:
+            self.given[id(dispatcher)] = (dispatcher, name)
         for target in self.targets.values():
             if target.original is dispatcher:
+                self._rekey(target)
                 return target
         source = read_source(dispatcher)
-        existing = self.targets.get(source.key)
+        earlier = [t for t in self.targets.values() if self.born.get(id(t), 0) < self.generation]
+        existing = defined_again(earlier, dispatcher, source)
         if existing is not None:
-            same_code = defined_alike(existing, dispatcher, source)
-            drop_target(existing.original, self.clock)
-            existing.original, existing.source = dispatcher, source
-            existing.owner = owning_jitclass(dispatcher)  # a class defined again is a new class
-            existing.templates = templates_holding(dispatcher)
-            if same_code:  # defined again by the same code (a repeated run): keep the twins
-                for twin in existing.twins.values():
-                    twin.original = dispatcher
-                keep_target(dispatcher, self.clock, existing)
-            else:
-                existing.twins.clear()
+            self.born[id(existing)] = self.generation
+            redefine(existing, dispatcher, source, self.clock)
             return existing
         target = cached_target(dispatcher, self.clock)
         if target is None or target.source.key != source.key:
             target = new_target(dispatcher, source)
             keep_target(dispatcher, self.clock, target)
-        self.targets[source.key] = target
+        self.targets[self._key_for(target)] = target
+        self.born[id(target)] = self.generation
         return target
+
+    def _key_for(self, target: Target, taken: set[Key] | None = None) -> Key:
+        """The key of a new target: line_profiler's, unless another dispatcher of its Python
+        function has it (see ``naming``)."""
+        taken = set(self.targets) if taken is None else taken
+        key = target.source.key
+        if key not in taken:
+            return key
+        return sibling_key(key, self.label_of(target), options_of(target.original), taken)
+
+    def label_of(self, target: Target) -> str | None:
+        """The name the user gave ``target``'s dispatcher, else the one it is bound to, else the
+        last one it was known by (a later run of a statement may have defined it again)."""
+        held = self.given.get(id(target.original))
+        name = held[1] if held is not None and held[0] is target.original else None
+        name = name or bound_name(target.original, target.source.py_func)
+        if name is not None:
+            self.labels[id(target)] = name
+        return name or self.labels.get(id(target))
+
+    def _rekey(self, target: Target) -> None:
+        """Key a further dispatcher by the name it got since it was added (a statement binds
+        a name after the decorator made the function), while its counts are still unread."""
+        old = next(k for k, t in self.targets.items() if t is target)
+        self.label_of(target)
+        if old == target.source.key or id(target) in self.settled:
+            return
+        new = self._key_for(target, {k for k in self.targets if k != old})
+        if new != old:
+            items = [(new if k == old else k, t) for k, t in self.targets.items()]
+            self.targets.clear()
+            self.targets.update(items)
 
     def build(
         self, kind: str, targets: Iterable[Target], namespaces: list[dict]
@@ -181,15 +215,15 @@ class Runner:
         return atomic_targets(list(self.targets.values()), callers, users)
 
     def _links(self, target: Target, kind: str) -> frozenset[tuple[Key, int]]:
-        """The twins of other targets that ``target``'s code calls: (key, id of that twin)."""
+        """The twins of other targets that ``target``'s code calls: (source key, id of that twin)."""
         found: set[tuple[Key, int]] = set()
         if not hasattr(target.original, "py_func"):  # a kernel object: its callees are not ours to link
             return frozenset()
-        for key, other in self.targets.items():
+        for other in self.targets.values():
             if other is target or not reaches(target.original, {id(other.original): other.original}):
                 continue
             twin = other.twins.get(kind)
-            found.add((key, id(twin.dispatcher) if twin is not None else 0))
+            found.add((other.source.key, id(twin.dispatcher) if twin is not None else 0))
         return frozenset(found)
 
     def _refresh_stale(self, kind: str, concurrent: set[int]) -> None:
@@ -230,6 +264,7 @@ class Runner:
         spaces = [ns for ns in namespaces if ns is not None] + module_namespaces()
         run = PhaseRun(self, kind, spaces, [], Swap(), progress)
         self.used.add(kind)
+        self.generation += 1
         watcher = CompileWatcher(kind, progress, paused)
         try:
             with watcher.installed(), warnings.catch_warnings():
@@ -237,7 +272,7 @@ class Runner:
                 ignore_debug_info_warnings()
                 # what a statement defines is defined again by this run, and adopted then: its
                 # globals (the statement's imports, say) exist only while the statement runs
-                self.switch(run, [t for t in self.targets.values() if t.key not in self.adopted])
+                self.switch(run, [t for t in self.targets.values() if id(t) not in self.adopted])
                 for target in self.targets.values():  # counters are shared with earlier profilers
                     target.counters[kind][:] = 0
                 yield run
@@ -323,12 +358,14 @@ class Runner:
 
     def take_counts(self, kind: str) -> dict[Key, FunctionCounts]:
         """Counters of ``kind`` for every target (copied), then zeroed."""
+        self.settled.update(id(t) for t in self.targets.values())
         return {key: counts_of(target, kind) for key, target in self.targets.items()}
 
     def take_totals(self, kind: str) -> list[tuple[Key, int, int]]:
         """Each target's completed calls and their ticks in ``kind``'s twins, then zeroed: the
         cheap read made after every sampled repeat (hits stay in the counters)."""
         out = []
+        self.settled.update(id(t) for t in self.targets.values())
         for key, target in self.targets.items():
             totals = target.counters[kind][-1]
             out.append((key, int(totals[0]), int(totals[1])))
@@ -346,42 +383,7 @@ class Runner:
         return where
 
     def facts(self, user_kind: str) -> tuple[FunctionFacts, ...]:
-        """What is known of each target without running it, read from its twins.
-
-        Compile seconds are this runner's (0.0: the twin was reused); the
-        vectorized loops of the plain and the user's twins are read from their
-        optimized LLVM IR (both carry line tables).
-        """
-        out = []
-        for key, target in self.targets.items():
-            src = target.source
-            compiled = {
-                kind: self.compile_seconds.get(id(twin), 0.0)
-                for kind, twin in target.twins.items()
-                if twin.has_code and kind in self.used
-            }
-            user = target.twins.get(user_kind)
-            signatures = []
-            if user is not None:
-                for sig in user.code.overloads:  # argument tuples (a ufunc kernel's: signatures)
-                    signatures.append(", ".join(str(t) for t in getattr(sig, "args", sig)))
-            vectorized = {
-                kind: frozenset(vectorized_lines(twin.code))
-                for kind, twin in target.twins.items()
-                if twin.has_code and kind in (PLAIN, user_kind)
-            }
-            out.append(
-                FunctionFacts(
-                    key[0],
-                    key[1],
-                    key[2],
-                    src.py_func.__qualname__,
-                    tuple(src.lines),
-                    frozenset(target.rewrite(user_kind).objmode_lines),
-                    tuple(signatures),
-                    compiled,
-                    vectorized,
-                    sampleable(target.original),
-                )
-            )
-        return tuple(out)
+        """What is known of each target without running it, titled (see ``facts``, ``naming``)."""
+        self.settled.update(id(t) for t in self.targets.values())
+        labels = [self.label_of(t) for t in self.targets.values()]
+        return target_facts(self.targets, self.compile_seconds, self.used, labels, user_kind)

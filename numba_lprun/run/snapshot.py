@@ -4,10 +4,11 @@ A profile runs the user's call more than once (a plain run for the overhead figu
 sampled repeats for the probe-free view, the instrumented run). Real kernels sort
 in place, push onto heaps, advance random generators and step simulations, so
 each run would otherwise start where the previous one stopped, and the table
-would describe a call the user never made. Before the first run we take a
-snapshot of the mutable state the call can reach; after each extra run we put
-back, in place (same objects, same identity), whatever changed. The last run
-(the instrumented one) is the user's: its effects stay.
+would describe a call the user never made. Before the first run (the user's) we
+take a snapshot of the mutable state the call can reach; after it we keep a copy
+of what it changed, put the saved state back before each extra run, and finally
+write back the user's run's state, in place (same objects, same identity): the
+user's effects stay, as if no extra run was made.
 
 What is reached: the call's arguments, or the names a statement reads and binds
 (its namespaces' bindings are put back too), then, recursively, the contents of
@@ -16,7 +17,8 @@ tuples, typed ``List``/``Dict``, jitclass instances (their fields), Python
 objects' ``__dict__``, and the state of ``np.random.Generator``, BitGenerators,
 ``RandomState`` and ``random.Random``; and, always, Numba's own random states
 (``np.random.*`` and ``random.*`` inside jitted code, calling thread). Functions,
-classes, modules, dispatchers and immutable values are not state. Anything else
+classes, modules, immutable values and Numba's code (dispatchers, ufuncs, gufuncs,
+DUFuncs, stencils: the profiled objects among them) are not state. Anything else
 (an open file, an extension object) cannot be put back: the snapshot then says
 which name reached it, and the profiler runs the call once instead of guessing.
 """
@@ -80,6 +82,16 @@ class Snapshot:
         for item in changed:
             item.write(item.saved)
         return changed
+
+    def keep(self) -> list[tuple[Item, object]]:
+        """A copy of what the user's run changed, as it left it: extra runs start from the
+        saved state, and ``put_back`` then leaves the user's state, as if they never ran."""
+        return [(item, item.read()) for item in self.items if item.changed()]
+
+    def put_back(self, kept: list[tuple[Item, object]]) -> None:
+        """Write back what ``keep`` copied (in place: same objects, same identity)."""
+        for item, value in kept:
+            item.write(value)
 
 
 class _Walker:

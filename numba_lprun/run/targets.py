@@ -28,8 +28,8 @@ from ..instrument.rewrite import Rewritten, instrument
 from ..instrument.rewrite_parallel import add_prange_flushes
 from ..instrument.source import FunctionSource
 from ..instrument.twins import Twin, make_twin, objmode_names
-from ..instrument.ufuncs import is_kernel_object
-from ..internals import CPUDispatcher
+from ..instrument.ufuncs import is_cpu_ufunc, is_kernel_object
+from ..internals import CPUDispatcher, ufunc_dispatcher
 from .measurements import COUNTING, PLAIN, PROBED, FunctionCounts, Key
 from .reach import reached_from
 
@@ -98,6 +98,38 @@ def defined_alike(target: Target, dispatcher: object, source: FunctionSource) ->
     )
 
 
+def defined_again(earlier: list[Target], dispatcher: object, source: FunctionSource) -> Target | None:
+    """The target ``dispatcher`` replaces, of those made before this phase (``earlier``): one
+    of the same source and options whose Python function is another object (a statement run
+    again defines its functions again). A second dispatcher of a Python function, or one
+    made beside it in the same phase, is a function of its own."""
+    options = getattr(dispatcher, "targetoptions", None)
+    for target in earlier:
+        if (
+            target.source.key == source.key
+            and target.source.py_func is not source.py_func
+            and getattr(target.original, "targetoptions", None) == options
+        ):
+            return target
+    return None
+
+
+def redefine(target: Target, dispatcher: object, source: FunctionSource, clock: str) -> None:
+    """Make ``dispatcher`` (defined again) ``target``'s original, keeping its twins where it
+    was defined by the same code."""
+    same_code = defined_alike(target, dispatcher, source)
+    drop_target(target.original, clock)
+    target.original, target.source = dispatcher, source
+    target.owner = owning_jitclass(dispatcher)  # a class defined again is a new class
+    target.templates = templates_holding(dispatcher)
+    if same_code:  # defined again by the same code (a repeated run): keep the twins
+        for twin in target.twins.values():
+            twin.original = dispatcher
+        keep_target(dispatcher, clock, target)
+    else:
+        target.twins.clear()
+
+
 def atomic_targets(targets: list[Target], callers: list, instance_users: list) -> set[int]:
     """Identities of the targets' originals whose code may run on several threads at once, so
     whose counters must be atomic: a ``parallel``/``nogil`` function (profiled or not) and every
@@ -155,25 +187,34 @@ def build_twin(target: Target, kind: str, clock: str, concurrent: bool) -> Twin:
 _TWIN_CACHE = "_numba_lprun_targets"
 
 
+def _holder(dispatcher: object) -> object:
+    """Where a function's targets are kept: on its dispatcher, or for a ufunc on the kernel
+    dispatcher Numba keeps inside it (the object the user holds is left exactly as it was).
+    A stencil has none: its twins are rebuilt per profiler."""
+    if is_cpu_ufunc(dispatcher):
+        return ufunc_dispatcher(dispatcher)
+    return None if is_kernel_object(dispatcher) else dispatcher
+
+
 def cached_target(dispatcher: CPUDispatcher, clock: str) -> Target | None:
     """The target built for ``dispatcher`` by an earlier profiler, if any.
 
     The source is read again each time: an edited function defines a new
     dispatcher anyway.
     """
-    return getattr(dispatcher, "__dict__", {}).get(_TWIN_CACHE, {}).get(clock)
+    found = getattr(_holder(dispatcher), "__dict__", {}).get(_TWIN_CACHE, {}).get(clock)
+    return found if found is not None and found.original is dispatcher else None
 
 
 def keep_target(dispatcher: CPUDispatcher, clock: str, target: Target) -> None:
-    """Keep ``target`` on ``dispatcher``. Ufuncs and stencils keep nothing (their twins
-    are rebuilt per profiler): the object the user holds is left exactly as it was."""
-    attrs = getattr(dispatcher, "__dict__", None)
-    if isinstance(attrs, dict) and not is_kernel_object(dispatcher):
+    """Keep ``target`` where ``dispatcher``'s targets are kept (``_holder``)."""
+    attrs = getattr(_holder(dispatcher), "__dict__", None)
+    if isinstance(attrs, dict):
         attrs.setdefault(_TWIN_CACHE, {})[clock] = target
 
 
 def drop_target(dispatcher: CPUDispatcher, clock: str) -> None:
-    attrs = getattr(dispatcher, "__dict__", None)
+    attrs = getattr(_holder(dispatcher), "__dict__", None)
     if isinstance(attrs, dict):
         attrs.get(_TWIN_CACHE, {}).pop(clock, None)
 

@@ -1,0 +1,91 @@
+"""What every phase of one profiled call shares: the settings, the call context, and the
+way an extra run is made silently (its output discarded, its exception stopping the rest)."""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any, Protocol
+
+from .compiles import Progress
+from .measurements import Measurement, Restored
+from .quiet import quiet
+from .runner import PhaseRun, Runner
+from .sampled_run import SegmentedSampling
+from .snapshot import Snapshot, describe
+
+#: A run that is the only one starts sampling this many times faster (at most BOOST_MAX_HZ)
+#: for its first BOOST_SAMPLES samples: about 0.1 s at the default rate.
+BOOST_FACTOR, BOOST_MAX_HZ, BOOST_SAMPLES = 4.0, 10_000.0, 800
+
+
+@dataclass(frozen=True)
+class RunSettings:
+    """How a call is to be profiled (what the options asked for)."""
+
+    timing: bool = True  # False: hits only (no sampler, no clock probes)
+    sample: bool = True  # sample the runs; False: times come from clock probes
+    probes: bool = False  # also time every line with clock probes
+    repeat: bool = True  # extra runs allowed where the call's state can be put back
+    rate_hz: float = 2000.0
+    sample_time: float = 1.0  # seconds of sampled repeats allowed
+    min_samples: int = 2000  # samples in the profiled functions that end the repeats
+    snapshot_budget: int | None = None
+    asm: bool = False  # count allocations in one more run (machine-code view)
+    extra_limit: float = 0.5  # seconds of the user's run above which no plain run is made for the overhead
+
+
+@dataclass
+class CallContext:
+    """What every phase of one call shares."""
+
+    runner: Runner
+    execute: Callable[[PhaseRun], Any]
+    namespaces: list[dict]
+    progress: Progress | None
+    settings: RunSettings
+    concurrent: bool  # a profiled function runs on several threads: sample every Numba thread
+    snapshot: Snapshot | None = None
+    made: list[Measurement] = field(default_factory=list)
+    result: Any = None
+    user_seconds: float = 0.0  # the user's run's time, compiles left out
+    stopped: str | None = None  # why the extra runs stopped (one raised)
+    kept: list = field(default_factory=list)  # the user's run's state: (snapshot item, value) pairs
+    extra_result: Any = None  # the last extra run's result
+
+    def sampling(self, boost: bool = False) -> SegmentedSampling:
+        """A sampler for one phase; ``boost``: start faster (a run that is the only one)."""
+        rate = self.settings.rate_hz
+        fast = (min(BOOST_FACTOR * rate, BOOST_MAX_HZ), BOOST_SAMPLES) if boost else None
+        return SegmentedSampling(rate, self.concurrent, fast)
+
+    def restore(self) -> None:
+        """Put back what the last extra run changed, and say what that was."""
+        items = self.snapshot.restore()
+        named = [i for i in items if i.kind != "bindings"]  # a statement binding its names is no news
+        if named:
+            self.made.append(
+                Restored({i.name: describe([i]) for i in named}, {i.name: i.nbytes for i in named})
+            )
+
+
+class Phase(Protocol):
+    def run(self, ctx: CallContext) -> None: ...
+
+
+def sampled_by(sampling: SegmentedSampling | None):
+    return sampling.running() if sampling is not None else contextlib.nullcontext()
+
+
+def silently(ctx: CallContext, run: PhaseRun, silenced: bool = False) -> bool:
+    """An extra run: its output is discarded (``silenced``: already), its exception is not the
+    user's but stops the extra runs (``ctx.stopped``: state the snapshot did not cover, or
+    data the user's run changed in a way it could not see). Whether it completed."""
+    with contextlib.nullcontext() if silenced else quiet():
+        try:
+            ctx.extra_result = ctx.execute(run)
+        except (Exception, SystemExit) as exc:
+            ctx.stopped = f"an extra run raised {type(exc).__name__}, which your run did not"
+            return False
+    return True

@@ -1,0 +1,83 @@
+"""A statement that raises runs once, and its error reads as it reads unprofiled: the user's
+frames only (the profiler's own frames are hidden or gone), in the API, the magic, the cell
+magic and the command line."""
+
+import os
+import traceback
+
+import pytest
+
+import numba_lprun
+from tests import raising_kernels as K
+from tests.test_cli import nlprun
+
+PACKAGE = os.path.dirname(numba_lprun.__file__) + os.sep
+
+
+@pytest.fixture(scope="module", autouse=True)
+def compiled():
+    K.checked_sum(K.GOOD)
+
+
+def shown_frames_of_ours(exc):
+    """numba_lprun's frames in ``exc``'s traceback that a reader sees (IPython and pytest hide
+    frames that set ``__tracebackhide__``)."""
+    tb, ours = exc.__traceback__, []
+    while tb is not None:
+        frame = tb.tb_frame
+        if frame.f_code.co_filename.startswith(PACKAGE) and not frame.f_locals.get("__tracebackhide__"):
+            ours.append(f"{frame.f_code.co_filename}:{tb.tb_lineno}")
+        tb = tb.tb_next
+    return ours
+
+
+def test_api_runs_a_raising_statement_once_with_the_users_frames():
+    for statement, expected in K.CASES.items():
+        K.bump.runs = 0
+        prof = numba_lprun.LineProfiler(K.checked_sum, sample_time=0.05)
+        namespace = vars(K)
+        with pytest.raises(expected) as info:
+            prof.runctx(statement, namespace, None)
+        assert K.bump.runs == 1, statement
+        assert shown_frames_of_ours(info.value) == [], statement
+        assert "your run raised" in prof.profile.runs.once, statement
+        assert K.checked_sum is vars(K)["checked_sum"] and type(K.checked_sum).__name__ == "CPUDispatcher"
+
+
+def test_runcall_keeps_one_frame_of_ours_and_counts_what_ran():
+    """Plain Python shows one frame of ours (where ``runcall`` raises the user's error again),
+    IPython and pytest none."""
+    prof = numba_lprun.LineProfiler(K.checked_sum, sample_time=0.05)
+    with pytest.raises(ValueError, match="negative value") as info:
+        prof.runcall(K.checked_sum, K.BAD)
+    frames = traceback.extract_tb(info.value.__traceback__)
+    assert [f.name for f in frames if f.filename.startswith(PACKAGE)] == ["runcall"]
+    assert shown_frames_of_ours(info.value) == []
+    (stats,) = prof.profile.functions
+    first = K.checked_sum.py_func.__code__.co_firstlineno
+    assert stats.hits[first + 4] == 3  # the check ran on 1, 2 and -3, then raised
+    assert stats.hits.get(first + 6, 0) == 2
+
+
+def test_magic_runs_a_raising_statement_once(ipshell):
+    ipshell.push({"K": K, "bump": K.bump, "checked_sum": K.checked_sum, "GOOD": K.GOOD, "BAD": K.BAD})
+    ipshell.push({"around": K.around})
+    for statement, expected in K.CASES.items():
+        K.bump.runs = 0
+        result = ipshell.run_cell(f"%nlprun -f checked_sum {statement}")
+        assert isinstance(result.error_in_exec, expected), (statement, result.error_in_exec)
+        assert K.bump.runs == 1, statement
+        assert shown_frames_of_ours(result.error_in_exec) == [], statement
+        assert ipshell.user_ns["checked_sum"] is K.checked_sum
+    K.bump.runs = 0
+    result = ipshell.run_cell("%%nlprun -f checked_sum\nbump()\nchecked_sum(BAD)\n")
+    assert isinstance(result.error_in_exec, ValueError) and K.bump.runs == 1
+    assert shown_frames_of_ours(result.error_in_exec) == []
+
+
+def test_script_error_shows_the_scripts_frames_only():
+    done = nlprun("raises.py")
+    assert done.returncode == 1
+    assert done.stderr.count("checked(-1)") == 1 and "ValueError: negative input" in done.stderr
+    assert "numba_lprun" not in done.stderr.split("Traceback (most recent call last):")[1]
+    assert "Function:   checked at line" in done.stdout

@@ -74,9 +74,9 @@ FAST_TESTS = [
     "tests/test_threads.py",
     "tests/test_twin_cache.py",
 ]
-#: Each kind of function and state the internals reach (jitclasses, ufuncs, stencils, overloads,
-#: random states, machine code) and the twins cached on disk: about 2 minutes, so run on the
-#: releases where LLVM or the private API changed most (0.59: LLVM 14, NumPy 1.x; 0.61: LLVM 15;
+#: Each kind of function and state the internals reach (jitclasses, recursive jitclasses, ufuncs,
+#: stencils, overloads, random states, machine code) and the twins cached on disk: about 2 minutes,
+#: so run on the releases where LLVM or the private API changed most (0.59: LLVM 14, NumPy 1.x; 0.61: LLVM 15;
 #: 0.66: LLVM 22). The LLVM 20 releases (0.62-0.65) run FAST_TESTS only, which keeps CI near
 #: 40 minutes.
 KIND_TESTS = [
@@ -85,13 +85,16 @@ KIND_TESTS = [
     "tests/test_machine_code.py",
     "tests/test_jitclass.py",
     "tests/test_disk_cache.py",
+    "tests/test_recursive_types.py",
 ]
 KIND_RELEASES = {"0.59", "0.61", "0.66"}
 #: What differs between Pythons, run on each Python the whole suite does not run on: line events
 #: and hits against line_profiler's (the fuzzer too), the kinds' hits, the sampler's view of the
 #: interpreter, where samples land (the attribution corpus, after the fuzzer's hundreds of
 #: compiles: the condition that once made its timers lock onto the loops' rhythm, README,
-#: Benchmarks), the state saved between runs, and the front ends (IPython, the CLI, Jupyter).
+#: Benchmarks), the state saved between runs, the front ends (IPython, the CLI, Jupyter; errors
+#: shown with the user's frames; several dispatchers of one function), and a package's own test
+#: suite profiled with --source (its hits against line_profiler's on this Python).
 PYTHON_TESTS = [
     "tests/test_line_events.py",
     "tests/test_fuzz.py",
@@ -106,6 +109,9 @@ PYTHON_TESTS = [
     "tests/test_cli.py",
     "tests/test_magic.py",
     "tests/test_notebook.py",
+    "tests/test_raising.py",
+    "tests/test_dispatchers.py",
+    "tests/test_package_suite.py",
 ]
 #: Again with line_profiler's settrace core where sys.monitoring is the default: the hits.
 LEGACY_CORE_TESTS = [

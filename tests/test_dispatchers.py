@@ -265,6 +265,15 @@ def test_in_a_real_jupyter_kernel(tmp_path):
         "%load_ext numba_lprun\n" + SHELL_SETUP,
         "%%nlprun --no-sample -f nd_plain -f nd_fast -f nd_par\nnd_plain(nd_a)\nnd_fast(nd_b)\nnd_par(nd_c)",
         "%nlprun --no-sample -f nd_zero_clamp nd_zero_clamp(nd_c)",
+        # a call of a few microseconds, and a fastmath prange reduction (issue: the notebooks
+        # people write): no ratio from noise, and the results compared with the plain run's
+        "from numba import prange\n"
+        "@njit\ndef nd_tiny(x):\n    return x * 2.0 + 1.0\n"
+        "@njit(fastmath=True, parallel=True)\ndef nd_logs(a):\n    s = 0.0\n"
+        "    for i in prange(a.size):\n        s += np.log(a[i])\n    return s\n"
+        "nd_big = np.random.default_rng(0).random(400_000) + 0.5\nnd_tiny(1.0); nd_logs(nd_big)",
+        "%nlprun -f nd_tiny nd_tiny(3.0)",
+        "%nlprun --sample-time 0.05 -f nd_logs total = nd_logs(nd_big)",
     ]
     nb = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell(c) for c in cells])
     NotebookClient(
@@ -280,3 +289,11 @@ def test_in_a_real_jupyter_kernel(tmp_path):
     assert [int(ln.split()[1]) for ln in several.splitlines() if "if x[i] > 0:" in ln] == [5, 8, 4]
     ufunc = report_of(nb.cells[2])
     assert "timed plain run" in ufunc and "cannot save" not in ufunc
+    tiny = report_of(nb.cells[4])
+    assert "too short for the clock to compare" in tiny and "x the plain run" not in tiny
+    logs = " ".join(report_of(nb.cells[5]).split())
+    assert "fastmath (nd_logs)" in logs and ("bit for bit" in logs or "by up to" in logs)
+    for cell in nb.cells:  # nothing left behind: the report takes the progress line's place
+        for out in cell.outputs:
+            data = out.get("data", {})
+            assert out.get("text", "").strip() or str(data.get("text/plain", "")).strip(), out

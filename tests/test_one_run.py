@@ -162,6 +162,8 @@ def test_cache_true_function_is_profiled_and_its_cache_left_alone(tmp_path):
         ("jitclass_script.py", "Particles.step", "self.pos[i] += self.vel[i] * dt"),
         ("guvectorize_script.py", "row_norm", "acc += v * v"),
         ("nested_script.py", "squares (make_kernel.<locals>.kernel)", "s += v**power"),  # bound to squares
+        ("made_in_main.py", "clamp_py", "return 0.0"),  # a ufunc made inside main()
+        ("made_in_main.py", "main.<locals>.average", "return (a[-1] + a[0] + a[1]) / 3.0"),  # a stencil
     ],
 )
 def test_jitted_code_of_every_kind_is_found_in_scripts_and_cells(script, function, line, ipshell, capsys):

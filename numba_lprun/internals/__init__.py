@@ -61,6 +61,7 @@ from .jitclasses import (
 from .kernels import (
     is_cpu_ufunc,
     is_stencil,
+    kernel_classes,
     kernel_function,
     rebuild_stencil,
     rebuild_ufunc,
@@ -118,6 +119,7 @@ __all__ = [
     "is_jitclass",
     "is_jitclass_instance",
     "is_stencil",
+    "kernel_classes",
     "jitclass_constructor",
     "jitclass_fields",
     "jitclasses",

@@ -24,6 +24,19 @@ def is_cpu_ufunc(obj: object) -> bool:
     return isinstance(obj, (DUFunc, GUFunc))
 
 
+@touches("numba.np.ufunc.dufunc", "DUFunc", "run/statements.py: a @vectorize made while a script runs")
+@touches("numba.stencils.stencil", "StencilFunc", "run/statements.py: a @stencil made while a script runs")
+def kernel_classes() -> list[tuple[type, str]]:
+    """The classes of kernel objects whose ``__init__`` makes them whole, each with the package
+    of the Numba code that makes them (the decorator frames to look past for the code that
+    applied it). A DUFunc gets its listed signatures after ``__init__``, but its twin compiles
+    on demand; a GUFunc's twin could not, so GUFuncs are found when a statement binds them."""
+    from numba.np.ufunc.dufunc import DUFunc
+    from numba.stencils.stencil import StencilFunc
+
+    return [(DUFunc, "numba.np.ufunc"), (StencilFunc, "numba.stencils")]
+
+
 @touches("numba.stencils.stencil", "StencilFunc", "instrument/ufuncs.py: what @stencil makes")
 def is_stencil(obj: object) -> bool:
     """Whether ``obj`` was made by ``@stencil``."""

@@ -20,6 +20,7 @@ from collections.abc import Callable, Iterable, Iterator
 
 from ..errors import NotProfilableError
 from ..instrument.kinds import dispatcher_class, resolve
+from ..internals import kernel_classes
 from ..interrupts import ctrl_c_deferred
 from .runner import PhaseRun
 from .snapshot import Reach, statement_reach
@@ -83,12 +84,13 @@ def _profilable(value: object) -> list:
 _DECORATOR_MODULES = ("numba.core.decorators",)
 
 
-def _made_by_a_decorator_in_user_code() -> bool:
-    """Whether the dispatcher being made comes from ``@njit``/``@jit`` applied by the
-    program itself, not from Numba or numba_lprun making one for their own use
-    (a ufunc's kernel, a jitclass's members, a stencil, a twin)."""
+def _made_by_a_decorator_in_user_code(decorators: tuple[str, ...] = _DECORATOR_MODULES) -> bool:
+    """Whether the object being made comes from a decorator (``@njit``, ``@vectorize``,
+    ``@stencil``: Numba code in ``decorators``) applied by the program itself, not from Numba
+    or numba_lprun making one for their own use (a ufunc's kernel, a jitclass's members, a
+    twin)."""
     frame = sys._getframe(2)  # the caller of the patched __init__
-    while frame is not None and frame.f_globals.get("__name__", "").startswith(_DECORATOR_MODULES):
+    while frame is not None and frame.f_globals.get("__name__", "").startswith(decorators):
         frame = frame.f_back
     if frame is None:
         return False
@@ -96,31 +98,39 @@ def _made_by_a_decorator_in_user_code() -> bool:
     return not (module == "numba" or module.startswith(("numba.", "numba_lprun")))
 
 
-@contextlib.contextmanager
-def new_dispatchers(found: Callable[[object], None]) -> Iterator[None]:
-    """Tell ``found`` of every jitted function the program makes while the block runs.
-
-    The CPU dispatcher class's ``__init__`` is wrapped for the block (and put back,
-    Ctrl-C held meanwhile); a dispatcher is reported once made, when it comes from
-    a decorator in the program's own code (see above).
-    """
-    cls = dispatcher_class()
-    had = "__init__" in vars(cls)
-    old = vars(cls).get("__init__")
+def _reporting(cls: type, decorators: tuple[str, ...], found: Callable[[object], None]) -> Callable:
+    """A replacement ``__init__`` for ``cls`` that tells ``found`` of each object the program makes."""
     base_init = cls.__init__
 
     def __init__(self, *args, **kwargs):
         base_init(self, *args, **kwargs)
-        if type(self) is cls and _made_by_a_decorator_in_user_code():
+        if type(self) is cls and _made_by_a_decorator_in_user_code(decorators):
             found(self)
 
+    return __init__
+
+
+@contextlib.contextmanager
+def new_dispatchers(found: Callable[[object], None]) -> Iterator[None]:
+    """Tell ``found`` of every jitted function, ufunc and stencil the program makes while the
+    block runs (inside functions too: ``vectorize([...])(f)`` in ``main()``).
+
+    Each class's ``__init__`` is wrapped for the block (and put back, Ctrl-C held
+    meanwhile); an object is reported once made, when it comes from a decorator in
+    the program's own code (see above).
+    """
+    patched = [(dispatcher_class(), _DECORATOR_MODULES)]
+    patched += [(cls, (package + ".",)) for cls, package in kernel_classes()]
+    saved = [(cls, "__init__" in vars(cls), vars(cls).get("__init__")) for cls, _ in patched]
     with ctrl_c_deferred():
-        cls.__init__ = __init__
+        for cls, decorators in patched:
+            cls.__init__ = _reporting(cls, decorators, found)
     try:
         yield
     finally:
         with ctrl_c_deferred():
-            if had:
-                cls.__init__ = old
-            else:
-                del cls.__init__
+            for cls, had, old in saved:
+                if had:
+                    cls.__init__ = old
+                else:
+                    del cls.__init__

@@ -138,8 +138,11 @@ class _MarkedFinder:
         return found
 
 
-def _profile_run(opts: argparse.Namespace, program: _Program) -> tuple[LineProfiler, int]:
-    """Run the program under the profiler; its exit status."""
+def _profile_run(
+    opts: argparse.Namespace, program: _Program
+) -> tuple[LineProfiler, int, BaseException | None]:
+    """Run the program under the profiler; its exit status, and the exception it raised (shown
+    after the profile, as python shows it last: its frames only)."""
     explicit = [_resolve(spec) for spec in opts.functions]
     named = {spec for spec, func in zip(opts.functions, explicit, strict=True) if func is None}
     packages = split_packages(opts.source)
@@ -164,7 +167,7 @@ def _profile_run(opts: argparse.Namespace, program: _Program) -> tuple[LineProfi
     saved_argv, saved_main, saved_path = sys.argv[:], sys.modules.get("__main__"), sys.path[:]
     sys.argv = program.argv
     sys.path.insert(0, program.path_entry)
-    status = 0
+    status, error = 0, None
     try:
         prof.runsource(program.source, program.filename, program.namespace, pick, discover, once=ONCE)
     except SystemExit as exc:
@@ -172,15 +175,12 @@ def _profile_run(opts: argparse.Namespace, program: _Program) -> tuple[LineProfi
     except (NotProfilableError, TwinCompileError):
         raise
     except BaseException as exc:  # the script's error, as python shows it: its frames only
-        if profiler_failed(exc):
-            print("nlprun: numba_lprun itself failed (please report it):", file=sys.stderr)
-        traceback.print_exception(without_profiler_frames(exc))
-        status = 1
+        status, error = 1, without_profiler_frames(exc)
     finally:
         sys.argv, sys.path[:] = saved_argv, saved_path
         if saved_main is not None:
             sys.modules["__main__"] = saved_main
-    return prof, status
+    return prof, status, error
 
 
 def _exit_status(code: object) -> int:
@@ -276,10 +276,11 @@ def main(argv: list[str] | None = None) -> int:
     program = _Program(opts.script, opts.module, opts.args)
     try:
         kernels = _cuda_functions(opts)
+        error = None
         if kernels:
             profile, status = _cuda_run(opts, program, kernels)
         else:
-            prof, status = _profile_run(opts, program)
+            prof, status, error = _profile_run(opts, program)
             profile = prof.profile
     except _UsageError as exc:
         print(f"nlprun: {exc}", file=sys.stderr)
@@ -291,9 +292,14 @@ def main(argv: list[str] | None = None) -> int:
         print("nlprun: --keep-going: running the script unprofiled", file=sys.stderr)
         return _run_plain(program)
     sys.stdout.flush()
-    report(profile, opts)
-    if not any(f.calls or f.hits for f in profile.functions):
+    failed = error is not None and profiler_failed(error)
+    said = f"the script raised {type(error).__name__}" if error is not None else None
+    report(profile, opts, "numba_lprun itself failed: please report it" if failed else said)
+    if error is None and not any(f.calls or f.hits for f in profile.functions):
         print(_what_was_there(program))
+    if error is not None:
+        sys.stdout.flush()
+        traceback.print_exception(error)
     return status
 
 

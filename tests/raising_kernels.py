@@ -24,6 +24,10 @@ def checked_sum(a):
 
 def around(a):
     bump()
+    return missing_name_around(a)
+
+
+def missing_name_around(a):
     return checked_sum(a) + missing_name  # noqa: F821  (the Python code around the call raises)
 
 

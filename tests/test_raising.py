@@ -12,6 +12,7 @@ from tests import raising_kernels as K
 from tests.test_cli import nlprun
 
 PACKAGE = os.path.dirname(numba_lprun.__file__) + os.sep
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 
 @pytest.fixture(scope="module", autouse=True)
@@ -69,10 +70,30 @@ def test_magic_runs_a_raising_statement_once(ipshell):
         assert K.bump.runs == 1, statement
         assert shown_frames_of_ours(result.error_in_exec) == [], statement
         assert ipshell.user_ns["checked_sum"] is K.checked_sum
-    K.bump.runs = 0
-    result = ipshell.run_cell("%%nlprun -f checked_sum\nbump()\nchecked_sum(BAD)\n")
-    assert isinstance(result.error_in_exec, ValueError) and K.bump.runs == 1
-    assert shown_frames_of_ours(result.error_in_exec) == []
+    for statement, expected in K.CASES.items():  # the same in the cell magic, one line a statement
+        K.bump.runs = 0
+        result = ipshell.run_cell("%%nlprun -f checked_sum\n" + statement.replace("; ", "\n") + "\n")
+        assert isinstance(result.error_in_exec, expected), (statement, result.error_in_exec)
+        assert K.bump.runs == 1, statement
+        assert shown_frames_of_ours(result.error_in_exec) == [], statement
+        assert ipshell.user_ns["checked_sum"] is K.checked_sum
+
+
+def test_scripts_that_raise_run_once_and_show_their_own_frames(tmp_path):
+    """The four errors in scripts: each prints its side effect once, exits 1, and its traceback
+    is the script's as python prints it (no numba_lprun frame), after the profile."""
+    for i, statement in enumerate(K.CASES):
+        script = tmp_path / f"raises_{i}.py"
+        line = statement.replace("bump(); ", "").replace("around(", "missing_name_around(")
+        imports = "from tests.raising_kernels import GOOD, BAD, checked_sum, missing_name_around\n"
+        script.write_text(imports + "print('ran once')\n" + line + "\n")
+        done = nlprun("-f", "tests.raising_kernels:checked_sum", str(script), env_path=ROOT)
+        assert done.returncode == 1, (statement, done.stderr[-2000:])
+        assert done.stdout.count("ran once") == 1, statement
+        assert "numba_lprun: the script raised" in done.stdout, statement  # the profile, then the error
+        trace = done.stderr.split("Traceback (most recent call last):")[1]
+        assert f'File "{script}"' in trace.splitlines()[1], (statement, trace)
+        assert "numba_lprun" not in trace, (statement, trace)
 
 
 def test_script_error_shows_the_scripts_frames_only():

@@ -63,3 +63,15 @@ def test_a_packages_own_suite_profiled_with_source(tmp_path):
     for key in sorted(kernels):
         assert got.get(key) == expected[key], key
     assert "Function:   brentq at line" in profiled.stdout
+
+
+def test_source_in_the_magic_profiles_a_package_named_once(ipshell, monkeypatch):
+    """``%nlprun --source PKG``: every jitted function the package defines, with none named."""
+    monkeypatch.syspath_prepend(str(PACKAGES))
+    cell = "import qe_optimize\nfrom numba import njit\n@njit\ndef qe_f(x):\n    return x * x - 2.0\n"
+    assert ipshell.run_cell(cell).success
+    line = "-r -z --hits --source qe_optimize r = qe_optimize.brentq(qe_f, 0.0, 2.0)"
+    prof = ipshell.run_line_magic("nlprun", line)
+    assert abs(ipshell.user_ns["r"].root - 2**0.5) < 1e-9
+    names = {f.name for f in prof.profile.functions if f.hits}
+    assert {"brentq", "_results"} <= names and "qe_f" not in names  # the package's, not the cell's

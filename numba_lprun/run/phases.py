@@ -42,6 +42,7 @@ from .measurements import (
     RanOnce,
     Sampled,
 )
+from .naming import options_of
 from .quiet import quiet
 from .sampled_run import line_maps, measured, samples_inside
 
@@ -85,10 +86,8 @@ def _compare_results(ctx: CallContext) -> None:
 
 def _fastmath(ctx: CallContext) -> tuple[str, ...]:
     """The profiled functions compiled with ``fastmath``."""
-    options = [
-        (t.original, getattr(t.original, "targetoptions", None) or {}) for t in ctx.runner.targets.values()
-    ]
-    return tuple(getattr(d, "__name__", "?") for d, o in options if o.get("fastmath"))
+    found = [t.original for t in ctx.runner.targets.values()]
+    return tuple(getattr(d, "__name__", "?") for d in found if "fastmath" in options_of(d))
 
 
 @dataclass(frozen=True)
@@ -377,8 +376,9 @@ def run_phases(ctx: CallContext, planned: Plan, once: str | None) -> Any:
         finally:
             ctx.snapshot.put_back(ctx.kept)
     plain_runs = any(isinstance(m, Counted) and m.twin == PLAIN for m in ctx.made)
-    if not plain_runs and _fastmath(ctx):  # fastmath results may differ, and nothing says how much
-        ctx.made.append(Differed({}, _fastmath(ctx), measured=False))
+    fastmath = () if plain_runs else _fastmath(ctx)
+    if fastmath:  # fastmath results may differ, and no plain run says how much
+        ctx.made.append(Differed({}, fastmath, measured=False))
     if ctx.stopped is not None and not plain_runs:
         ctx.made.append(RanOnce(ctx.stopped))
     if not plain_runs:

@@ -16,12 +16,19 @@ _OWN_CACHE: list[str] = []
 collect_ignore = ["packages"]
 
 
+#: Set while NUMBA_LPRUN_CACHE_DIR is a directory this suite made (not one the developer chose).
+_SUITE_CACHE = "NUMBA_LPRUN_SUITE_CACHE"
+
+
 def pytest_configure(config):
     """Twins and calibrations cached by the tests go to a directory of this session, never the
-    user's cache (subprocesses inherit it), so every session starts from an empty cache."""
-    if "NUMBA_LPRUN_CACHE_DIR" not in os.environ:
+    user's cache (subprocesses inherit it), so every session starts from an empty cache. Each
+    pytest-xdist worker has its own: tests that count compiles assume no other process fills
+    the cache beside them."""
+    ours = os.environ.get(_SUITE_CACHE) == os.environ.get("NUMBA_LPRUN_CACHE_DIR")
+    if "NUMBA_LPRUN_CACHE_DIR" not in os.environ or (ours and os.environ.get("PYTEST_XDIST_WORKER")):
         _OWN_CACHE.append(tempfile.mkdtemp(prefix="numba-lprun-tests-"))
-        os.environ["NUMBA_LPRUN_CACHE_DIR"] = _OWN_CACHE[0]
+        os.environ["NUMBA_LPRUN_CACHE_DIR"] = os.environ[_SUITE_CACHE] = _OWN_CACHE[0]
 
 
 def pytest_unconfigure(config):

@@ -47,23 +47,25 @@ def coarse(n):
     return a + b
 
 
-def test_corrected_total_close_to_plain_time_on_coarse_function():
-    """Probe-cost subtraction: the probed lines add up to the plain twin's time (within 10%).
-
-    Each attempt compares one call side by side; a busy machine (another test process on
-    both cores) can disturb several runs in a row, so attempts go on until one is judged
-    close, up to ten.
-    """
+def test_probe_cost_is_taken_out_per_hit():
+    """Probe-cost subtraction, exactly: each line's corrected time is its raw probe time less
+    its hits times the calibrated cost of one probe, never below zero, and the raw figures
+    stay available. How close the corrected total comes to the plain twin's time (within 10%
+    on a quiet machine) is a timing claim: ``benchmarks/timing_claims.py`` measures it side by
+    side, since a preempted call moves it on a busy one."""
     coarse(3)
-    ratios = []
-    while len(ratios) < 10 and not any(abs(r - 1.0) < 0.10 for r in ratios):
-        prof = numba_lprun.LineProfiler(coarse, probes=True, sample_time=0.05)
-        prof.runcall(coarse, 200)
-        (stats,) = prof.profile.functions
-        assert stats.probes_corrected and stats.calls == 1
-        ratios.append(stats.probe_total() / stats.plain_ticks)
-    assert min(abs(r - 1.0) for r in ratios) < 0.10, ratios
-    assert stats.probe_total(raw=True) > stats.probe_total()  # raw figures stay available
+    prof = numba_lprun.LineProfiler(coarse, probes=True, sample_time=0.05)
+    prof.runcall(coarse, 200)
+    (stats,) = prof.profile.functions
+    assert stats.probes_corrected and stats.calls == 1
+    assert stats.probe_cost == probe_cost_ticks(current_clock().kind) > 0
+    for line, ticks in stats.probe_ticks.items():
+        expected = max(0.0, ticks - stats.probe_hits.get(line, 0) * stats.probe_cost)
+        assert stats.probe_line_ticks(line) == expected and stats.probe_line_ticks(line, raw=True) == ticks
+    loop_body = coarse.py_func.__code__.co_firstlineno + 4
+    assert stats.probe_hits[loop_body] == 200
+    assert stats.probe_total(raw=True) > stats.probe_total() > 0
+    assert stats.plain_ticks > 0
 
 
 @pytest.mark.parametrize(

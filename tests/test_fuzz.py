@@ -16,7 +16,7 @@ The default run checks a fixed, derandomized set of 80 examples (about a minute
 on two cores: each example compiles the original, a plain and an instrumented
 twin). Environment variables for longer runs:
 
-* ``NUMBA_LPRUN_FUZZ_EXAMPLES=N``: check N examples instead of 40;
+* ``NUMBA_LPRUN_FUZZ_EXAMPLES=N``: check N examples instead of 25;
 * ``NUMBA_LPRUN_FUZZ_SEED=S``: draw from random seed S instead of the fixed
   derandomized sequence (use different seeds for parallel or repeated runs).
 
@@ -54,7 +54,7 @@ from hypothesis import strategies as st
 from tests.fuzz import harness
 from tests.fuzz.gen import inputs, programs
 
-EXAMPLES = int(os.environ.get("NUMBA_LPRUN_FUZZ_EXAMPLES", "40"))
+EXAMPLES = int(os.environ.get("NUMBA_LPRUN_FUZZ_EXAMPLES", "25"))
 SEED = os.environ.get("NUMBA_LPRUN_FUZZ_SEED")
 
 

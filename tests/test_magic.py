@@ -71,20 +71,21 @@ def test_line_magic_table_and_overhead(ip, capsys):
 
 
 def test_distortion_warning_on_tight_reduction(ip, capsys):
-    """Counters leave a tight reduction alone; clock probes on it are flagged, run or not.
+    """Counters leave a tight reduction's loop vectorized; clock probes on it are flagged.
 
-    The counting run is one call of about a millisecond: a busy machine can make one such
-    call look slow, so the counters' verdict is the best of three profiles."""
-    outs = []
-    for _ in range(3):
-        ip.run_line_magic("nlprun", "-f reduce_sq reduce_sq(np.ones(200_000))")
-        outs.append(capsys.readouterr().out)
-        if "distortion warning" not in outs[-1]:
-            break
-    assert "distortion warning" not in outs[-1] and "counting run" in outs[-1], outs
-    ip.run_line_magic("nlprun", "--probes -f reduce_sq reduce_sq(np.ones(200_000))")
+    What is tested is what a busy machine cannot move: the machine code's verdict (the
+    counters' loop vectorized as the plain twin's did) and the probes' warning where the
+    overhead is not measured. The measured ratios (counters within 1.2x, probes far above) are
+    speed claims about a call of about a millisecond, which one preemption can make look slow:
+    ``benchmarks/timing_claims.py`` measures them, and the threshold is out of reach here."""
+    prof = ip.run_line_magic("nlprun", "-r --threshold 1e9 -f reduce_sq reduce_sq(np.ones(200_000))")
     out = capsys.readouterr().out
-    assert "distortion warning" in out and "probed run" in out and "Probe %" in out
+    assert "distortion warning" not in out and "counting run" in out, out
+    (stats,) = prof.profile.functions
+    assert stats.run_twin == "counting" and stats.lost_vectorization == set()
+    ip.run_line_magic("nlprun", "--probes -f reduce_sq reduce_sq(np.ones(200_000))")
+    out = capsys.readouterr().out  # its ratio (a warning on a quiet machine) is the benchmark's
+    assert "probed run" in out and "Probe %" in out
     ip.run_line_magic("nlprun", "--probes --once -f reduce_sq reduce_sq(np.ones(200_000))")
     out = capsys.readouterr().out  # the probes rode on the one run: not measured, and said so
     assert "distortion warning" in out and "overhead not measured" in out and "guide, not a" in out

@@ -1,32 +1,36 @@
 """The tests on every supported Python, Numba and line_profiler release, each in a fresh
-virtual environment (``nox``; ``nox`` alone runs the sessions tagged ``ci``, what CI runs).
+virtual environment (``nox``; ``nox`` alone runs the session tagged ``ci``, what CI runs:
+the sessions tagged ``lane``, in two lanes at once).
 
-Line events differ between Python versions and between line_profiler's two cores
-(``sys.settrace``, the only one before 3.12; ``sys.monitoring``, its default from
-3.12), and the hits must equal line_profiler's on each. CI runs the whole suite on
-the oldest supported Python (``suite``), and on each newer one what differs between
-Pythons (``lines``: line events and hits, the fuzzer, the kinds, the sampler's view
-of the interpreter, saved state, the front ends), again with ``LINE_PROFILER_CORE=legacy``
-for the hits; all on the newest Numba. ``nox -t full`` runs the whole suite on every
-Python and core (``tests``, ``tests_legacy_core``).
+Each session tests what changes along its axis, not everything again. Line events differ
+between Python versions and between line_profiler's two cores (``sys.settrace``, the only
+one before 3.12; ``sys.monitoring``, its default from 3.12), and the hits must equal
+line_profiler's on each. CI runs the whole suite on the oldest supported Python
+(``suite``), and on each newer one what differs between Pythons (``lines``: line events
+and hits, the fuzzer, the kinds' hits, the sampler's view of the interpreter, the front
+ends that meet it), the line events and hits again with ``LINE_PROFILER_CORE=legacy``;
+all on the newest Numba. ``nox -t full`` runs the whole suite on every Python and core
+(``tests``, ``tests_legacy_core``).
 
 Numba releases differ in their private API (``numba_lprun/internals``, each use naming
 the releases it was checked on) and in the LLVM they bundle (14 up to 0.60, 15 in
-0.61, 20 from 0.62, 22 from 0.66), which changes what gets inlined and vectorized.
-Each older minor release runs the demo and the tests that go through Numba's
-internals (session ``numba``, ``FAST_TESTS``; ``KIND_TESTS`` too on the releases where
-LLVM or the private API changed) on one Python it has wheels for; the Pythons take
-turns, so each meets old Numbas and each of line_profiler's cores meets old LLVMs. The
-oldest line_profiler supported runs the tests that compare hits with line_profiler's
-and write its files (``line_profiler_floor``).
+0.61, 20 from 0.62, 22 from 0.66), which changes what gets inlined and vectorized and
+the debug info the sampler reads. Each older minor release runs the demo and the tests
+of its private API and of the line maps (session ``numba``, ``FAST_TESTS``), and the
+releases whose LLVM the whole suite does not meet every kind of function too
+(``KIND_TESTS``), on one Python it has wheels for; the Pythons take turns, so each meets
+old Numbas and each of line_profiler's cores meets old LLVMs. The oldest line_profiler
+supported runs the tests that compare hits with line_profiler's and write its files
+(``line_profiler_floor``).
 
 Interpreters are found as ``python3.X`` on PATH. With pyenv, a shim answers only for
 the versions in ``PYENV_VERSION``; when that is unset this file names the newest
 installed patch release of each supported Python there. A missing interpreter is an
 error, not a skip.
 
-    nox                      # what CI runs (about 40 minutes on 2 cores)
+    nox                      # what CI runs: the lanes (README, Set-up, says how long)
     nox -l                   # the sessions
+    nox -t lane              # the same sessions one after the other
     nox -t full              # the whole suite on every Python and core
     nox -s tests-3.13        # one Python, newest Numba, whole suite
     nox -s "numba(0.61)"     # one older Numba: demo and internals tests
@@ -35,10 +39,13 @@ error, not a skip.
 
 from __future__ import annotations
 
+import json
 import os
 import re
 import shutil
 import subprocess
+import sys
+import time
 import tomllib
 from pathlib import Path
 
@@ -64,20 +71,19 @@ OLDER_NUMBA = [
     ("0.66", "3.12"),
     ("0.67", "3.13"),
 ]
-#: What a Numba release changes (its private API, and the LLVM that compiles and describes the
-#: twins), run on every older release: the door and its registry, the sampler's line maps read
-#: from LLVM's debug info, samples charged to lines, threads' atomic counters (about 20 s; the demo
-#: runs before them and goes through every stage once).
+#: What a Numba release changes (its private API, and the LLVM that compiles the twins and writes
+#: the debug info the sampler reads), run on every older release after the demo (which goes
+#: through every stage once): the door and its registry, and samples charged to lines through the
+#: line maps read from LLVM's debug info (about 15 s).
 FAST_TESTS = [
     "tests/test_private_api.py",
     "tests/test_sampled_view.py",
-    "tests/test_threads.py",
-    "tests/test_twin_cache.py",
 ]
 #: Each kind of function and state the internals reach (jitclasses, recursive jitclasses, ufuncs,
-#: stencils, overloads, random states, machine code) and the twins cached on disk, through the API
-#: (the front ends do not meet the internals): on the releases where LLVM or the private API
-#: changed most (0.59: LLVM 14, NumPy 1.x; 0.61: LLVM 15; 0.62: LLVM 20; 0.66: LLVM 22).
+#: stencils, overloads, random states, machine code, threads' atomic counters) and the twins cached
+#: on disk, through the API (the front ends do not meet the internals: the whole suite runs them),
+#: on the releases whose LLVM the whole suite does not meet and that changed most: 0.59 (LLVM 14,
+#: NumPy 1.x) and 0.61 (LLVM 15). The newest release's LLVM 22 (0.66-0.68) is the whole suite's.
 KIND_TESTS = [
     "tests/test_kinds.py",
     "tests/test_isolation.py",
@@ -85,14 +91,17 @@ KIND_TESTS = [
     "tests/test_jitclass.py",
     "tests/test_disk_cache.py",
     "tests/test_recursive_types.py",
+    "tests/test_threads.py",
+    "tests/test_twin_cache.py",
 ]
 KIND_SELECTION = "not magic and not cli"
-KIND_RELEASES = {"0.59", "0.61", "0.62", "0.66"}
+KIND_RELEASES = {"0.59", "0.61"}
 #: What differs between Pythons, run on each Python the whole suite does not run on: line events
 #: and hits against line_profiler's (the fuzzer too, and every kind's hits), the sampler's view of
-#: the interpreter, and the front ends (IPython, the CLI, a Jupyter kernel; errors shown with the
-#: user's frames). Where samples land, saved state, the disk cache and the package suite depend on
-#: Numba and LLVM, not on Python: the whole suite runs them.
+#: the interpreter, and the front ends that meet the interpreter (IPython's magic, the CLI's
+#: script runner, errors shown with the user's frames). Where samples land, saved state, the disk
+#: cache, Jupyter and the package suite depend on Numba, LLVM or ipykernel, not on Python: the
+#: whole suite runs them.
 PYTHON_TESTS = [
     "tests/test_line_events.py",
     "tests/test_fuzz.py",
@@ -102,7 +111,6 @@ PYTHON_TESTS = [
     "tests/test_sampling.py",
     "tests/test_cli.py",
     "tests/test_magic.py",
-    "tests/test_notebook.py",
     "tests/test_raising.py",
 ]
 #: Again with line_profiler's settrace core where sys.monitoring is the default: the hits.
@@ -119,7 +127,6 @@ LINE_PROFILER_TESTS = [
     "tests/test_line_events.py",
     "tests/test_paths.py",
     "tests/test_cli.py",
-    "tests/test_kinds.py",
     "tests/test_jitclass.py",
 ]
 
@@ -183,14 +190,14 @@ def _run_suite(session: nox.Session, core: str | None) -> None:
     session.run("python", "-m", "pytest", "-q", *session.posargs, env=env)
 
 
-@nox.session(python=PYTHONS[0], tags=["ci"])
+@nox.session(python=PYTHONS[0], tags=["lane"])
 def suite(session: nox.Session) -> None:
     """The whole suite on the oldest supported Python and the newest Numba (line_profiler's
     settrace core, the only one before 3.12)."""
     _run_suite(session, None)
 
 
-@nox.session(python=PYTHONS[1:], tags=["ci"])
+@nox.session(python=PYTHONS[1:], tags=["lane"])
 def lines(session: nox.Session) -> None:
     """What differs between Pythons, with each of line_profiler's cores: line events and hits
     against line_profiler's, the rewriter (fuzzed), the sampler's view of the interpreter, where
@@ -205,7 +212,7 @@ def lines(session: nox.Session) -> None:
 @nox.session(python=PYTHONS, tags=["full"])
 def tests(session: nox.Session) -> None:
     """The whole suite on the newest Numba, with line_profiler's default core on this Python
-    (not in CI, which runs ``suite`` and ``lines``: about 7 minutes per Python)."""
+    (not in CI, which runs ``suite`` and ``lines``: about 6 minutes per Python)."""
     _run_suite(session, None)
 
 
@@ -215,7 +222,7 @@ def tests_legacy_core(session: nox.Session) -> None:
     _run_suite(session, "legacy")
 
 
-@nox.session(tags=["numba", "ci"])
+@nox.session(tags=["numba", "lane"])
 @nox.parametrize(
     "python,numba", [(python, numba) for numba, python in OLDER_NUMBA], ids=[n for n, _ in OLDER_NUMBA]
 )
@@ -228,7 +235,7 @@ def numba(session: nox.Session, numba: str) -> None:
         session.run("python", "-m", "pytest", "-q", *KIND_TESTS, "-k", KIND_SELECTION, *session.posargs)
 
 
-@nox.session(python="3.12", tags=["line_profiler", "ci"])
+@nox.session(python="3.12", tags=["line_profiler", "lane"])
 def line_profiler_floor(session: nox.Session) -> None:
     """The tests that meet line_profiler, on the oldest line_profiler supported.
 
@@ -236,3 +243,76 @@ def line_profiler_floor(session: nox.Session) -> None:
     """
     _install(session, NEWEST_NUMBA, f"line_profiler=={LINE_PROFILER_FLOOR}.*", cuda=False)
     session.run("python", "-m", "pytest", "-q", *LINE_PROFILER_TESTS, *session.posargs)
+
+
+#: CI's sessions in two lanes of about equal length (minutes on 2 cores, one pytest worker each).
+#: Each lane is one nox process; they run at once, so one lane's installs, interpreter start-ups
+#: and subprocess waits overlap the other's tests, and the two cores stay busy (one after the
+#: other, with two workers per session, they were busy 63% of the time).
+LANES = (
+    [
+        "suite",
+        "line_profiler_floor",
+        "numba(0.60)",
+        "numba(0.62)",
+        "numba(0.63)",
+        "numba(0.64)",
+        "numba(0.65)",
+    ],
+    ["lines-3.12", "lines-3.13", "numba(0.59)", "numba(0.61)", "numba(0.66)", "numba(0.67)"],
+)
+
+
+@nox.session(python=False, tags=["ci"])
+def ci(session: nox.Session) -> None:
+    """What CI runs: every session tagged ``lane``, in the two ``LANES`` at once, one pytest
+    worker per session (``PYTEST_XDIST_AUTO_NUM_WORKERS``: the other lane is the second). Each
+    lane's log is printed as it ends; the session fails if a lane does."""
+    lanes = [name for lane in LANES for name in lane]
+    every = subprocess.run(
+        [sys.executable, "-m", "nox", "-l", "-t", "lane", "--json"],
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    expected = sorted(s["session"] for s in json.loads(every.stdout) if s.get("tags") and "lane" in s["tags"])
+    if sorted(lanes) != expected:
+        session.error(f"LANES {sorted(lanes)} must name each session tagged lane once: {expected}")
+    env = {
+        **os.environ,
+        "PYTEST_XDIST_AUTO_NUM_WORKERS": os.environ.get("PYTEST_XDIST_AUTO_NUM_WORKERS", "1"),
+    }
+    logs = Path(session.create_tmp())
+    began = time.monotonic()
+    running = []
+    for number, lane in enumerate(LANES, 1):
+        log = open(logs / f"lane{number}.log", "w", encoding="utf-8")  # noqa: SIM115 (closed below)
+        args = [
+            sys.executable,
+            "-m",
+            "nox",
+            "--no-color",
+            "-s",
+            *lane,
+            *(["--", *session.posargs] if session.posargs else []),
+        ]
+        running.append((number, subprocess.Popen(args, stdout=log, stderr=subprocess.STDOUT, env=env), log))
+    failed = []
+    while running:
+        for item in list(running):
+            number, process, log = item
+            if process.poll() is None:
+                continue
+            running.remove(item)
+            log.close()
+            print((logs / f"lane{number}.log").read_text(encoding="utf-8"), flush=True)
+            print(
+                f"lane {number} ({', '.join(LANES[number - 1])}): exit {process.returncode} "
+                f"after {time.monotonic() - began:.0f} s",
+                flush=True,
+            )
+            if process.returncode:
+                failed.append(number)
+        time.sleep(1.0)
+    if failed:
+        session.error(f"lane(s) {failed} failed: see their logs above")

@@ -303,3 +303,44 @@ def test_attribute_walks_to_first_profiled_frame():
     assert result.outside_seconds == pytest.approx(3e-6)
     assert result.threads["k"] == {11: 1, 22: 1}
     assert (result.outside, result.total) == (1, 3)
+
+
+def _spin_for(cpu_seconds: float) -> int:
+    """Loop until this thread has used ``cpu_seconds`` of CPU (5 s of wall time at most)."""
+    n, end, give_up = 0, time.thread_time() + cpu_seconds, time.perf_counter() + 5.0
+    while time.thread_time() < end and time.perf_counter() < give_up:
+        n += 1
+    return n
+
+
+def _deep(levels: int, work):
+    """``work()`` run under ``levels`` C-level calls (``sorted``'s key): a stack that is
+    dear to walk, as jitted code's stack is in a process that has compiled thousands of
+    functions (the unwinder searches every module registered)."""
+    out = []
+
+    def go(level):
+        if level == 0:
+            out.append(work())
+        else:
+            sorted([0], key=lambda _: go(level - 1))
+        return 0
+
+    go(levels)
+    return out[0]
+
+
+def test_a_thread_whose_walks_outlast_the_period_still_runs():
+    """Walks of a deep stack take milliseconds, longer than the period at 8 kHz. With a
+    periodic timer, the next signal was pending each time a handler returned: the thread
+    sampled one place over and over and ran 8% of its time (and in whole-suite runs a
+    10-element call read 100-245 samples). Each timer is now one shot, re-armed at least as
+    far ahead as its handler took: the thread keeps about half its time (47-60% measured).
+    Counted in this thread's CPU time, so a busy machine does not move it."""
+    sys.setrecursionlimit(max(sys.getrecursionlimit(), 20_000))
+    _spin_for(0.02)
+    alone = _deep(400, lambda: _spin_for(0.1))
+    with Sampler(rate_hz=8000.0, walk_budget=1.0, depth=5000, max_samples=3000) as sampler:
+        sampled = _deep(400, lambda: _spin_for(0.1))
+    assert sampler.unavailable is None and sampler.samples.count >= 10, sampler.samples.count
+    assert sampled >= 0.3 * alone, (sampled, alone)

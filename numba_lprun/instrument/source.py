@@ -132,6 +132,13 @@ def read_source(dispatcher: object) -> FunctionSource:
         raise NotProfilableError(f"the source of {name} does not parse: {exc.msg}") from None
     ast.increment_lineno(tree, max(start, 1) - 1)
     fdef = _find_def(tree, code)
+    if fdef is None and code.co_filename.startswith("<"):
+        # exec'd code: "<string>" names no file, and lines cached under it (another exec's, one
+        # a pytest-xdist worker ran) are not this function's
+        raise NotProfilableError(
+            f"no readable source for {name} (defined in {code.co_filename}): "
+            "the lines found under that name do not define it"
+        )
     if fdef is None:
         raise NotProfilableError(
             f"the source found for {name} in {code.co_filename} does not define it "

@@ -306,8 +306,7 @@ class Sampler:
                 continue  # the thread exited since it was listed
             self._last_cpu[index] = N.thread_cpu_ns(tid)
             first_ns = H.first_wait(period_ns, self._random)
-            spec = N.itimerspec_t()
-            spec.it_interval.tv_sec, spec.it_interval.tv_nsec = divmod(period_ns, 1_000_000_000)
+            spec = N.itimerspec_t()  # one shot, no interval: each signal's handler re-arms it (_handler)
             spec.it_value.tv_sec, spec.it_value.tv_nsec = divmod(first_ns, 1_000_000_000)
             self._timers.append(timer)
             self._timer_ids[index] = timer.value or 0

@@ -95,9 +95,12 @@ KIND_TESTS = [
     "tests/test_twin_cache.py",
 ]
 KIND_SELECTION = "not magic and not cli"
+#: The releases that run KIND_TESTS, and those of them that leave out the tests of saved state and
+#: of the disk cache (NumPy's and Numba's own caching, which LLVM does not change; 0.59 runs them).
 KIND_RELEASES = {"0.59", "0.61"}
+KIND_LITE = {"0.61": ["tests/test_isolation.py", "tests/test_disk_cache.py"]}
 #: What differs between Pythons, run on each Python the whole suite does not run on: line events
-#: and hits against line_profiler's (the fuzzer too, and every kind's hits), the sampler's view of
+#: and hits against line_profiler's (the fuzzer too; and the generators' hits), the sampler's view of
 #: the interpreter, and the front ends that meet the interpreter (IPython's magic, the CLI's
 #: script runner, errors shown with the user's frames). Where samples land, saved state, the disk
 #: cache, Jupyter and the package suite depend on Numba, LLVM or ipykernel, not on Python: the
@@ -107,7 +110,6 @@ PYTHON_TESTS = [
     "tests/test_fuzz.py",
     "tests/test_fuzz_regressions.py",
     "tests/test_paths.py",
-    "tests/test_kinds.py",
     "tests/test_sampling.py",
     "tests/test_cli.py",
     "tests/test_magic.py",
@@ -182,29 +184,56 @@ def _install(session: nox.Session, numba: str, *extra: str, cuda: bool = True) -
     session.run("python", "-c", _SHOW_VERSIONS)
 
 
-def _run_suite(session: nox.Session, core: str | None) -> None:
+def _run_suite(session: nox.Session, core: str | None, *tests: str) -> None:
     _install(session, NEWEST_NUMBA)
     env = {"NUMBA_LPRUN_FUZZ_EXAMPLES": os.environ.get("NUMBA_LPRUN_FUZZ_EXAMPLES", FUZZ_EXAMPLES)}
     if core is not None:
         env["LINE_PROFILER_CORE"] = core
-    session.run("python", "-m", "pytest", "-q", *session.posargs, env=env)
+    session.run("python", "-m", "pytest", "-q", *tests, *session.posargs, env=env)
+
+
+#: The whole suite's second half (about half its time): CI runs the two halves in different lanes.
+SUITE_SECOND_HALF = [
+    "tests/test_attribution_corpus.py",
+    "tests/test_one_run.py",
+    "tests/test_package_suite.py",
+    "tests/test_disk_cache.py",
+    "tests/test_matrix.py",
+    "tests/test_cli.py",
+    "tests/test_dispatchers.py",
+    "tests/test_notebook.py",
+    "tests/test_sampling.py",
+    "tests/test_unwinding.py",
+    "tests/test_run_order.py",
+    "tests/test_render_width.py",
+    "tests/test_html_report.py",
+    "tests/test_twin_cache.py",
+]
 
 
 @nox.session(python=PYTHONS[0], tags=["lane"])
-def suite(session: nox.Session) -> None:
+@nox.parametrize("half", ["first", "second"], ids=["first", "second"])
+def suite(session: nox.Session, half: str) -> None:
     """The whole suite on the oldest supported Python and the newest Numba (line_profiler's
-    settrace core, the only one before 3.12)."""
-    _run_suite(session, None)
+    settrace core, the only one before 3.12), in two halves (``nox -s suite`` runs both)."""
+    if half == "second":
+        _run_suite(session, None, *SUITE_SECOND_HALF)
+    else:
+        _run_suite(session, None, *(f"--ignore={path}" for path in SUITE_SECOND_HALF))
 
 
 @nox.session(python=PYTHONS[1:], tags=["lane"])
 def lines(session: nox.Session) -> None:
     """What differs between Pythons, with each of line_profiler's cores: line events and hits
-    against line_profiler's, the rewriter (fuzzed), the sampler's view of the interpreter, where
-    samples land, the front ends and the one-run model (PYTHON_TESTS)."""
+    against line_profiler's (the fuzzer too, and the generators' hits), the sampler's view of
+    the interpreter, the front ends that meet it (PYTHON_TESTS)."""
     _install(session, NEWEST_NUMBA)
     env = {"NUMBA_LPRUN_FUZZ_EXAMPLES": os.environ.get("NUMBA_LPRUN_FUZZ_EXAMPLES", FUZZ_EXAMPLES)}
     session.run("python", "-m", "pytest", "-q", *PYTHON_TESTS, *session.posargs, env=env)
+    # generators' line events changed in 3.12: their hits against line_profiler's, every Python
+    session.run(
+        "python", "-m", "pytest", "-q", "tests/test_kinds.py", "-k", "generator", *session.posargs, env=env
+    )
     env["LINE_PROFILER_CORE"] = "legacy"
     session.run("python", "-m", "pytest", "-q", *LEGACY_CORE_TESTS, *session.posargs, env=env)
 
@@ -232,7 +261,8 @@ def numba(session: nox.Session, numba: str) -> None:
     session.run("python", "-m", "numba_lprun.demo", silent=True)  # the first thing a new user runs
     session.run("python", "-m", "pytest", "-q", *FAST_TESTS, *session.posargs)
     if numba in KIND_RELEASES:
-        session.run("python", "-m", "pytest", "-q", *KIND_TESTS, "-k", KIND_SELECTION, *session.posargs)
+        kinds = [t for t in KIND_TESTS if t not in KIND_LITE.get(numba, [])]
+        session.run("python", "-m", "pytest", "-q", *kinds, "-k", KIND_SELECTION, *session.posargs)
 
 
 @nox.session(python="3.12", tags=["line_profiler", "lane"])
@@ -245,21 +275,30 @@ def line_profiler_floor(session: nox.Session) -> None:
     session.run("python", "-m", "pytest", "-q", *LINE_PROFILER_TESTS, *session.posargs)
 
 
-#: CI's sessions in two lanes of about equal length (minutes on 2 cores, one pytest worker each).
+#: CI's sessions in two lanes of about equal length (about 16 minutes each on 2 cores, one pytest
+#: worker per session).
 #: Each lane is one nox process; they run at once, so one lane's installs, interpreter start-ups
 #: and subprocess waits overlap the other's tests, and the two cores stay busy (one after the
 #: other, with two workers per session, they were busy 63% of the time).
 LANES = (
     [
-        "suite",
+        "suite(first)",
+        "lines-3.12",
+        "numba(0.61)",
         "line_profiler_floor",
         "numba(0.60)",
         "numba(0.62)",
         "numba(0.63)",
+    ],
+    [
+        "suite(second)",
+        "lines-3.13",
+        "numba(0.59)",
         "numba(0.64)",
         "numba(0.65)",
+        "numba(0.66)",
+        "numba(0.67)",
     ],
-    ["lines-3.12", "lines-3.13", "numba(0.59)", "numba(0.61)", "numba(0.66)", "numba(0.67)"],
 )
 
 

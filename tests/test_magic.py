@@ -134,8 +134,8 @@ def test_once_skips_baseline(ip, capsys):
 
 
 def test_module_option(ip, capsys):
-    ip.run_cell("import tests.kernels as kernels_mod")
-    ip.run_line_magic("nlprun", "-z -m tests.kernels kernels_mod.poly(2.0)")
+    ip.run_cell("import tests.module_kernels as kernels_mod")
+    ip.run_line_magic("nlprun", "-z -m tests.module_kernels kernels_mod.poly(2.0)")
     out = capsys.readouterr().out
     assert "Function:   poly at line" in out
     assert "Function:   busy" not in out

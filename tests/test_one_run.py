@@ -88,7 +88,11 @@ def test_magic_on_package_code_holding_a_dataframe_samples_one_long_run(ipshell)
 
 
 def test_default_time_shares_follow_the_plain_twins_samples():
-    """On a tight loop the counting run's shares agree with the optimized code's (3 points)."""
+    """On a tight loop the counting run's shares agree with the optimized code's.
+
+    Each line's two shares are compared within 4.4 standard errors of their difference
+    (binomial, from the two profiles' sample counts) plus one point for the CPU weights and
+    what the counters change: a false failure about 1e-5 per line, 4e-5 for the four."""
     a = np.random.default_rng(1).random(20_000)
     K.tight(a, 1)
     once = numba_lprun.LineProfiler(K.tight, repeat=False)
@@ -99,7 +103,10 @@ def test_default_time_shares_follow_the_plain_twins_samples():
     assert one.time_source == "samples" and one.samples > 1000
     first = K.tight.py_func.__code__.co_firstlineno
     for line in range(first + 2, first + 6):
-        assert abs((one.time_share(line) or 0) - (many.time_share(line) or 0)) <= 3.0, line
+        got, want = one.time_share(line) or 0.0, many.time_share(line) or 0.0
+        p = min(max(want / 100.0, 0.01), 0.99)
+        error = 100.0 * (p * (1 - p) * (1 / one.samples + 1 / max(many.samples, 1))) ** 0.5
+        assert abs(got - want) <= 4.4 * error + 1.0, (line, got, want, error)
     assert hits_of(once.get_stats(), "tight") == linear_reference_hits(K.tight, lambda n: (a, n), 8000)
 
 

@@ -3,6 +3,7 @@
 import copy
 import os
 import shutil
+import signal
 import tempfile
 
 import line_profiler
@@ -129,3 +130,16 @@ def no_sampler_left_armed():
     from numba_lprun.sampling import sampler_running
 
     assert not sampler_running(), "this test left a Sampler armed"
+
+
+@pytest.fixture
+def python_sigint():
+    """SIGINT handled as Python handles it by default, for a test that sends one. A process
+    that a shell without job control starts in the background (a CI runner's, a tool's)
+    inherits SIGINT ignored; Python then installs no handler and a SIGINT does nothing, so
+    such a test would pass or fail by how the suite was started (README, Tests)."""
+    previous = signal.signal(signal.SIGINT, signal.default_int_handler)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGINT, previous)

@@ -168,15 +168,16 @@ def test_targeted_bad_input(ip, line, message):
     assert snapshot(ip) == before
 
 
-def test_real_ctrl_c_mid_run(ip, capsys):
+def test_real_ctrl_c_mid_run(ip, capsys, python_sigint):
     """A real SIGINT, sent once the user's run is under way (the statement says so through an
     event, so the twins are in and the sampler is armed), is reported as interrupting the run:
     the profile so far is shown and the namespace is as it was.
 
-    SIGINT's handler is Python's own for the test: a process that a shell without job control
-    starts in the background (CI's runner, a tool's) inherits SIGINT ignored, and Python then
-    installs no handler, so no SIGINT is ever delivered. That was the README's "SIGINT never
-    reported in whole-suite runs": those runs were started in the background."""
+    SIGINT's handler is Python's own for the test (``python_sigint``): a process that a shell
+    without job control starts in the background (CI's runner, a tool's) inherits SIGINT
+    ignored, and Python then installs no handler, so no SIGINT is ever delivered. That was the
+    README's "SIGINT never reported in whole-suite runs": those runs were started in the
+    background."""
     started = threading.Event()
 
     def until_interrupted():
@@ -192,13 +193,11 @@ def test_real_ctrl_c_mid_run(ip, capsys):
     before = snapshot(ip)
     ip.user_ns["_until_interrupted"] = until_interrupted
     sender = threading.Thread(target=interrupt)
-    previous = signal.signal(signal.SIGINT, signal.default_int_handler)
     try:
         sender.start()
         ip.run_line_magic("nlprun", "-f hostile_conv _until_interrupted()")
     finally:
         sender.join()
-        signal.signal(signal.SIGINT, previous)
         del ip.user_ns["_until_interrupted"]
     out = capsys.readouterr().out
     assert started.is_set()
@@ -207,7 +206,7 @@ def test_real_ctrl_c_mid_run(ip, capsys):
     assert snapshot(ip) == before
 
 
-def test_ctrl_c_at_any_moment_leaves_no_sampler_armed():
+def test_ctrl_c_at_any_moment_leaves_no_sampler_armed(python_sigint):
     """SIGINTs landing all through a sampled profile (arming, repeats, disarming, reading the
     samples): each leaves the one sampler slot free and SIGPROF's handler as it was."""
     import numpy as np
@@ -234,7 +233,7 @@ def test_ctrl_c_at_any_moment_leaves_no_sampler_armed():
         assert signal.getsignal(signal.SIGPROF) is before
 
 
-def test_ctrl_c_during_a_twin_compile_is_held_until_the_compile_is_done():
+def test_ctrl_c_during_a_twin_compile_is_held_until_the_compile_is_done(python_sigint):
     """A SIGINT that lands while Numba compiles a twin (here: as its type inference starts)
     is raised once the compile is done, never inside it: an intrinsic's typing caches its
     signature before it registers its lowering, and an interrupt between the two left a

@@ -50,8 +50,8 @@ Why it is built this way:
   firing while a handler ran, and where a walk outlasted the period (walks from jitted
   code in a process that has compiled thousands of functions) each return from the
   handler met the next signal already pending: the thread sampled one pc over and over
-  and barely ran (at 100 kHz, 91% of consecutive samples at the same pc and 341 calls
-  of a tiny function in 0.2 s instead of 233,094), and a 10-element call read 100-245
+  and barely ran (walks of a deep stack at 8 kHz: the thread kept 8% of its CPU time,
+  about half with one-shot timers; test_sampling), and a 10-element call read 100-245
   samples in whole-suite runs. The wait is also never shorter than the handler's own
   CPU time, so a thread sampled faster than it can be walked still gets at least half
   of its time (the rate it got is what ``achieved_hz`` reports). A timer at a

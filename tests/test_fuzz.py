@@ -12,8 +12,8 @@ rejects are filtered out (``hypothesis.reject``) and counted; run with ``-s`` to
 see the counts. The source is registered in ``linecache`` under a fake file name,
 as IPython does for cells, so ``inspect.getsource`` reads it.
 
-The default run checks a fixed, derandomized set of 80 examples (about a minute
-on two cores: each example compiles the original, a plain and an instrumented
+The default run checks a fixed, derandomized set of 25 examples (about 35 s on
+two cores: each example compiles the original, a plain and an instrumented
 twin). Environment variables for longer runs:
 
 * ``NUMBA_LPRUN_FUZZ_EXAMPLES=N``: check N examples instead of 25;

@@ -1,4 +1,4 @@
-"""Benchmark kernels: eight common numeric shapes and the ground-truth functions.
+"""Benchmark kernels: eleven common numeric shapes and the ground-truth functions.
 
 Each ``make_*`` returns (jitted function, arguments) sized for a run of roughly
 50-300 ms on one core, so ratios are measured over enough work to be stable.
@@ -7,7 +7,7 @@ Each ``make_*`` returns (jitted function, arguments) sized for a run of roughly
 import math
 
 import numpy as np
-from numba import njit, prange
+from numba import njit, prange, stencil
 
 
 @njit
@@ -103,6 +103,73 @@ def prange_norms(a):
     return out
 
 
+@njit
+def normal_cdf(d):
+    k = 1.0 / (1.0 + 0.2316419 * math.fabs(d))
+    poly = k * (0.31938153 + k * (-0.356563782 + k * (1.781477937 + k * (-1.821255978 + k * 1.330274429))))
+    value = 0.3989422804014327 * math.exp(-0.5 * d * d) * poly
+    if d > 0:
+        value = 1.0 - value
+    return value
+
+
+@njit
+def black_scholes(stock, strike, years, rate, vol, call, put):
+    for i in range(stock.size):
+        sqrt_t = math.sqrt(years[i])
+        d1 = (math.log(stock[i] / strike[i]) + (rate + 0.5 * vol * vol) * years[i]) / (vol * sqrt_t)
+        d2 = d1 - vol * sqrt_t
+        cnd1 = normal_cdf(d1)
+        cnd2 = normal_cdf(d2)
+        discount = math.exp(-rate * years[i])
+        call[i] = stock[i] * cnd1 - strike[i] * discount * cnd2
+        put[i] = strike[i] * discount * (1.0 - cnd2) - stock[i] * (1.0 - cnd1)
+
+
+@stencil
+def four_point(a):
+    return 0.25 * (a[-1, 0] + a[1, 0] + a[0, -1] + a[0, 1])
+
+
+@njit
+def relax(grid, steps):
+    for _ in range(steps):
+        grid = four_point(grid)
+    return grid
+
+
+@njit
+def gaussian(x, y, h):
+    return math.exp(-0.5 * ((x - y) / h) ** 2) / (h * math.sqrt(2.0 * math.pi))
+
+
+@njit(parallel=True)
+def kde(points, grid, h):
+    out = np.zeros(grid.size)
+    for i in prange(grid.size):
+        s = 0.0
+        for j in range(points.size):
+            s += gaussian(grid[i], points[j], h)
+        out[i] = s / points.size
+    return out
+
+
+def option_args(n, rng):
+    return (
+        rng.uniform(5, 30, n),
+        rng.uniform(1, 100, n),
+        rng.uniform(0.25, 10, n),
+        0.02,
+        0.3,
+        np.zeros(n),
+        np.zeros(n),
+    )
+
+
+#: The kernels whose jitted helpers are profiled with them (the helper's counters cost too).
+HELPERS = {"black-scholes": (normal_cdf,), "stencil": (four_point,), "kde (prange + helper)": (gaussian,)}
+
+
 def make_kernels():
     rng = np.random.default_rng(0)
     return {
@@ -114,6 +181,9 @@ def make_kernels():
         "monte carlo pi": (monte_carlo_pi, (3_000_000,)),
         "histogram": (histogram, (rng.random(10_000_000), 64, 0.0, 1.0)),
         "prange kernel": (prange_norms, (rng.random((4000, 1000)),)),
+        "black-scholes": (black_scholes, option_args(2_000_000, rng)),
+        "stencil": (relax, (rng.random((1000, 1000)), 20)),
+        "kde (prange + helper)": (kde, (rng.random(4000), np.linspace(0.0, 1.0, 1000), 0.1)),
     }
 
 

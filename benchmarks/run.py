@@ -46,8 +46,9 @@ def timed(func) -> float:
 
 
 def profile_seconds(kernel, statement: str, ns: dict, options: dict) -> tuple[float, object]:
-    """Wall seconds of one whole profile (runs, assembly, text rendering) of ``statement``."""
-    prof = numba_lprun.LineProfiler(kernel, **options)
+    """Wall seconds of one whole profile (runs, assembly, text rendering) of ``statement``; the
+    kernel's jitted helpers (``kernels.HELPERS``) are profiled with it."""
+    prof = numba_lprun.LineProfiler(kernel, *ns.get("helpers", ()), **options)
     start = time.perf_counter()
     prof.runctx(statement, ns, None)
     TextRenderer().render(prof.profile)
@@ -65,7 +66,7 @@ def compile_seconds(kernel, ns: dict) -> float:
 
 def kernel_rows(name: str, kernel, args) -> list[str]:
     kernel(*args)
-    ns = {"target": kernel, "args": args}
+    ns = {"target": kernel, "args": args, "helpers": kernels.HELPERS.get(name, ())}
     once = min(timed(lambda: kernel(*args)) for _ in range(3))
     reps = max(1, round(LONG_SECONDS / once))
     ns["reps"] = reps

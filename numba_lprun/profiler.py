@@ -25,7 +25,7 @@ from .run.phases import CallContext, RunSettings, plan, run_phases
 from .run.runner import PhaseRun, Runner
 from .run.snapshot import Reach, call_reach, statement_reach, take_snapshot
 from .run.statements import statement_run
-from .run.targets import TWIN_KINDS, runs_concurrently
+from .run.targets import TWIN_KINDS, may_run_on_threads
 from .sampling import sampler_unavailable
 from .stats import LineStats, ProfileStats
 
@@ -70,7 +70,7 @@ def _profiled_call(
     runner, settings = profiler._runner, profiler.settings
     if once is None and not settings.repeat:
         once = "--once asked for one run"
-    concurrent = any(runs_concurrently(t.original) for t in runner.targets.values())
+    concurrent = any(may_run_on_threads(t.original) for t in runner.targets.values())
     ctx = CallContext(runner, execute, namespaces, progress, settings, concurrent)
     if once is None and settings.timing:
         ctx.snapshot = take_snapshot(reach or Reach(), settings.snapshot_budget, concurrent)

@@ -4,6 +4,7 @@ import threading
 
 import numpy as np
 import pytest
+from numba import njit, stencil
 
 import numba_lprun
 from numba_lprun.sampling import Sampler
@@ -125,3 +126,26 @@ def test_atomic_counters_only_where_threads_meet():
     }
     assert cached_target(kinds.square_weight, current_clock().kind).atomic == {"counting": False}
     assert cached_target(kinds.parallel_density, current_clock().kind).atomic == {"counting": True}
+
+
+@stencil
+def blur(a):
+    return 0.5 * (a[-1] + a[1])
+
+
+@njit
+def blur_serially(a):
+    return blur(a)
+
+
+def test_a_stencil_that_only_serial_code_calls_keeps_plain_counters():
+    """A stencil's code runs on worker threads only inside a ``parallel=True`` caller, which then
+    reaches it (tests.kinds.smooth_parallel: atomic, and exact in test_kinds). Called from Python
+    or serial jitted code it runs on one thread: plain adds, which cost a 1000x1000 stencil a
+    third of what atomic ones did (benchmarks/counting_cost.py)."""
+    a = np.linspace(0.0, 1.0, 50)
+    prof = numba_lprun.LineProfiler(blur, timing=False)
+    assert np.allclose(prof.runcall(blur_serially, a), blur_serially(a))
+    assert hits_of(prof.get_stats(), "blur") == {blur.kernel_ir.func_id.func.__code__.co_firstlineno + 2: 48}
+    (target,) = prof._runner.targets.values()
+    assert target.atomic == {"counting": False}

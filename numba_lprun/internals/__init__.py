@@ -82,7 +82,7 @@ from .overloads import (
     replace_implementations,
     templates_with_implementations,
 )
-from .redirect import redirect_calls, stop_redirect
+from .redirect import compiled_entry_points, redirect_calls, stop_redirect
 from .registry import NUMBA_RANGE, USES, PrivateUse, installed_numba, minor, missing, private_names
 from .runtime import (
     allocation_statistics_on,
@@ -141,6 +141,7 @@ __all__ = [
     "rebuild_stencil",
     "rebuild_ufunc",
     "redirect_calls",
+    "compiled_entry_points",
     "register_symbol",
     "reparsed",
     "replace_implementations",

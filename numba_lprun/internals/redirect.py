@@ -17,6 +17,7 @@ from .registry import touches
 
 _SYNCING = "_numba_lprun_syncing"
 _REDIRECT = "_numba_lprun_twin"
+_HANDED = "_numba_lprun_handed"  # id(twin's entry point) -> (it, the original's), see compile
 
 
 @functools.cache
@@ -66,11 +67,25 @@ def _redirecting(cls: type) -> type:
     def _set_overloads(self, value):
         self.__dict__["overloads"] = value
 
+    def compile(self, sig):
+        # ``entry = f.compile(sig)`` during a run: the program gets the twin's entry point, so
+        # its calls through it are counted (the original compiles the signature too); the run
+        # puts the original's entry point back wherever the program keeps it (handed_entry_points)
+        own = cls.compile(self, sig)
+        twin = self.__dict__.get(_REDIRECT)
+        caller = sys._getframe(1).f_globals.get("__name__", "")
+        if twin is None or _SYNCING in self.__dict__ or caller.split(".")[0] in ("numba", "numba_lprun"):
+            return own
+        theirs = twin.compile(sig)
+        self.__dict__.setdefault(_HANDED, {})[id(theirs)] = (theirs, own)
+        return theirs
+
     namespace = {
         "__call__": __call__,
         "_numba_type_": _numba_type_,
         "_reduce_class": _reduce_class,
         "overloads": property(_get_overloads, _set_overloads),
+        "compile": compile,
         "__module__": cls.__module__,
         "__qualname__": cls.__qualname__,
     }
@@ -107,7 +122,14 @@ def redirect_calls(original: object, twin: object) -> type | None:
     return cls
 
 
-def stop_redirect(original: object, cls: type) -> None:
-    """Give ``original`` its own class back (``cls``, from :func:`redirect_calls`)."""
+def stop_redirect(original: object, cls: type) -> dict[int, tuple[object, object]]:
+    """Give ``original`` its own class back (``cls``, from :func:`redirect_calls`); returns the
+    twin's entry points its ``compile`` handed out meanwhile: id -> (the twin's, the original's)."""
     original.__class__ = cls
     original.__dict__.pop(_REDIRECT, None)
+    return original.__dict__.pop(_HANDED, {})
+
+
+def compiled_entry_points(dispatcher: object) -> dict[tuple, object]:
+    """The entry point (``compile(sig)``'s result) of each signature ``dispatcher`` has compiled."""
+    return {sig: cres.entry_point for sig, cres in dict(dispatcher.__dict__.get("overloads", {})).items()}

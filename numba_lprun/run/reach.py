@@ -16,7 +16,7 @@ import types as pytypes
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 
-from ..internals import CPUDispatcher, redirect_calls, stop_redirect
+from ..internals import CPUDispatcher, compiled_entry_points, redirect_calls, stop_redirect
 from ..interrupts import ctrl_c_deferred
 
 
@@ -115,17 +115,33 @@ def find_callers(
     return callers
 
 
+def twin_entry_points(twins: Iterable[object]) -> dict[int, object]:
+    """id(an original's entry point) -> the twin's for the same signature: what a program
+    calls through ``entry = f.compile(sig)`` reaches no dispatcher, so it is swapped itself."""
+    found = {}
+    for twin in twins:
+        theirs = compiled_entry_points(twin.dispatcher)
+        for sig, own in compiled_entry_points(twin.original).items():
+            if sig in theirs and theirs[sig] is not own:
+                found[id(own)] = theirs[sig]
+    return found
+
+
 @dataclass
 class Swap:
     """Bindings replaced for one run; ``restore`` puts the originals back.
 
     ``redirected`` holds the originals whose Python-level calls go to a twin
-    (see ``internals.redirect``), with the class to give back.
+    (see ``internals.redirect``), with the class to give back. Calls through an entry
+    point (``entry = f.compile(sig)``) bypass the dispatcher, so the entry points a program
+    holds are swapped for the twin's (``apply``), and those a redirected original's
+    ``compile`` hands out during the run are looked for in ``handed_to`` when it ends.
     """
 
     undo: list[tuple[dict, str, object, object]] = field(default_factory=list)
     redirected: list[tuple[object, type]] = field(default_factory=list)
     attributes: list[tuple[object, str, object]] = field(default_factory=list)
+    handed_to: list[dict] = field(default_factory=list)
 
     def set_attribute(self, obj: object, name: str, new: object) -> None:
         """Set ``obj.name`` (a class attribute Numba made) until ``restore``."""
@@ -176,6 +192,16 @@ class Swap:
                 for obj, name, old in reversed(self.attributes):
                     setattr(obj, name, old)
                 self.attributes.clear()
+                handed: dict[int, tuple[object, object]] = {}
                 for original, cls in reversed(self.redirected):
-                    stop_redirect(original, cls)
+                    handed.update(stop_redirect(original, cls))
                 self.redirected.clear()
+                if handed:
+                    self._take_back(handed)
+
+    def _take_back(self, handed: dict[int, tuple[object, object]]) -> None:
+        """Put the original's entry point wherever the program bound one of the twin's."""
+        for ns in self.handed_to:
+            for name, value in list(ns.items()):
+                if id(value) in handed and handed[id(value)][0] is value:
+                    ns[name] = handed[id(value)][1]

@@ -33,7 +33,7 @@ from .jitclasses import (
 from .measurements import PLAIN, FunctionCounts, FunctionFacts, Key
 from .naming import bound_name, options_of, sibling_key
 from .overloads import overloaded_functions, swap_implementations
-from .reach import Swap, find_callers, module_namespaces, reaches
+from .reach import Swap, find_callers, module_namespaces, reaches, twin_entry_points
 from .targets import (
     TWIN_KINDS,
     Target,
@@ -98,6 +98,10 @@ class PhaseRun:
         for twin, src in built:
             if not twin.compiled:
                 compile_like_original(twin, src)
+        self.swap.handed_to = self.namespaces
+        entry_points = twin_entry_points(twin for twin, _ in built)
+        if entry_points:
+            self.swap.apply(self.namespaces, entry_points)
 
 
 @dataclass

@@ -70,10 +70,19 @@ def runs_concurrently(dispatcher: object) -> bool:
     ``nogil=True`` function can be called from several Python threads at the same
     time (a thread pool): in both its counters need atomic updates, or hits are lost.
     """
-    if is_kernel_object(dispatcher):  # NumPy runs ufunc loops without the GIL; stencils go in prange
+    if is_cpu_ufunc(dispatcher):  # NumPy runs ufunc loops without the GIL
         return True
+    if is_kernel_object(dispatcher):  # a stencil: called from Python it holds the GIL; in a
+        return False  # parallel caller it is reached from that caller (atomic_targets)
     options = getattr(dispatcher, "targetoptions", None) or {}
     return bool(options.get("parallel") or options.get("nogil"))
+
+
+def may_run_on_threads(dispatcher: object) -> bool:
+    """Whether ``dispatcher``'s code may run on Numba's worker threads in some run (so the
+    sampler watches every thread and the snapshot takes their random states): a concurrent
+    function, or a stencil, which a ``parallel=True`` caller inlines into its loops."""
+    return runs_concurrently(dispatcher) or is_kernel_object(dispatcher)
 
 
 def _closure(py_func) -> tuple[int, ...]:

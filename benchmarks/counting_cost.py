@@ -1,0 +1,68 @@
+"""What the counting run costs the user's code, against the user's own compiled function.
+
+Run ``python benchmarks/counting_cost.py [KERNEL...]``. The profile's overhead figure
+compares the counting twin with the plain twin, and both twins carry the entry and exit
+probes (a clock read at each end of every call): so for a jitted helper called in a hot
+loop, which LLVM inlines, both twins pay per call and the figure reads about 1.0 while the
+user's run is slower than the unprofiled code. This benchmark measures that directly, side
+by side in one process: the kernel's call timed inside a one-run profile (``--once``; the
+second call, so no compile is timed), hits only and with the sampler, against the same call
+of the original function, best of three each. The profile's own overhead figure (a default
+profile of one call) is printed beside it. Twins are compiled by a first profile.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+import time
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+
+import kernels  # noqa: E402
+
+import numba_lprun  # noqa: E402
+
+MODES = {"hits only": {"timing": False}, "sampled": {}}
+
+
+def best_call(entry, args, tries: int = 3) -> float:
+    """The best of ``tries`` timed calls of ``entry(*args)``, after one untimed call."""
+    entry(*args)
+    spent = []
+    for _ in range(tries):
+        start = time.perf_counter()
+        entry(*args)
+        spent.append(time.perf_counter() - start)
+    return min(spent)
+
+
+def row(name: str, kernel, args) -> str:
+    targets = (kernel, *kernels.HELPERS.get(name, ()))
+    cells = []
+    for options in MODES.values():
+        numba_lprun.LineProfiler(*targets, repeat=False, **options).runcall(kernel, *args)  # twins
+        plain = best_call(kernel, args)
+        inside = numba_lprun.LineProfiler(*targets, repeat=False, **options).runcall(best_call, kernel, args)
+        cells.append(f"{inside / min(plain, best_call(kernel, args)):9.2f}x")
+    prof = numba_lprun.LineProfiler(*targets)
+    prof.runcall(kernel, *args)
+    figures = [f.overhead for f in prof.profile.functions]
+    said = " ".join("-" if f is None else f"{f:.2f}x" for f in figures)
+    return f"{name[:22]:22} {plain:8.3f} " + " ".join(cells) + f"   {said}"
+
+
+def main() -> None:
+    chosen = sys.argv[1:]
+    print(
+        "ratio: the call in a one-run profile / the original's call (best of 3 each, twins compiled)\n"
+        "figure: the profile's overhead figure, counting twin / plain twin (kernel, helpers)"
+    )
+    print(f"{'kernel':22} {'plain s':>8} {'hits only':>10} {'sampled':>10}   figure")
+    for name, (kernel, args) in kernels.make_kernels().items():
+        if not chosen or name in chosen:
+            print(row(name, kernel, args), flush=True)
+
+
+if __name__ == "__main__":
+    main()

@@ -42,7 +42,7 @@ def test_an_entry_point_made_during_the_run_is_counted_and_the_originals_left(ip
     once = reference_hits(accumulate, A)
     assert hits_of(prof.get_stats(), "accumulate") == {line: 2 * n for line, n in once.items()}
     made = ipshell.user_ns["made"]
-    (original,) = [c.entry_point for sig, c in accumulate.overloads.items() if sig == accumulate.signatures[0]]
+    original = accumulate.overloads[accumulate.signatures[0]].entry_point
     assert made is original  # the program keeps the original's entry point, not the twin's
     assert made(A) == accumulate.py_func(A)
 

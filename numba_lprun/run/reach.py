@@ -115,6 +115,15 @@ def find_callers(
     return callers
 
 
+def defining_module(built: tuple[object, object]) -> pytypes.ModuleType | None:
+    """The module whose globals a built twin's original was defined in (None for a relinked
+    caller, whose source is not read, or code defined outside any module)."""
+    _, source = built
+    py_func = getattr(source, "py_func", None)
+    name = getattr(py_func, "__module__", None)
+    return sys.modules.get(name) if name else None
+
+
 def twin_entry_points(twins: Iterable[object]) -> dict[int, object]:
     """id(an original's entry point) -> the twin's for the same signature: what a program
     calls through ``entry = f.compile(sig)`` reaches no dispatcher, so it is swapped itself."""

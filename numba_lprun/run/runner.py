@@ -33,7 +33,7 @@ from .jitclasses import (
 from .measurements import PLAIN, FunctionCounts, FunctionFacts, Key
 from .naming import bound_name, options_of, sibling_key
 from .overloads import overloaded_functions, swap_implementations
-from .reach import Swap, find_callers, module_namespaces, reaches, twin_entry_points
+from .reach import Swap, defining_module, find_callers, module_namespaces, reaches, twin_entry_points
 from .targets import (
     TWIN_KINDS,
     Target,
@@ -61,6 +61,7 @@ class PhaseRun:
     internal: list[dict]  # Numba's own member dicts (jitclass types), where twins are swapped in
     swap: Swap
     progress: Progress | None
+    statement: list[dict] = field(default_factory=list)  # the statement's own namespaces
     replacements: dict[int, CPUDispatcher] = field(default_factory=dict)
 
     def add_namespace(self, namespace: dict) -> None:
@@ -98,10 +99,15 @@ class PhaseRun:
         for twin, src in built:
             if not twin.compiled:
                 compile_like_original(twin, src)
-        self.swap.handed_to = self.namespaces
+        # entry points are looked for where programs keep them: the statement's names and the
+        # profiled functions' modules (every module's globals would cost 40 ms a run)
+        spaces = self.statement + [
+            vars(module) for module in {id(m): m for m in map(defining_module, built)}.values() if module
+        ]
+        self.swap.handed_to = spaces
         entry_points = twin_entry_points(twin for twin, _ in built)
         if entry_points:
-            self.swap.apply(self.namespaces, entry_points)
+            self.swap.apply(spaces, entry_points)
 
 
 @dataclass
@@ -265,8 +271,8 @@ class Runner:
         paused: CompileHooks | None = None,
     ) -> Iterator[PhaseRun]:
         """Swap in the (compiled) twins of ``kind``; restore every namespace afterwards."""
-        spaces = [ns for ns in namespaces if ns is not None] + module_namespaces()
-        run = PhaseRun(self, kind, spaces, [], Swap(), progress)
+        statement = [ns for ns in namespaces if ns is not None]
+        run = PhaseRun(self, kind, statement + module_namespaces(), [], Swap(), progress, statement)
         self.used.add(kind)
         self.generation += 1
         watcher = CompileWatcher(kind, progress, paused)

@@ -143,6 +143,8 @@ def _overhead_notes(stats: FunctionStats, threshold: float) -> list[Note]:
         return []
     notes = []
     twin = "probed" if stats.run_twin == "probed" else "counting"
+    # a ufunc's or stencil's counting twin times its lines with clock probes (no line tables)
+    clocked = twin == "probed" or stats.time_source == PROBES
     ratio = stats.overhead
     if ratio is None:
         why = stats.overhead_unmeasured or "no plain run of the same calls"
@@ -151,12 +153,12 @@ def _overhead_notes(stats: FunctionStats, threshold: float) -> list[Note]:
             said += f"; the machine code shows the {'probes' if twin == 'probed' else 'counters'} cost SIMD"
         elif stats.compile_seconds.get("plain") is not None:
             said += f"; the {twin} twin's loops vectorized as the plain twin's did"
-        if twin == "probed":  # a clock read per line costs 10-100x in tight loops: never silent
+        if clocked:  # a clock read per line costs 10-100x in tight loops: never silent
             said += (
                 ". Clock probes on every line slow tight loops 10-100x, so times of lines in tight "
                 "loops are inflated: read this table as a guide, not a measurement."
             )
-        notes.append(Note("warning" if twin == "probed" else "info", said))
+        notes.append(Note("warning" if clocked else "info", said))
     else:
         spread = stats.overhead_spread
         noise = ""
@@ -169,11 +171,11 @@ def _overhead_notes(stats: FunctionStats, threshold: float) -> list[Note]:
                 Note(
                     "warning",
                     f"{twin} run {ratio:.2f}x the plain run{noise}, above {threshold:g}x: the "
-                    f"{'probes' if twin == 'probed' else 'counters'} hinder the optimizer (vectorization, "
+                    f"{'probes' if clocked else 'counters'} hinder the optimizer (vectorization, "
                     "hoisting, keeping values in registers), so "
                     + (
                         "times of lines in tight loops are inflated. "
-                        if twin == "probed"
+                        if clocked
                         else "the samples of this run describe slower code than yours. "
                     )
                     + "Read this table as a guide, not a measurement.",

@@ -325,6 +325,30 @@ def test_stencil(ipshell, caller, via_magic):
     assert np.allclose(call(S), expected)
 
 
+def test_a_stencil_profiled_for_hits_only_reads_no_clock():
+    """A stencil's counting twin times its lines with clock probes (no line tables, so no
+    samples): with ``--hits`` it must not, since the table says no clock ran."""
+    prof = numba_lprun.LineProfiler(kinds.smooth, timing=False)
+    prof.runcall(kinds.smooth_twice, S)
+    assert hits_of(prof.get_stats(), "smooth") == stencil_reference()
+    (stats,) = prof.profile.functions
+    assert stats.time_source is None and not any(t for _, _, t in prof.get_stats().timings[stats.key])
+    said = [note.text for note in stats.notes]
+    assert "hits only: no clock and no sampler, so no times are shown" in said
+    assert not any("probe" in text for text in said), said
+
+
+def test_a_stencil_timed_by_probes_warns_of_their_cost():
+    """Timed by clock probes on every point, a stencil's run is many times slower than the
+    unprofiled one: a one-run profile must warn, as for --probes, not only say its loops
+    vectorized alike."""
+    prof = numba_lprun.LineProfiler(kinds.smooth, repeat=False, sample_time=0.05)
+    prof.runcall(kinds.smooth_twice, S)
+    (stats,) = prof.profile.functions
+    warned = [n.text for n in stats.notes if n.level == "warning"]
+    assert any("Clock probes on every line slow tight loops" in text for text in warned), stats.notes
+
+
 @pytest.mark.parametrize("name, args", [("clip_add", (A, A)), ("row_total", (A2,)), ("smooth", (S,))])
 def test_kernel_object_kept_in_a_container(name, args):
     holder = {"k": getattr(kinds, name)}

@@ -115,6 +115,7 @@ class Runner:
     """The targets and twins of one profiler; runs phases on them."""
 
     clock: str
+    time_kernels: bool = True  # ufunc and stencil counting twins time lines (False: hits only)
     targets: dict[Key, Target] = field(default_factory=dict)
     relinked: dict[str, dict[int, Twin]] = field(default_factory=lambda: {k: {} for k in TWIN_KINDS})
     compile_seconds: dict[int, float] = field(default_factory=dict)  # id(twin) -> compiled by this runner
@@ -202,11 +203,8 @@ class Runner:
         targets = list(targets)
         for target in targets:
             atomic = id(target.original) in concurrent
-            if kind in target.twins and target.atomic.get(kind) != atomic:
-                del target.twins[kind]  # kept from a profile whose callers ran on one thread at a time
-            if kind not in target.twins:
-                target.twins[kind] = build_twin(target, kind, self.clock, atomic)
-                target.atomic[kind] = atomic
+            if not target.built_as(kind, atomic, self.time_kernels):  # kept from another kind of profile
+                target.twins[kind] = build_twin(target, kind, self.clock, atomic, self.time_kernels)
         self._refresh_stale(kind, concurrent)
         for target in targets:
             built.append((target.twins[kind], target.source))
@@ -256,8 +254,7 @@ class Runner:
                 break
             for target in stale:
                 atomic = id(target.original) in concurrent
-                target.twins[kind] = build_twin(target, kind, self.clock, atomic)
-                target.atomic[kind] = atomic
+                target.twins[kind] = build_twin(target, kind, self.clock, atomic, self.time_kernels)
         for target in self.targets.values():
             if kind in target.twins:
                 target.links[kind] = self._links(target, kind)
@@ -363,7 +360,6 @@ class Runner:
                 if PLAIN not in target.twins:  # defined by the statement: no phase switched it
                     atomic = target.atomic.get(user_kind, runs_concurrently(target.original))
                     target.twins[PLAIN] = build_twin(target, PLAIN, self.clock, atomic)
-                    target.atomic[PLAIN] = atomic
                 compile_like(target.twins[PLAIN], user.dispatcher, target.source)
 
     def take_counts(self, kind: str) -> dict[Key, FunctionCounts]:

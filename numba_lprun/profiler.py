@@ -124,7 +124,7 @@ class LineProfiler:
         )
         self.threshold, self.corrected = threshold, corrected
         self._clock = current_clock()
-        self._runner = Runner(self._clock.kind, time_kernels=timing)
+        self._runner = Runner(self._clock.kind, shows_times=timing)
         self._record: CallRecord | None = None  # every profiled call so far, added up
         self._readings: dict[tuple, Any] = {}
         for func in functions:

@@ -187,3 +187,24 @@ def test_asm_option_in_the_magic_and_the_command_line(ipshell, capsys):
     from numba_lprun.options import CLI, optional_value_flags
 
     assert "--asm" in optional_value_flags(CLI)
+
+
+def test_a_hits_only_profile_reads_no_clock():
+    """``--hits`` shows no times, so its twins read no clock, not even at each call's entry and
+    exit: a helper LLVM inlines into a hot loop would pay two clock reads and an atomic update
+    per call (Black-Scholes' normal-CDF helper cost 1.44x for that, benchmarks/counting_cost.py).
+    Calls are counted with the hits instead, exactly."""
+    from numba_lprun.instrument.clock import current_clock
+    from numba_lprun.run.targets import cached_target
+    from tests import kernels
+
+    a = np.arange(1.0, 9.0)
+    prof = numba_lprun.LineProfiler(kernels.uses_helpers, kernels.helper, timing=False)
+    assert prof.runcall(kernels.uses_helpers, a) == kernels.uses_helpers(a)
+    calls = {f.name: f.calls for f in prof.profile.functions}
+    assert calls == {"uses_helpers": 1, "helper": a.size}
+    clock = current_clock().kind
+    for func in (kernels.uses_helpers, kernels.helper):
+        twin = cached_target(func, clock).twins["counting"]
+        code = "\n".join(twin.dispatcher.inspect_asm().values())
+        assert "rdtsc" not in code and "clock_gettime" not in code, func.__name__

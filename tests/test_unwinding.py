@@ -143,11 +143,24 @@ def test_walk_stopped_in_a_jitted_callback_is_counted_by_cause():
     """Code the twin reaches through a pointer is not its own copy: a ``cfunc`` compiled
     by Numba has no unwind table, the walk stops there and says so."""
     twin = twin_of(njit(calls_callback))
-    raw = sample_for(twin, 0.3)
-    result = attribute(raw, {"f": map_of(twin)})
-    main = raw.per_thread[raw.tids[0]]
+    maps = {"f": map_of(twin)}
+    result = attribute(sample_for(twin, 0.3), maps)
     cause = "stopped in code without unwind information: jitted code that numba_lprun did not compile"
-    assert result.stopped.get(cause, 0) >= 0.3 * main, (result.stopped, result.lines, raw.per_thread)
+
+    def in_calls():  # samples taken in the twin's calls: charged to its lines, or stopped
+        return result.in_function("f") + sum(result.stopped.values())
+
+    # Judged among the samples in the calls: the rest land in the test's own loop, a share that
+    # grew from a third to two thirds beside four busy processes. Sampled until 150 are in the
+    # calls (the count decides, never the verdict); the callback and SPIN1 each take about half
+    # of the calls' time, so 30% is 4.4 standard errors below at 150 (false failure about 1e-5).
+    for _ in range(9):
+        if in_calls() >= 150:
+            break
+        result.add(attribute(sample_for(twin, 0.3), maps))
+    main = in_calls()
+    assert main >= 150, (result.stopped, result.lines, result.total)
+    assert result.stopped.get(cause, 0) >= 0.3 * main, (result.stopped, result.lines, result.total)
     assert sum(result.lines["f"].get(line, 0) for line in lines_of(calls_callback, "SPIN1")) >= 0.3 * main
     assert result.stopped_seconds[cause] > 0
     assert result.total == result.inside + result.outside + sum(result.stopped.values())

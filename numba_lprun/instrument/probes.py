@@ -23,9 +23,6 @@ a constant (``benchmarks/relocatable_probes.py``), and can be cached.
 
 from __future__ import annotations
 
-import itertools
-import re
-import weakref
 from collections.abc import Callable
 from dataclasses import dataclass
 
@@ -34,8 +31,14 @@ from llvmlite import ir
 from numba import types
 from numba.extending import intrinsic
 
-from ..internals import register_symbol
 from .clock import emit_read
+from .counter_slots import (  # noqa: F401  (the symbol helpers, re-exported for twin_cache and twin_identity)
+    CounterSlot,
+    may_keep,
+    resolves_as_meant,
+    symbol_taken,
+    symbols_in,
+)
 from .exits import exits_flushed, flush_on_exit
 
 _I64 = ir.IntType(64)
@@ -58,6 +61,19 @@ class ProbeConfig:
     timing: bool = True  # read the clock on every line (False: hit counts only)
     atomic: bool = False  # counters may be touched by several threads (parallel=True, nogil=True)
     suspends: bool = False  # a generator: its stack slot is made afresh at every resume
+    call_clock: bool = True  # read the clock at each call's entry and exit (False: calls counted only)
+
+    @property
+    def clocks_calls(self) -> bool:
+        """Whether each call is timed from entry to exit: always with clock probes on the lines;
+        without them, unless the profile shows no times at all (``--hits``), where two clock reads
+        and an atomic update per call would be all a hot inlined helper's profile costs."""
+        return self.timing or self.call_clock
+
+    @property
+    def local_calls(self) -> bool:
+        """Calls counted in the stack slot with the hits (a field after the lines'), flushed with them."""
+        return self.local_hits and not self.clocks_calls
 
     @property
     def local_hits(self) -> bool:
@@ -71,88 +87,11 @@ class ProbeConfig:
 
     def token(self) -> str:
         """Everything in the config that shapes the code (all but the counters' address)."""
-        return f"{self.n_lines}:{self.clock}:{self.timing}:{self.atomic}:{self.suspends}"
+        return f"{self.n_lines}:{self.clock}:{self.timing}:{self.atomic}:{self.suspends}:{self.clocks_calls}"
 
     @property
     def totals_row(self) -> int:
         return self.n_lines + 1
-
-
-_SYMBOL_PREFIX = "_nlp_ctr_"
-_taken: weakref.WeakValueDictionary[str, CounterSlot] = weakref.WeakValueDictionary()
-_serial = itertools.count(1)
-_CANONICAL = re.compile(_SYMBOL_PREFIX + r"([0-9a-f]{20})(?:n\d+)?")
-
-
-def symbol_taken(stem: str) -> bool:
-    """Whether a live slot holds the symbol ``bind(stem)`` would choose."""
-    return _SYMBOL_PREFIX + stem in _taken
-
-
-def symbols_in(object_code: bytes) -> frozenset[str]:
-    """The counters symbols that object code names (in its symbol table)."""
-    return frozenset(m.decode() for m in re.findall(rb"_nlp_ctr_[0-9A-Za-z_]+", object_code))
-
-
-def may_keep(symbol: str) -> bool:
-    """Whether code naming ``symbol`` may be cached: a key-derived name, which a later process
-    gives the same twin (one-off names are given to whoever asks next)."""
-    return _CANONICAL.fullmatch(symbol) is not None
-
-
-def resolves_as_meant(symbol: str, *, reached_by_name: bool) -> bool:
-    """Whether cached code naming ``symbol`` would reach the counters it was compiled for.
-
-    A live twin must hold the name (else loading the code aborts the process:
-    LLVM cannot resolve it). Code that reached the twin by name was keyed by that
-    twin; code that reached it otherwise (a jitclass member, an overload) is only
-    sure to mean this one when no other live twin has the same key.
-    """
-    match = _CANONICAL.fullmatch(symbol)
-    if match is None or symbol not in _taken:
-        return False
-    if reached_by_name:
-        return True
-    stem = _SYMBOL_PREFIX + match.group(1)
-    return sum(1 for name in list(_taken.keys()) if name.startswith(stem)) == 1
-
-
-class CounterSlot:
-    """The symbol through which one twin's probes reach its counters.
-
-    ``bind(stem)`` names it ``_nlp_ctr_<stem>`` (the twin's cache key, so the same
-    twin compiled in another process names the same symbol and its cached code
-    fits) and registers the counters' address under that name. A name stays taken
-    while its slot lives (the twin's globals and intrinsics hold it): binding a
-    taken name (or none) gives a serial suffix instead, and ``canonical`` says the
-    code must not be cached (``twin_identity.name_twin`` picks free names). Code
-    loaded later resolves the name to the address registered then, so a name is
-    only reused once the code using it is gone.
-    """
-
-    def __init__(self, address: int, config: str = ""):
-        self.address = address
-        self.config = config  # ProbeConfig.token(): what the probes compile to
-        self.symbol: str | None = None
-        self.canonical = False
-
-    def bind(self, stem: str | None) -> str:
-        """Name and register the symbol (once; later calls return the first name)."""
-        if self.symbol is not None:
-            return self.symbol
-        name = _SYMBOL_PREFIX + stem if stem else None
-        self.canonical = name is not None and name not in _taken
-        if not self.canonical:
-            name = f"{_SYMBOL_PREFIX}{stem or 'anon'}_{next(_serial)}"
-        register_symbol(name, self.address)
-        _taken[name] = self
-        self.symbol = name
-        return name
-
-    @property
-    def name(self) -> str:
-        """The symbol, bound to a one-off name if nobody bound it before the code generation."""
-        return self.symbol if self.symbol is not None else self.bind(None)
 
 
 class _Emitter:
@@ -200,11 +139,11 @@ class _Emitter:
             slots = fn._nlp_state_slots = {}
         key = self.slot.name
         if key not in slots:
-            local_rows = self.cfg.n_lines if self.cfg.local_hits else 0
+            local_rows = (self.cfg.n_lines if self.cfg.local_hits else 0) + self.cfg.local_calls
             with builder.goto_entry_block():
                 slot = builder.alloca(ir.ArrayType(_I64, LOCAL_HITS + local_rows), name="nlp.state")
                 self.set(builder, slot, PREV_ROW, ir.Constant(_I64, self.cfg.trash_row))
-                if self.cfg.timing or self.cfg.suspends:
+                if self.cfg.timing or (self.cfg.suspends and self.cfg.clocks_calls):
                     now = emit_read(builder, self.cfg.clock)
                     self.set(builder, slot, PREV_T, now)
                     self.set(builder, slot, ENTRY_T, now)
@@ -223,6 +162,9 @@ class _Emitter:
     def set(builder: ir.IRBuilder, slot: ir.Value, field: int, value: ir.Value) -> None:
         builder.store(value, builder.gep(slot, [ir.Constant(_I32, 0), ir.Constant(_I32, field)]))
 
+    def bump(self, builder: ir.IRBuilder, slot: ir.Value, field: int) -> None:
+        self.set(builder, slot, field, builder.add(self.get(builder, slot, field), ir.Constant(_I64, 1)))
+
     def charge_previous(self, builder: ir.IRBuilder, slot: ir.Value, now: ir.Value) -> None:
         prev_row = self.get(builder, slot, PREV_ROW)
         self.add(builder, prev_row, 1, builder.sub(now, self.get(builder, slot, PREV_T)))
@@ -236,6 +178,12 @@ class _Emitter:
     def enter(self, builder: ir.IRBuilder, context: object) -> None:
         """A call starts: its entry time goes to memory, not to a register (see ``close_call``)."""
         slot = self.state(builder)
+        if not self.cfg.clocks_calls:  # hits only: the call is counted, not timed
+            if self.cfg.local_calls:
+                self.bump(builder, slot, LOCAL_HITS + self.cfg.n_lines)
+            else:
+                self.add(builder, self.cfg.totals_row, 0, ir.Constant(_I64, 1))
+            return
         now = emit_read(builder, self.cfg.clock)
         self.set(builder, slot, PREV_ROW, ir.Constant(_I64, self.cfg.trash_row))
         self.set(builder, slot, PREV_T, now)
@@ -263,8 +211,7 @@ class _Emitter:
     def line(self, builder: ir.IRBuilder, row: int) -> None:
         slot = self.state(builder)
         if self.cfg.local_hits:  # count in the stack slot: LLVM keeps it in a register
-            field = LOCAL_HITS + row
-            self.set(builder, slot, field, builder.add(self.get(builder, slot, field), ir.Constant(_I64, 1)))
+            self.bump(builder, slot, LOCAL_HITS + row)
             return
         self.add(builder, row, 0, ir.Constant(_I64, 1))
         if not self.cfg.timing:
@@ -279,8 +226,8 @@ class _Emitter:
         if not self.cfg.local_hits:
             return
         slot = self.state(builder)
-        for row in range(self.cfg.n_lines):
-            field = LOCAL_HITS + row
+        rows = list(range(self.cfg.n_lines)) + ([self.cfg.totals_row] if self.cfg.local_calls else [])
+        for field, row in enumerate(rows, LOCAL_HITS):
             self.add(builder, row, 0, self.get(builder, slot, field))
             self.set(builder, slot, field, ir.Constant(_I64, 0))
 
@@ -289,7 +236,7 @@ class _Emitter:
         call itself is closed at the function's exits (``close_call``), or here."""
         self.flush(builder)
         slot = self.state(builder)
-        closes_here = not self.closes_at_exits(context)
+        closes_here = self.cfg.clocks_calls and not self.closes_at_exits(context)
         if not (self.cfg.timing or closes_here):
             return
         now = emit_read(builder, self.cfg.clock)

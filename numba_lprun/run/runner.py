@@ -115,7 +115,7 @@ class Runner:
     """The targets and twins of one profiler; runs phases on them."""
 
     clock: str
-    time_kernels: bool = True  # ufunc and stencil counting twins time lines (False: hits only)
+    shows_times: bool = True  # False: hits only (--hits), so no twin reads the clock (targets._times_lines)
     targets: dict[Key, Target] = field(default_factory=dict)
     relinked: dict[str, dict[int, Twin]] = field(default_factory=lambda: {k: {} for k in TWIN_KINDS})
     compile_seconds: dict[int, float] = field(default_factory=dict)  # id(twin) -> compiled by this runner
@@ -203,8 +203,8 @@ class Runner:
         targets = list(targets)
         for target in targets:
             atomic = id(target.original) in concurrent
-            if not target.built_as(kind, atomic, self.time_kernels):  # kept from another kind of profile
-                target.twins[kind] = build_twin(target, kind, self.clock, atomic, self.time_kernels)
+            if not target.built_as(kind, atomic, self.shows_times):  # kept from another kind of profile
+                target.twins[kind] = build_twin(target, kind, self.clock, atomic, self.shows_times)
         self._refresh_stale(kind, concurrent)
         for target in targets:
             built.append((target.twins[kind], target.source))
@@ -254,7 +254,7 @@ class Runner:
                 break
             for target in stale:
                 atomic = id(target.original) in concurrent
-                target.twins[kind] = build_twin(target, kind, self.clock, atomic, self.time_kernels)
+                target.twins[kind] = build_twin(target, kind, self.clock, atomic, self.shows_times)
         for target in self.targets.values():
             if kind in target.twins:
                 target.links[kind] = self._links(target, kind)

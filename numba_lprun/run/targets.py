@@ -50,14 +50,14 @@ class Target:
     owner: type | None = None  # the jitclass it is a member of (found before any swap)
     templates: list[type] = field(default_factory=list)  # @overload templates holding it
     atomic: dict[str, bool] = field(default_factory=dict)  # kind -> its twin's counters are atomic
-    timed: dict[str, bool] = field(default_factory=dict)  # kind -> its twin reads the clock per line
+    clocks: dict[str, tuple[bool, bool]] = field(default_factory=dict)  # kind -> clock per (line, call)
 
-    def built_as(self, kind: str, atomic: bool, time_kernels: bool) -> bool:
+    def built_as(self, kind: str, atomic: bool, shows_times: bool) -> bool:
         """Whether the kept twin of ``kind`` is the one ``build_twin`` would build now."""
         return (
             kind in self.twins
             and self.atomic.get(kind) == atomic
-            and self.timed.get(kind) == _times_lines(self, kind, time_kernels)
+            and self.clocks.get(kind) == (_times_lines(self, kind, shows_times), shows_times)
         )
 
     @property
@@ -182,20 +182,21 @@ def new_target(dispatcher: CPUDispatcher, source: FunctionSource) -> Target:
     return target
 
 
-def _times_lines(target: Target, kind: str, time_kernels: bool) -> bool:
+def _times_lines(target: Target, kind: str, shows_times: bool) -> bool:
     """Whether ``kind``'s twin reads the clock on every line: the probed twin does, and so does
     the counting twin of a ufunc or stencil, whose code takes no line tables (no sample maps to
-    its lines), unless the profile counts hits only (``time_kernels`` False: ``--hits``)."""
-    return kind == PROBED or (kind == COUNTING and time_kernels and not sampleable(target.original))
+    its lines), unless the profile shows no times (``shows_times`` False: ``--hits``, where no
+    twin reads the clock at all, not even at each call's entry and exit)."""
+    return kind == PROBED or (kind == COUNTING and shows_times and not sampleable(target.original))
 
 
-def build_twin(target: Target, kind: str, clock: str, concurrent: bool, time_kernels: bool = True) -> Twin:
+def build_twin(target: Target, kind: str, clock: str, concurrent: bool, shows_times: bool = True) -> Twin:
     """A new (not yet compiled) twin of ``kind`` for ``target``, recorded as built (``built_as``)."""
     rewritten = target.rewrite(kind)
     counters = target.counters[kind]
     atomic = concurrent or runs_concurrently(target.original)
-    timing = _times_lines(target, kind, time_kernels)
-    target.atomic[kind], target.timed[kind] = concurrent, timing
+    timing = _times_lines(target, kind, shows_times)
+    target.atomic[kind], target.clocks[kind] = concurrent, (timing, shows_times)
     cfg = P.ProbeConfig(
         address=counters.ctypes.data,
         n_lines=len(rewritten.rows),
@@ -203,6 +204,7 @@ def build_twin(target: Target, kind: str, clock: str, concurrent: bool, time_ker
         timing=timing,
         atomic=atomic,
         suspends=bool(target.source.py_func.__code__.co_flags & inspect.CO_GENERATOR),
+        call_clock=shows_times,
     )
     extra = P.make_probes(cfg)
     extra[P.PYHIT] = P.make_python_hit(counters)

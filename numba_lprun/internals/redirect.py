@@ -70,7 +70,7 @@ def _redirecting(cls: type) -> type:
     def compile(self, sig):
         # ``entry = f.compile(sig)`` during a run: the program gets the twin's entry point, so
         # its calls through it are counted (the original compiles the signature too); the run
-        # puts the original's entry point back wherever the program keeps it (handed_entry_points)
+        # puts the original's entry point back wherever the program keeps it (stop_redirect, Swap._take_back)
         own = cls.compile(self, sig)
         twin = self.__dict__.get(_REDIRECT)
         caller = sys._getframe(1).f_globals.get("__name__", "")

@@ -40,6 +40,7 @@ class CompileWatcher:
         self.progress = progress
         self.paused = paused  # told when compiling starts and ends (the sampler pauses)
         self.seconds: dict[int, float] = {}
+        self.spans: list[tuple[float, float]] = []  # (start, end) of each outermost compile
         self._stack: list[list] = []  # [dispatcher id, start, time spent in nested compiles]
         self._held = None  # Ctrl-C held while the outermost compile runs
 
@@ -64,11 +65,17 @@ class CompileWatcher:
         if self._stack:
             self._stack[-1][2] += spent
             return
+        self.spans.append((start, start + spent))
         if self.paused is not None:
             self.paused.resume()
         held, self._held = self._held, None
         if held is not None:  # a Ctrl-C held during the compile is raised now
             held.__exit__(None, None, None)
+
+    def compiling_since(self, since: float) -> float:
+        """Seconds spent in outermost compiles that started at ``since`` or later: what a
+        run's wall time leaves out to be the run's own (a ufunc compiles on its first call)."""
+        return sum(end - start for start, end in self.spans if start >= since)
 
     @contextlib.contextmanager
     def installed(self) -> Iterator[None]:

@@ -44,9 +44,17 @@ from .measurements import (
 )
 from .naming import options_of
 from .quiet import quiet
+from .runner import PhaseRun
 from .sampled_run import line_maps, measured, samples_inside
 
 __all__ = ["CallContext", "Phase", "Plan", "RunSettings", "plan", "run_phases"]
+
+
+def _own_seconds(run: PhaseRun | None, started: float) -> float:
+    """A run's wall time since ``started``, the compiles inside it left out (sampled or not:
+    a ufunc's twin compiles on its first call, and that is not the user's code's time)."""
+    now = time.perf_counter()
+    return now - started - (run.compiling_since(started) if run is not None else 0.0)
 
 
 def _extra_run(ctx: CallContext, kind: str, sampled: bool, label: str) -> None:
@@ -55,13 +63,14 @@ def _extra_run(ctx: CallContext, kind: str, sampled: bool, label: str) -> None:
     sampling = ctx.sampling() if sampled else None
     started = time.perf_counter()
     completed = False
+    run = None
     try:
         with ctx.runner.phase(kind, ctx.namespaces, ctx.progress, sampling) as run:
             started = time.perf_counter()
             with sampled_by(sampling):
                 completed = silently(ctx, run)
     finally:
-        seconds = time.perf_counter() - started - (sampling.paused_seconds if sampling else 0.0)
+        seconds = _own_seconds(run, started)
         counts = ctx.runner.take_counts(kind)
         if completed:  # a run cut short measured part of a call: nothing to compare or add up
             if kind == PLAIN:
@@ -265,13 +274,14 @@ class UserRun:
     def run(self, ctx: CallContext) -> None:
         sampling = ctx.sampling(self.boost) if self.sampled else None
         started = time.perf_counter()
+        run = None
         try:
             with ctx.runner.phase(self.kind, ctx.namespaces, ctx.progress, sampling) as run:
                 started = time.perf_counter()
                 with sampled_by(sampling):
                     ctx.result = ctx.execute(run)
         finally:
-            seconds = time.perf_counter() - started - (sampling.paused_seconds if sampling else 0.0)
+            seconds = _own_seconds(run, started)
             ctx.user_seconds = seconds
             ctx.made.append(Counted(self.kind, True, ctx.runner.take_counts(self.kind)))
             if sampling is not None:

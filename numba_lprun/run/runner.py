@@ -63,6 +63,11 @@ class PhaseRun:
     progress: Progress | None
     statement: list[dict] = field(default_factory=list)  # the statement's own namespaces
     replacements: dict[int, CPUDispatcher] = field(default_factory=dict)
+    compiles: CompileWatcher | None = None  # this phase's compile events
+
+    def compiling_since(self, since: float) -> float:
+        """Seconds this phase spent compiling from ``since`` on (left out of a run's time)."""
+        return self.compiles.compiling_since(since) if self.compiles is not None else 0.0
 
     def add_namespace(self, namespace: dict) -> None:
         """Also look for jitted callers in ``namespace`` (made during the run)."""
@@ -272,7 +277,7 @@ class Runner:
         run = PhaseRun(self, kind, statement + module_namespaces(), [], Swap(), progress, statement)
         self.used.add(kind)
         self.generation += 1
-        watcher = CompileWatcher(kind, progress, paused)
+        watcher = run.compiles = CompileWatcher(kind, progress, paused)
         try:
             with watcher.installed(), warnings.catch_warnings():
                 # line tables of exec'd twins (and their parfor workers): "could not find source"

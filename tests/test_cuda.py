@@ -24,15 +24,19 @@ ROOT = Path(__file__).resolve().parent.parent
 
 
 @needs_numba_cuda
-@pytest.mark.parametrize(("suite", "tests"), [("cuda_simulated.py", 6), ("cuda_front_ends.py", 7)])
-def test_simulator_suite(suite, tests):
-    """``suite`` (launches; the magic and the command line) passes under
-    NUMBA_ENABLE_CUDASIM=1 in a fresh interpreter, every test of it run."""
+def test_simulator_suite():
+    """The simulator suites (launches; the magic and the command line) pass under
+    NUMBA_ENABLE_CUDASIM=1 in one fresh interpreter, every test of them run (in that one
+    process: ``-n0``, as xdist workers would each import Numba and the simulator again)."""
     env = dict(os.environ, NUMBA_ENABLE_CUDASIM="1")
-    cmd = [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", f"tests/{suite}"]
-    run = subprocess.run(cmd, cwd=ROOT, env=env, capture_output=True, text=True, timeout=300)
+    suites = {"cuda_simulated.py": 6, "cuda_front_ends.py": 7}
+    cmd = [sys.executable, "-m", "pytest", "-q", "-n0", "-p", "no:cacheprovider", "-rA"]
+    run = subprocess.run(
+        cmd + [f"tests/{s}" for s in suites], cwd=ROOT, env=env, capture_output=True, text=True, timeout=300
+    )
     assert run.returncode == 0, run.stdout[-4000:] + run.stderr[-2000:]
-    assert re.search(rf"\b{tests} passed\b", run.stdout), run.stdout[-2000:]
+    for suite, tests in suites.items():
+        assert len(re.findall(rf"^PASSED tests/{suite}::", run.stdout, re.M)) == tests, run.stdout[-3000:]
 
 
 @pytest.fixture(scope="module")

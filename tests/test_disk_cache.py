@@ -60,7 +60,7 @@ class Watch(event.Listener):
 a = np.random.default_rng(0).random(20_000)
 expected = total(a)
 event.register("numba:compile", Watch())
-prof = numba_lprun.LineProfiler(total, helper)
+prof = numba_lprun.LineProfiler(total, helper, sample=False)  # what is cached, not the sampler
 got = prof.runcall(total, a)
 hits = {f.name: sorted(f.hits.items()) for f in prof.profile.functions}
 print(json.dumps({"same": got == expected, "compiles": twin_compiles, "all": all_compiles, "hits": hits}))

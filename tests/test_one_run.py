@@ -5,6 +5,7 @@ times (plain, sampled repeats, instrumented) and the Time column came from
 clock probes.
 """
 
+import functools
 import subprocess
 import sys
 import time
@@ -114,6 +115,14 @@ def script_output(*args, cwd=None) -> subprocess.CompletedProcess:
     return subprocess.run([sys.executable, *args], capture_output=True, text=True, timeout=240, cwd=cwd)
 
 
+@functools.cache
+def unprofiled_stdout(script: str) -> str:
+    """What ``script`` prints run plainly (one run per script, shared by its cases)."""
+    done = script_output(script)
+    assert done.returncode == 0, done.stderr
+    return done.stdout
+
+
 def own_lines(stdout: str) -> list[str]:
     """The script's own output: everything up to its end marker (the profile follows)."""
     return stdout.split("FIDELITY-END")[0].splitlines()
@@ -176,15 +185,15 @@ def test_cache_true_function_is_profiled_and_its_cache_left_alone(tmp_path):
 def test_jitted_code_of_every_kind_is_found_in_scripts_and_cells(script, function, line, ipshell, capsys):
     """nlprun script.py and %%nlprun (no -f) profile what the source defines, whatever its kind."""
     path = SCRIPTS / script
-    plain = script_output(str(path))
+    plain = unprofiled_stdout(str(path))
     profiled = script_output("-m", "numba_lprun", str(path))
     assert profiled.returncode == 0, profiled.stderr
-    assert profiled.stdout.startswith(plain.stdout)  # the script's own output, once
+    assert profiled.stdout.startswith(plain)  # the script's own output, once
     assert f"Function:   {function} at line" in profiled.stdout and line in profiled.stdout
     capsys.readouterr()
     ipshell.run_cell_magic("nlprun", "", path.read_text(encoding="utf-8"))
     out = capsys.readouterr().out
-    assert out.startswith(plain.stdout), out
+    assert out.startswith(plain), out
     assert f"Function:   {function} at line" in out and line in out
 
 

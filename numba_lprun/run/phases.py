@@ -124,12 +124,13 @@ class SampledRepeats:
 
     def run(self, ctx: CallContext) -> None:
         settings = ctx.settings
+        wanted = settings.min_samples if ctx.runner.any_sampleable() else 0  # repeats for the spread only
         plain = [m for m in ctx.made if isinstance(m, Sampled) and m.twin == PLAIN]
         per_run = plain[-1].inside if plain else 0
         have = sum(m.inside for m in ctx.made if isinstance(m, Sampled) and (m.twin == PLAIN or m.user))
         # enough plain runs for an overhead figure (measurements.MIN_PLAIN_RUNS), time allowing
         need = MIN_PLAIN_RUNS - sum(m.runs for m in ctx.made if isinstance(m, Counted) and m.twin == PLAIN)
-        if (have >= settings.min_samples and need <= 0) or settings.sample_time <= 0 or ctx.stopped:
+        if (have >= wanted and need <= 0) or settings.sample_time <= 0 or ctx.stopped:
             return
         if ctx.runner.adopted:  # the statement defines its jitted code: each repeat compiles it again
             return
@@ -171,12 +172,10 @@ class SampledRepeats:
                     got = samples_inside(sampling.segments[seen:], maps)
                     have, seen = have + got, len(sampling.segments)
                     left = settings.sample_time - spent()
-                    if (have >= settings.min_samples and repeats >= need) or left < per_repeat / 2:
+                    if (have >= wanted and repeats >= need) or left < per_repeat / 2:
                         break
-                    wanted = max(
-                        need - repeats, math.ceil((settings.min_samples - have) * batch / max(got, 1))
-                    )
-                    batch = max(1, min(wanted, int(left / max(per_repeat, 1e-9))))
+                    more = max(need - repeats, math.ceil((wanted - have) * batch / max(got, 1)))
+                    batch = max(1, min(more, int(left / max(per_repeat, 1e-9))))
         finally:
             ctx.runner.take_counts(PLAIN)
             if counted:  # warm runs of the same call: the overhead figure's best baseline

@@ -46,6 +46,7 @@ from .naming import options_of
 from .quiet import quiet
 from .runner import PhaseRun
 from .sampled_run import line_maps, measured, samples_inside
+from .targets import sampleable
 
 __all__ = ["CallContext", "Phase", "Plan", "RunSettings", "plan", "run_phases"]
 
@@ -124,7 +125,10 @@ class SampledRepeats:
 
     def run(self, ctx: CallContext) -> None:
         settings = ctx.settings
-        wanted = settings.min_samples if ctx.runner.any_sampleable() else 0  # repeats for the spread only
+        # a ufunc's or stencil's code has no line tables: where nothing profiled can be sampled, the
+        # repeats are for the plain runs' spread only
+        sampled = any(sampleable(t.original) for t in ctx.runner.targets.values())
+        wanted = settings.min_samples if sampled else 0
         plain = [m for m in ctx.made if isinstance(m, Sampled) and m.twin == PLAIN]
         per_run = plain[-1].inside if plain else 0
         have = sum(m.inside for m in ctx.made if isinstance(m, Sampled) and (m.twin == PLAIN or m.user))

@@ -46,7 +46,6 @@ from .targets import (
     new_target,
     redefine,
     runs_concurrently,
-    sampleable,
 )
 
 Where = tuple[object, str, int, int]  # code (dispatcher), filename, first line, last line
@@ -383,11 +382,6 @@ class Runner:
             out.append((key, int(totals[0]), int(totals[1])))
             totals[:] = 0
         return out
-
-    def any_sampleable(self) -> bool:
-        """Whether a sample can land on a target's line (a ufunc's or stencil's code has no line
-        tables: repeating a run to sample it would gather nothing)."""
-        return any(sampleable(t.original) for t in self.targets.values())
 
     def twin_code(self, kind: str) -> dict[Key, Where]:
         """Where each target's twin of ``kind`` keeps its code, for the sampler's line maps."""

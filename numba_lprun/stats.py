@@ -107,7 +107,8 @@ class FunctionStats:
     # the user's run: exact counts, and the function's own measured time
     hits: dict[int, int] = field(default_factory=dict)  # line -> hits
     calls: int = 0  # completed calls in the user's run(s)
-    run_ticks: int = 0  # entry-to-return clock ticks of those calls
+    run_ticks: int = 0  # entry-to-return clock ticks of those calls (calls_timed False: their samples')
+    calls_timed: bool = True  # False: a helper other jitted code calls, whose calls read no clock
     run_twin: str = "counting"  # what the user's run ran on: "counting" or "probed"
     time_source: str | None = SAMPLES  # SAMPLES, PROBES, or None (no times)
     # samples of every sampled run (extra plain runs and the user's)

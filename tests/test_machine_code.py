@@ -214,3 +214,30 @@ def test_a_hits_only_profile_reads_no_clock():
         twin = cached_target(func, clock).twins["counting"]
         code = "\n".join(twin.dispatcher.inspect_asm().values())
         assert "rdtsc" not in code and "clock_gettime" not in code, func.__name__
+
+
+def test_a_helper_called_from_jitted_code_reads_no_clock_when_sampled():
+    """A sampled profile times the caller's calls (its Total time) but not a helper's that other
+    jitted code calls: its twins (counting and plain) read no clock, its calls are counted
+    exactly with its hits, its time is its samples', and it has no overhead figure of its own,
+    with the reason given (its caller's figure includes it)."""
+    from numba_lprun.instrument.clock import current_clock
+    from numba_lprun.run.targets import cached_target
+    from tests import kernels
+
+    a = np.arange(1.0, 9.0)
+    prof = numba_lprun.LineProfiler(kernels.uses_helpers, kernels.helper, sample_time=0.05)
+    assert prof.runcall(kernels.uses_helpers, a) == kernels.uses_helpers(a)
+    stats = {f.name: f for f in prof.profile.functions}
+    assert stats["helper"].calls == a.size and stats["uses_helpers"].calls == 1
+    assert not stats["helper"].calls_timed and stats["uses_helpers"].calls_timed
+    assert stats["helper"].overhead is None and "not timed" in stats["helper"].overhead_unmeasured
+    assert stats["uses_helpers"].run_ticks > 0
+    clock = current_clock().kind
+    for kind in ("counting", "plain"):
+        twin = cached_target(kernels.helper, clock).twins[kind]
+        code = "\n".join(twin.dispatcher.inspect_asm().values())
+        assert "rdtsc" not in code and "clock_gettime" not in code, kind
+    text = io.StringIO()
+    prof.print_stats(stream=text)
+    assert "calls from jitted code are not timed" in text.getvalue()

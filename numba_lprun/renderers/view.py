@@ -56,7 +56,10 @@ class FunctionView:
     def total_text(self) -> str:
         if not self.timed:
             return "not measured (hits only)"
-        return f"{self.total:.0f} {self.tick}s" if self.tick else f"{self.total:g} s"
+        said = f"{self.total:.0f} {self.tick}s" if self.tick else f"{self.total:g} s"
+        if self.sampled and not self.stats.calls_timed:
+            said += " (CPU time of its samples in your run: calls from jitted code are not timed)"
+        return said
 
     @property
     def timed(self) -> bool:

@@ -56,6 +56,7 @@ def target_facts(
                 vectorized,
                 sampleable(target.original),
                 heading,
+                all(target.clocks[k][1] for k in (user_kind, PLAIN) if k in target.clocks),
             )
         )
     return tuple(out)

@@ -171,6 +171,7 @@ class FunctionFacts:
     vectorized: dict[str, frozenset[int]] = field(default_factory=dict)  # twin kind -> SIMD loop lines
     sampleable: bool = True  # its twins carry line tables (ufunc and stencil targets take none)
     title: str = ""  # what its table is headed with (see ``naming``); "": the qualified name
+    calls_timed: bool = True  # its twin read the clock at each call's entry and exit (not a helper's)
 
     @property
     def key(self) -> Key:

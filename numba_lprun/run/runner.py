@@ -37,7 +37,6 @@ from .reach import Swap, defining_module, find_callers, module_namespaces, reach
 from .targets import (
     TWIN_KINDS,
     Target,
-    atomic_targets,
     build_twin,
     cached_target,
     counts_of,
@@ -46,6 +45,7 @@ from .targets import (
     new_target,
     redefine,
     runs_concurrently,
+    twin_shapes,
 )
 
 Where = tuple[object, str, int, int]  # code (dispatcher), filename, first line, last line
@@ -204,13 +204,13 @@ class Runner:
         profiled = {id(d) for d in originals}
         callers += [d for d in entry_points(classes) if id(d) not in profiled]
         callers = list({id(d): d for d in callers}.values())
-        concurrent = self._concurrent(callers, names)
+        shapes = self._shapes(callers, names)
         targets = list(targets)
         for target in targets:
-            atomic = id(target.original) in concurrent
-            if not target.built_as(kind, atomic, self.shows_times):  # kept from another kind of profile
-                target.twins[kind] = build_twin(target, kind, self.clock, atomic, self.shows_times)
-        self._refresh_stale(kind, concurrent)
+            shape = shapes[id(target.original)]
+            if not target.built_as(kind, *shape):  # kept from another kind of profile
+                target.twins[kind] = build_twin(target, kind, self.clock, *shape)
+        self._refresh_stale(kind, shapes)
         for target in targets:
             built.append((target.twins[kind], target.source))
         relinked = self.relinked[kind]
@@ -222,10 +222,10 @@ class Runner:
         link(everything + [twin for twin, _ in built])
         return built
 
-    def _concurrent(self, callers: list[CPUDispatcher], names: list[str]) -> set[int]:
-        """The targets whose counters must be atomic (see ``targets.atomic_targets``)."""
+    def _shapes(self, callers: list[CPUDispatcher], names: list[str]) -> dict[int, tuple[bool, bool, bool]]:
+        """How each target's twins are built, by id of its original (``targets.twin_shapes``)."""
         users = [d for d in callers if runs_concurrently(d) and self._uses(d, names)]
-        return atomic_targets(list(self.targets.values()), callers, users)
+        return twin_shapes(list(self.targets.values()), callers, users, self.shows_times)
 
     def _links(self, target: Target, kind: str) -> frozenset[tuple[Key, int]]:
         """The twins of other targets that ``target``'s code calls: (source key, id of that twin)."""
@@ -239,7 +239,7 @@ class Runner:
             found.add((other.source.key, id(twin.dispatcher) if twin is not None else 0))
         return frozenset(found)
 
-    def _refresh_stale(self, kind: str, concurrent: set[int]) -> None:
+    def _refresh_stale(self, kind: str, shapes: dict[int, tuple[bool, bool, bool]]) -> None:
         """Replace the twins that were linked with other callee twins than this runner's.
 
         A compiled twin calls the callee twins it was linked with when it
@@ -258,8 +258,7 @@ class Runner:
             if not stale:
                 break
             for target in stale:
-                atomic = id(target.original) in concurrent
-                target.twins[kind] = build_twin(target, kind, self.clock, atomic, self.shows_times)
+                target.twins[kind] = build_twin(target, kind, self.clock, *shapes[id(target.original)])
         for target in self.targets.values():
             if kind in target.twins:
                 target.links[kind] = self._links(target, kind)
@@ -364,7 +363,8 @@ class Runner:
             with contextlib.suppress(Exception):
                 if PLAIN not in target.twins:  # defined by the statement: no phase switched it
                     atomic = target.atomic.get(user_kind, runs_concurrently(target.original))
-                    target.twins[PLAIN] = build_twin(target, PLAIN, self.clock, atomic)
+                    shape = (atomic, self.shows_times, target.clocks.get(user_kind, (False, True))[1])
+                    target.twins[PLAIN] = build_twin(target, PLAIN, self.clock, *shape)  # as the user's
                 compile_like(target.twins[PLAIN], user.dispatcher, target.source)
 
     def take_counts(self, kind: str) -> dict[Key, FunctionCounts]:

@@ -52,12 +52,13 @@ class Target:
     atomic: dict[str, bool] = field(default_factory=dict)  # kind -> its twin's counters are atomic
     clocks: dict[str, tuple[bool, bool]] = field(default_factory=dict)  # kind -> clock per (line, call)
 
-    def built_as(self, kind: str, atomic: bool, shows_times: bool) -> bool:
+    def built_as(self, kind: str, atomic: bool, shows_times: bool, times_calls: bool = True) -> bool:
         """Whether the kept twin of ``kind`` is the one ``build_twin`` would build now."""
+        lines = _times_lines(self, kind, shows_times)
         return (
             kind in self.twins
             and self.atomic.get(kind) == atomic
-            and self.clocks.get(kind) == (_times_lines(self, kind, shows_times), shows_times)
+            and self.clocks.get(kind) == (lines, lines or (shows_times and times_calls))
         )
 
     @property
@@ -162,6 +163,29 @@ def atomic_targets(targets: list[Target], callers: list, instance_users: list) -
     return reached & {id(d) for d in originals}
 
 
+def called_from_jitted(targets: list[Target], callers: list) -> set[int]:
+    """Identities of the targets' originals that other jitted code calls (a profiled caller or
+    not): helpers, often inlined into a hot loop, where two clock reads and an update per call
+    would cost more than the helper. Their calls are counted, not timed; their time is their
+    samples'. Recursion alone does not make a helper."""
+    originals = [t.original for t in targets]
+    called: set[int] = set()
+    for func in originals + callers:
+        called |= reached_from([func], [d for d in originals if d is not func]) - {id(func)}
+    return called
+
+
+def twin_shapes(
+    targets: list[Target], callers: list, instance_users: list, shows_times: bool
+) -> dict[int, tuple[bool, bool, bool]]:
+    """How each target's twins are built, by id of its original: (atomic counters, times shown,
+    calls timed), for ``build_twin`` and ``Target.built_as``."""
+    atomic = atomic_targets(targets, callers, instance_users)
+    helpers = called_from_jitted(targets, callers)
+    ids = [id(t.original) for t in targets]
+    return {key: (key in atomic, shows_times, key not in helpers) for key in ids}
+
+
 def sampleable(dispatcher: object) -> bool:
     """Whether samples can be mapped to ``dispatcher``'s lines (its twins carry line tables)."""
     return not is_kernel_object(dispatcher)
@@ -190,13 +214,23 @@ def _times_lines(target: Target, kind: str, shows_times: bool) -> bool:
     return kind == PROBED or (kind == COUNTING and shows_times and not sampleable(target.original))
 
 
-def build_twin(target: Target, kind: str, clock: str, concurrent: bool, shows_times: bool = True) -> Twin:
-    """A new (not yet compiled) twin of ``kind`` for ``target``, recorded as built (``built_as``)."""
+def build_twin(
+    target: Target,
+    kind: str,
+    clock: str,
+    concurrent: bool,
+    shows_times: bool = True,
+    times_calls: bool = True,
+) -> Twin:
+    """A new (not yet compiled) twin of ``kind`` for ``target``, recorded as built (``built_as``).
+    ``times_calls`` False (a helper, see ``called_from_jitted``): no clock at entry and exit,
+    unless its lines are timed (then the call's time is theirs)."""
     rewritten = target.rewrite(kind)
     counters = target.counters[kind]
     atomic = concurrent or runs_concurrently(target.original)
     timing = _times_lines(target, kind, shows_times)
-    target.atomic[kind], target.clocks[kind] = concurrent, (timing, shows_times)
+    call_clock = timing or (shows_times and times_calls)
+    target.atomic[kind], target.clocks[kind] = concurrent, (timing, call_clock)
     cfg = P.ProbeConfig(
         address=counters.ctypes.data,
         n_lines=len(rewritten.rows),
@@ -204,7 +238,7 @@ def build_twin(target: Target, kind: str, clock: str, concurrent: bool, shows_ti
         timing=timing,
         atomic=atomic,
         suspends=bool(target.source.py_func.__code__.co_flags & inspect.CO_GENERATOR),
-        call_clock=shows_times,
+        call_clock=call_clock,
     )
     extra = P.make_probes(cfg)
     extra[P.PYHIT] = P.make_python_hit(counters)

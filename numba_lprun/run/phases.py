@@ -168,7 +168,7 @@ class SampledRepeats:
                             counted.append(ctx.runner.take_totals(PLAIN))
                             repeats += 1
                     if repeats == batch:  # the first batch: what it compiled is set-up, not repeats
-                        warm_up[0] = sampling.paused_seconds
+                        warm_up[0] = run.compiling_since(started)
                     per_repeat = (spent() - batch_start) / batch
                     if sampling.unavailable is not None or ctx.stopped:
                         break

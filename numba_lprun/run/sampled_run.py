@@ -9,7 +9,6 @@ run and resumes after it; each stretch is one segment.
 from __future__ import annotations
 
 import contextlib
-import time
 from collections.abc import Hashable, Iterable, Iterator
 from dataclasses import dataclass, field
 
@@ -28,26 +27,20 @@ class SegmentedSampling:
     boost: tuple[float, int] | None = None  # (faster rate, samples at it): over all segments together
     segments: list[RawSamples] = field(default_factory=list)
     unavailable: str | None = None
-    paused_seconds: float = 0.0  # time paused inside running blocks (Numba compiling)
     _sampler: Sampler | None = None
     _running: bool = False
-    _paused_at: float | None = None
 
     @contextlib.contextmanager
     def running(self) -> Iterator[None]:
         self._running = True
-        self._paused_at = None
         try:
             self.resume()
             yield
         finally:
             self.pause()
             self._running = False
-            self._paused_at = None
 
     def pause(self) -> None:
-        if self._running and self._paused_at is None:
-            self._paused_at = time.perf_counter()
         if self._sampler is not None:
             with ctrl_c_deferred():  # a sampler handed over is always disarmed
                 sampler, self._sampler = self._sampler, None
@@ -55,9 +48,6 @@ class SegmentedSampling:
                 self.segments.append(sampler.samples)
 
     def resume(self) -> None:
-        if self._running and self._paused_at is not None:
-            self.paused_seconds += time.perf_counter() - self._paused_at
-            self._paused_at = None
         if not self._running or self._sampler is not None or self.unavailable is not None:
             return
         boost = None

@@ -133,7 +133,7 @@ def _function(
         mine = [m.functions[key] for m in _sampled(record) if m.user and key in m.functions]
         run_ticks = round(sum(sum(s.seconds.values()) for s in mine) / settings.unit)
     vs_plain = _too_short(_compared(record, key, run_twin, True), settings.unit)
-    if not fact.calls_timed:
+    if not fact.calls_timed and source == SAMPLES:
         vs_plain = Compared(skipped=vs_plain.calls + vs_plain.skipped, why=UNTIMED_CALLS)
     vs_probed = _compared(record, key, PROBED, False)
     vectorized = fact.vectorized
@@ -171,10 +171,11 @@ def _function(
     )
 
 
-#: Why a helper has no overhead figure of its own (its callers' figures include it).
+#: Why a helper or a stencil has no overhead figure of its own.
 UNTIMED_CALLS = (
-    "its calls are not timed (other jitted code calls it, often inlined in a loop, where two clock "
-    "reads per call would cost more than it does): its callers' figures include it"
+    "its calls are not timed (a helper other jitted code calls, often inlined in a loop, or a stencil's "
+    "kernel, which runs once per point: two clock reads per call would cost more than the call); where "
+    "jitted code calls it, the caller's figure includes it"
 )
 
 

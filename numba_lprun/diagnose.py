@@ -112,8 +112,11 @@ def _time_notes(stats: FunctionStats, sampling_unavailable: str | None) -> list[
             why = f"sampling unavailable: {sampling_unavailable}"
         elif stats.run_twin == "probed":
             why = "--no-sample"
-        else:  # a ufunc or stencil: Numba compiles them without line tables
-            why = "Numba builds such kernels without line tables: no sample can be placed on their lines"
+        else:  # a ufunc's kernel, or a stencil a parallel caller inlines: no line table names its lines
+            why = (
+                "Numba builds a ufunc's loops without line tables, and inlines a stencil into its "
+                "parallel caller's loops: no sample can be placed on their lines"
+            )
         return [Note("info", f"times come from clock probes ({why}); they include the probes' distortion")]
     n = stats.samples
     if n == 0:

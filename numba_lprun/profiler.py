@@ -21,8 +21,9 @@ from .instrument.kinds import resolve
 from .instrument.twins import Twin
 from .run.code_reading import read_twin_code
 from .run.measurements import CallRecord, Counted, close_call, merge_records
+from .run.phase_run import PhaseRun
 from .run.phases import CallContext, RunSettings, plan, run_phases
-from .run.runner import PhaseRun, Runner
+from .run.runner import Runner
 from .run.snapshot import Reach, call_reach, statement_reach, take_snapshot
 from .run.statements import statement_run
 from .run.targets import TWIN_KINDS, may_run_on_threads

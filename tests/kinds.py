@@ -226,6 +226,19 @@ def smooth_parallel(a):
     return smooth(a) + 1.0
 
 
+@stencil
+def weigh(a):  # no parallel=True function calls it: its twins are sampled
+    w = a[-1] + 2.0 * a[0]
+    if w > 2.0:
+        w = w + a[1]
+    return w / 4.0
+
+
+@njit
+def weigh_twice(a):
+    return weigh(a) * 2.0
+
+
 @njit
 def gauss_weight(d):
     w = math.exp(-0.5 * d * d)

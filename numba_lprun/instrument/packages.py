@@ -50,7 +50,7 @@ def imported_from(packages: tuple[str, ...]) -> list[object]:
     """The dispatchers of everything the packages' modules imported so far define (each
     once, where its module defines it, not where another module imports it)."""
     found: dict[int, object] = {}
-    for name, module in list(sys.modules.items()):
+    for name, module in list(sys.modules.items()) if packages else ():
         if not in_packages(name, packages):
             continue
         for value in list(getattr(module, "__dict__", {}).values()):

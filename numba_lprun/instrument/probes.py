@@ -62,6 +62,7 @@ class ProbeConfig:
     atomic: bool = False  # counters may be touched by several threads (parallel=True, nogil=True)
     suspends: bool = False  # a generator: its stack slot is made afresh at every resume
     call_clock: bool = True  # read the clock at each call's entry and exit (False: calls counted only)
+    per_point: bool = False  # a stencil's kernel: its body runs, inlined, once per point of a loop nest
 
     @property
     def clocks_calls(self) -> bool:
@@ -87,7 +88,8 @@ class ProbeConfig:
 
     def token(self) -> str:
         """Everything in the config that shapes the code (all but the counters' address)."""
-        return f"{self.n_lines}:{self.clock}:{self.timing}:{self.atomic}:{self.suspends}:{self.clocks_calls}"
+        shape = (self.n_lines, self.clock, self.timing, self.atomic, self.suspends, self.clocks_calls)
+        return ":".join(map(str, shape)) + (":per-point" if self.per_point else "")
 
     @property
     def totals_row(self) -> int:
@@ -233,8 +235,11 @@ class _Emitter:
 
     def leave(self, builder: ir.IRBuilder, context: object) -> None:
         """A return: the hits held in registers go to memory, the last line is charged; the
-        call itself is closed at the function's exits (``close_call``), or here."""
-        self.flush(builder)
+        call itself is closed at the function's exits (``close_call``), or here. A stencil
+        kernel's return ends one point of the loop nest it is inlined into: its hits stay in
+        the slot until the loop nest exits (a store per point would keep the loop scalar)."""
+        if not (self.cfg.per_point and exits_flushed(context)):
+            self.flush(builder)
         slot = self.state(builder)
         closes_here = self.cfg.clocks_calls and not self.closes_at_exits(context)
         if not (self.cfg.timing or closes_here):

@@ -179,9 +179,13 @@ def make_twin(
     py_func.__name__ = src.py_func.__name__
     py_func.__qualname__ = src.py_func.__qualname__
     py_func.__module__ = None  # see _new_dispatcher
-    if is_kernel_object(original):  # ufuncs and stencils: no line tables (no debug option there)
+    if is_kernel_object(original):  # a ufunc's kernel compiles as the original's (no line tables)
+
+        def pipeline(base: type) -> type:  # a stencil's loop nest, as a dispatcher twin's
+            return flushing(line_tables_pipeline(base) if line_tables else base)
+
         try:
-            twin, code = kernel_twin(original, py_func)
+            twin, code = kernel_twin(original, py_func, pipeline, line_tables)
         except Exception as exc:  # Numba raises many types; all mean the twin failed
             raise TwinCompileError(src.py_func.__qualname__, numba_reason(exc), kind=kind) from None
         return Twin(original, twin, kind, compiled=["kernel"], kernel=code)

@@ -13,18 +13,33 @@ With ``target='parallel'`` Numba returns a plain ``numpy.ufunc``, which keeps no
 reference to its kernel's Python function: that one is refused (see ``source``).
 
 A ``@stencil`` is a ``StencilFunc`` holding the kernel's Numba IR (made from its
-Python function), from which Numba generates the loop nest at each call, or
-inlines it into a ``parallel=True`` caller. Its twin is a ``StencilFunc`` made
-from the rewritten kernel, with the original's mode and options.
+Python function), from which Numba generates the loop nest at each call from
+Python (compiled again every time), once per signature inside a jitted caller's
+compile, or inlines it into a ``parallel=True`` caller. Its twin is a
+``StencilFunc`` made from the rewritten kernel, with the original's mode and
+options, whose loop nests compile with a twin's pipeline: line tables (so the
+sampler maps its samples to the kernel's lines) and the exit flushes (so a
+counting twin's hits stay in registers through the loop, see ``probes``).
+``StencilCode`` keeps what those compiles made, as a dispatcher keeps its overloads.
 """
 
 from __future__ import annotations
 
+import collections
+from collections.abc import Callable
 from types import FunctionType
+from typing import NamedTuple
 
-from ..internals import is_cpu_ufunc, is_stencil, kernel_function, rebuild_stencil, rebuild_ufunc
+from ..internals import (
+    StencilBuild,
+    is_cpu_ufunc,
+    is_stencil,
+    kernel_function,
+    rebuild_stencil,
+    rebuild_ufunc,
+)
 
-__all__ = ["NoDispatcher", "is_cpu_ufunc", "is_kernel_object", "is_stencil", "kernel_function", "kernel_twin"]
+__all__ = ["StencilCode", "is_cpu_ufunc", "is_kernel_object", "is_stencil", "kernel_function", "kernel_twin"]
 
 
 def is_kernel_object(obj: object) -> bool:
@@ -32,16 +47,42 @@ def is_kernel_object(obj: object) -> bool:
     return is_cpu_ufunc(obj) or is_stencil(obj)
 
 
-class NoDispatcher:
-    """Stands for a stencil twin's code: Numba compiles it afresh at each call (no line tables)."""
+class StencilCode:
+    """Where a stencil twin's code is: the loop nests compiled for it, newest last, as a
+    dispatcher's ``overloads`` (the sampler's line maps read them). Called from Python a
+    stencil compiles at every call; the last ``KEPT`` compiles are kept, which covers
+    every call of a run but the longest loops of Python calls."""
+
+    KEPT = 64
 
     def __init__(self, py_func: FunctionType):
         self.py_func = py_func
-        self.overloads: dict = {}
+        self._made: collections.deque = collections.deque(maxlen=self.KEPT)
+
+    def compiled(self, cres: object, args: tuple) -> None:
+        self._made.append((Compiled(args, len(self._made)), cres))
+
+    @property
+    def overloads(self) -> dict:
+        """Each compile's result, keyed by its argument types (``.args``), several times over."""
+        return dict(self._made)
 
 
-def kernel_twin(original: object, py_func: FunctionType) -> tuple[object, object]:
-    """The twin of a kernel object for the rewritten ``py_func``, and where its code is."""
+class Compiled(NamedTuple):
+    """One compile of a stencil's loop nest: its argument types, and which compile it was."""
+
+    args: tuple
+    index: int
+
+
+def kernel_twin(
+    original: object, py_func: FunctionType, pipeline: Callable[[type], type], line_tables: bool
+) -> tuple[object, object]:
+    """The twin of a kernel object for the rewritten ``py_func``, and where its code is. A
+    stencil's loop nests compile with ``pipeline`` (applied to Numba's default pipeline
+    class), with line tables when ``line_tables``; a ufunc's kernel as the original's."""
     if is_stencil(original):
-        return rebuild_stencil(original, py_func), NoDispatcher(py_func)
+        code = StencilCode(py_func)
+        build = StencilBuild(pipeline, line_tables, code, code.compiled)
+        return rebuild_stencil(original, py_func, build), code
     return rebuild_ufunc(original, py_func)

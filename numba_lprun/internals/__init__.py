@@ -59,6 +59,7 @@ from .jitclasses import (
     jitclasses,
 )
 from .kernels import (
+    StencilBuild,
     is_cpu_ufunc,
     is_stencil,
     kernel_classes,
@@ -97,6 +98,7 @@ __all__ = [
     "CacheRules",
     "NUMBA_RANGE",
     "PrivateUse",
+    "StencilBuild",
     "USES",
     "allocation_statistics_on",
     "before_lowering",

@@ -9,6 +9,10 @@ None of these classes is exported by ``numba``'s public modules.
 
 from __future__ import annotations
 
+import contextvars
+import functools
+from collections.abc import Callable
+from dataclasses import dataclass
 from types import FunctionType
 
 from .registry import installed_numba, touches
@@ -137,9 +141,150 @@ def rebuild_ufunc(original: object, py_func: FunctionType) -> tuple[object, obje
     "instrument/ufuncs.py: a stencil twin with the original's mode and options",
     params=("self", "kernel_ir", "mode", "options"),
 )
-def rebuild_stencil(original: object, py_func: FunctionType) -> object:
-    """A ``StencilFunc`` like ``original`` whose kernel is ``py_func`` (same mode and options)."""
-    from numba.core import compiler
-    from numba.stencils.stencil import StencilFunc
+@touches(
+    "numba.stencils.stencil",
+    "StencilFunc._stencil_wrapper",
+    "instrument/ufuncs.py: a stencil twin's loop nest compiles with the twin's pipeline (a copy of "
+    "Numba's method whose global `compiler` is one that passes the twin's flags and pipeline)",
+)
+@touches(
+    "numba.core.compiler",
+    "compile_ir",
+    "instrument/ufuncs.py: what StencilFunc._stencil_wrapper compiles its loop nest with",
+    params=(
+        *("typingctx", "targetctx", "func_ir", "args", "return_type", "flags", "locals", "lifted"),
+        *("lifted_from", "is_lifted_loop", "library", "pipeline_class"),
+    ),
+)
+def rebuild_stencil(original: object, py_func: FunctionType, build: StencilBuild | None = None) -> object:
+    """A ``StencilFunc`` like ``original`` whose kernel is ``py_func`` (same mode and options).
 
-    return StencilFunc(compiler.run_frontend(py_func), original.mode, dict(original.options))
+    With ``build``, the loop nest Numba generates around the kernel (at each call from
+    Python, or once per signature inside a jitted caller's compile) compiles with
+    ``build.pipeline(Compiler)`` and, with ``build.line_tables``, with debug info, and each
+    compile is announced as a compile of ``build.code`` and handed to ``build.compiled``.
+    Numba compiles that loop nest with its default flags and pipeline, through the
+    ``compiler`` module ``StencilFunc._stencil_wrapper`` imports: the twin runs a copy of
+    that method whose globals (and ``__import__``) give it another ``compiler``; nothing of
+    Numba's is changed."""
+    from numba.core import compiler
+
+    kernel_ir = compiler.run_frontend(py_func)
+    if build is None:
+        from numba.stencils.stencil import StencilFunc
+
+        return StencilFunc(kernel_ir, original.mode, dict(original.options))
+    twin = _twin_stencil_class()(kernel_ir, original.mode, dict(original.options))
+    twin._nlp_build = build
+    return twin
+
+
+@dataclass(frozen=True)
+class StencilBuild:
+    """How a stencil twin compiles its loop nest (see ``rebuild_stencil``)."""
+
+    pipeline: Callable[[type], type]  # Numba's default pipeline class -> the twin's
+    line_tables: bool
+    code: object  # announced as the dispatcher of each compile (it has ``py_func``)
+    compiled: Callable[[object, tuple], None]  # (compile result, argument types)
+
+
+_building: contextvars.ContextVar = contextvars.ContextVar("nlp_stencil_build", default=None)
+
+
+class _TwinCompiler:
+    """``numba.core.compiler`` as a twin stencil's loop nest sees it: ``compile_ir`` with the
+    twin's pipeline and flags while a twin builds (``_building``), Numba's own otherwise."""
+
+    def __getattr__(self, name: str) -> object:
+        from numba.core import compiler
+
+        return getattr(compiler, name)
+
+    @staticmethod
+    def compile_ir(*positional, **options):
+        from numba.core import compiler, event
+
+        build = _building.get()
+        if build is None or len(positional) != 7 or options:  # not the call the loop nest makes
+            return compiler.compile_ir(*positional, **options)
+        *head, flags, locals_ = positional  # typingctx, targetctx, func_ir, args, return_type
+        flags = flags.copy()  # Numba passes its module-wide DEFAULT_FLAGS
+        if build.line_tables:
+            flags.debuginfo = True
+            _placed_in_kernel(head[2], build.code.py_func.__code__.co_filename)
+        args = tuple(head[3])
+        with event.trigger_event("numba:compile", data={"dispatcher": build.code, "args": args}):
+            pipeline = build.pipeline(compiler.Compiler)
+            cres = compiler.compile_ir(*head, flags, locals_, pipeline_class=pipeline)
+        build.compiled(cres, args)  # after the event: the sampler is paused while Numba compiles
+        return cres
+
+
+def _placed_in_kernel(func_ir: object, filename: str) -> None:
+    """Give a stencil's loop nest the line table of its kernel: the function is placed in
+    the kernel's file, and what is not a line of the kernel's body gets line 0, which the
+    sampler charges to the kernel line running nearby: the generated loops (Numba's own
+    source text, whose small line numbers would read as the kernel file's first lines) and
+    the relative index arithmetic and array loads Numba adds at the ``def`` line (the
+    kernel's first line, when its body has lines of its own). The IR is made afresh per
+    compile."""
+    statements = [stmt for block in func_ir.blocks.values() for stmt in block.body]
+    lines = {stmt.loc.line for stmt in statements if stmt.loc.filename == filename}
+    if not lines:
+        return
+    def_line = min(lines) if len(lines) > 1 else None
+    func_ir.loc = func_ir.loc.__class__(filename, min(lines))
+    for stmt in statements:
+        if stmt.loc.filename != filename or stmt.loc.line == def_line:
+            stmt.loc = stmt.loc.__class__(filename, 0)
+
+
+class _CoreWithTwinCompiler:
+    """``numba.core`` whose ``compiler`` is ``_TwinCompiler``: what the copied method's
+    ``from numba.core import compiler`` (a local import) gets."""
+
+    def __init__(self, core: object, compiler: object):
+        self._core, self.compiler = core, compiler
+
+    def __getattr__(self, name: str) -> object:
+        return getattr(self._core, name)
+
+
+def _importing_twin_compiler(compiler: object) -> Callable:
+    """An ``__import__`` that gives ``from numba.core import compiler`` the twin's compiler."""
+    import builtins
+
+    real = builtins.__import__
+
+    def __import__(name, globals=None, locals=None, fromlist=(), level=0):  # noqa: A002
+        module = real(name, globals, locals, fromlist, level)
+        if name == "numba.core" and level == 0 and fromlist and "compiler" in fromlist:
+            return _CoreWithTwinCompiler(module, compiler)
+        return module
+
+    return __import__
+
+
+@functools.cache
+def _twin_stencil_class() -> type:
+    import builtins
+
+    from numba.stencils import stencil as module
+
+    method = module.StencilFunc._stencil_wrapper
+    compiler = _TwinCompiler()
+    names = dict(module.__dict__)
+    names["compiler"] = compiler
+    names["__builtins__"] = {**builtins.__dict__, "__import__": _importing_twin_compiler(compiler)}
+    copied = FunctionType(method.__code__, names, method.__name__, method.__defaults__, method.__closure__)
+    copied.__kwdefaults__ = method.__kwdefaults__
+
+    def _stencil_wrapper(self, *args, **kwargs):
+        token = _building.set(self._nlp_build)
+        try:
+            return copied(self, *args, **kwargs)
+        finally:
+            _building.reset(token)
+
+    return type("TwinStencilFunc", (module.StencilFunc,), {"_stencil_wrapper": _stencil_wrapper})

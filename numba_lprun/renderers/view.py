@@ -58,7 +58,7 @@ class FunctionView:
             return "not measured (hits only)"
         said = f"{self.total:.0f} {self.tick}s" if self.tick else f"{self.total:g} s"
         if self.sampled and not self.stats.calls_timed:
-            said += " (CPU time of its samples in your run: calls from jitted code are not timed)"
+            said += " (its samples' CPU time; calls are not timed)"
         return said
 
     @property

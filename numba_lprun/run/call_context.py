@@ -10,8 +10,9 @@ from typing import Any, Protocol
 
 from .compiles import Progress
 from .measurements import Measurement, Restored
+from .phase_run import PhaseRun
 from .quiet import quiet
-from .runner import PhaseRun, Runner
+from .runner import Runner
 from .sampled_run import SegmentedSampling
 from .snapshot import Snapshot, describe
 

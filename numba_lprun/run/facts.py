@@ -5,7 +5,7 @@ from __future__ import annotations
 from ..vectorized import vectorized_lines
 from .measurements import PLAIN, FunctionFacts, Key
 from .naming import titles
-from .targets import Target, sampleable
+from .targets import Target, sampled_lines
 
 
 def target_facts(
@@ -36,8 +36,9 @@ def target_facts(
         user = target.twins.get(user_kind)
         signatures = []
         if user is not None:
-            for sig in user.code.overloads:  # argument tuples (a ufunc kernel's: signatures)
+            for sig in user.code.overloads:  # argument tuples (a ufunc kernel's, a stencil's: .args)
                 signatures.append(", ".join(str(t) for t in getattr(sig, "args", sig)))
+            signatures = list(dict.fromkeys(signatures))  # a stencil compiles at each call from Python
         vectorized = {
             kind: frozenset(vectorized_lines(twin.code))
             for kind, twin in target.twins.items()
@@ -54,7 +55,7 @@ def target_facts(
                 tuple(signatures),
                 compiled,
                 vectorized,
-                sampleable(target.original),
+                sampled_lines(target, user_kind),
                 heading,
                 all(target.clocks[k][1] for k in (user_kind, PLAIN) if k in target.clocks),
             )

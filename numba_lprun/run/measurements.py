@@ -169,7 +169,7 @@ class FunctionFacts:
     signatures: tuple[str, ...] = ()
     compile_seconds: dict[str, float] = field(default_factory=dict)  # twin kind -> seconds this call
     vectorized: dict[str, frozenset[int]] = field(default_factory=dict)  # twin kind -> SIMD loop lines
-    sampleable: bool = True  # its twins carry line tables (ufunc and stencil targets take none)
+    sampleable: bool = True  # samples map to its lines (not a ufunc's, nor a stencil's in a parallel caller)
     title: str = ""  # what its table is headed with (see ``naming``); "": the qualified name
     calls_timed: bool = True  # its twin read the clock at each call's entry and exit (not a helper's)
 

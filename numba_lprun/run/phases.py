@@ -43,10 +43,10 @@ from .measurements import (
     Sampled,
 )
 from .naming import options_of
+from .phase_run import PhaseRun
 from .quiet import quiet
-from .runner import PhaseRun
 from .sampled_run import line_maps, measured, samples_inside
-from .targets import sampleable
+from .targets import sampled_lines
 
 __all__ = ["CallContext", "Phase", "Plan", "RunSettings", "plan", "run_phases"]
 
@@ -125,9 +125,9 @@ class SampledRepeats:
 
     def run(self, ctx: CallContext) -> None:
         settings = ctx.settings
-        # a ufunc's or stencil's code has no line tables: where nothing profiled can be sampled, the
-        # repeats are for the plain runs' spread only
-        sampled = any(sampleable(t.original) for t in ctx.runner.targets.values())
+        # a ufunc's code has no line tables: where nothing profiled can be sampled, the repeats
+        # are for the plain runs' spread only
+        sampled = any(sampled_lines(t, PLAIN) for t in ctx.runner.targets.values())
         wanted = settings.min_samples if sampled else 0
         plain = [m for m in ctx.made if isinstance(m, Sampled) and m.twin == PLAIN]
         per_run = plain[-1].inside if plain else 0
@@ -320,7 +320,7 @@ class PlainBuild:
     user_kind: str = COUNTING
 
     def run(self, ctx: CallContext) -> None:
-        with ctx.runner.phase(PLAIN, ctx.namespaces, ctx.progress):
+        with ctx.runner.phase(PLAIN, ctx.namespaces, ctx.progress, runs_nothing=True):
             ctx.runner.compile_like_user(self.user_kind)
         ctx.runner.take_counts(PLAIN)
 

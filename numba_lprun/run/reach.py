@@ -93,14 +93,19 @@ def find_callers(
     """
     reached: dict[int, object] = {id(t): t for t in targets}
     candidates: dict[int, CPUDispatcher] = {}
-    is_dispatcher: dict[type, bool] = {}  # tens of thousands of globals, a few hundred types
+    seen: set[type] = set()  # tens of thousands of globals, a few hundred types
+    dispatcher_types: set[type] = set()
     for ns in namespaces:
-        for value in list(ns.values()):
-            kind = type(value)
-            known = is_dispatcher.get(kind)
-            if known is None:
-                known = is_dispatcher[kind] = issubclass(kind, CPUDispatcher)
-            if known and id(value) not in reached:
+        values = list(ns.values())
+        kinds = set(map(type, values))  # set operations at C speed: most modules hold no jitted code
+        new = kinds - seen
+        if new:
+            seen |= new
+            dispatcher_types.update(kind for kind in new if issubclass(kind, CPUDispatcher))
+        if kinds.isdisjoint(dispatcher_types):
+            continue
+        for value in values:
+            if type(value) in dispatcher_types and id(value) not in reached:
                 candidates[id(value)] = value
     callers: list[CPUDispatcher] = []
     changed = True

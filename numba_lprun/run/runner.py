@@ -5,7 +5,7 @@ builds and links the twins of every target and of every jitted caller that
 reaches one, swaps them in, runs, and restores the namespaces in a ``finally``.
 
 A statement may define jitted functions itself (a ``%%nlprun`` cell): each phase
-then *adopts* the fresh dispatcher the statement just defined, under the same key.
+then *adopts* the fresh dispatcher the statement just defined (``phase_run``).
 """
 
 from __future__ import annotations
@@ -16,7 +16,7 @@ from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 
 from ..instrument.source import FunctionSource, read_source
-from ..instrument.twins import Twin, compile_like, compile_like_original, link, make_relinked
+from ..instrument.twins import Twin, compile_like, link, make_relinked
 from ..internals import CPUDispatcher, ignore_debug_info_warnings
 from ..interrupts import ctrl_c_deferred
 from .compiles import CompileHooks, CompileWatcher, Progress
@@ -33,7 +33,8 @@ from .jitclasses import (
 from .measurements import PLAIN, FunctionCounts, FunctionFacts, Key
 from .naming import bound_name, options_of, sibling_key
 from .overloads import overloaded_functions, swap_implementations
-from .reach import Swap, defining_module, find_callers, module_namespaces, reaches, twin_entry_points
+from .phase_run import PhaseRun
+from .reach import Swap, find_callers, module_namespaces, reaches
 from .targets import (
     TWIN_KINDS,
     Target,
@@ -52,70 +53,6 @@ Where = tuple[object, str, int, int]  # code (dispatcher), filename, first line,
 
 
 @dataclass
-class PhaseRun:
-    """The twins swapped in for one phase; ``adopt`` adds a function defined meanwhile."""
-
-    runner: Runner
-    kind: str  # the kind of twin this phase runs on
-    namespaces: list[dict]  # where jitted callers of the targets are looked for
-    internal: list[dict]  # Numba's own member dicts (jitclass types), where twins are swapped in
-    swap: Swap
-    progress: Progress | None
-    statement: list[dict] = field(default_factory=list)  # the statement's own namespaces
-    replacements: dict[int, CPUDispatcher] = field(default_factory=dict)
-    compiles: CompileWatcher | None = None  # this phase's compile events
-
-    def compiling_since(self, since: float) -> float:
-        """Seconds this phase spent compiling from ``since`` on (left out of a run's time)."""
-        return self.compiles.compiling_since(since) if self.compiles is not None else 0.0
-
-    def add_namespace(self, namespace: dict) -> None:
-        """Also look for jitted callers in ``namespace`` (made during the run)."""
-        if all(ns is not namespace for ns in self.namespaces):
-            self.namespaces.append(namespace)
-
-    def drop_namespace(self, namespace: dict) -> None:
-        """Stop looking in ``namespace`` (its run is over)."""
-        self.namespaces[:] = [ns for ns in self.namespaces if ns is not namespace]
-
-    def adopt(self, *dispatchers: CPUDispatcher) -> None:
-        """Profile ``dispatchers`` from now on in this phase (they have not run yet).
-
-        A dispatcher defined again by a repeated run (same code, same closure)
-        reuses the twins built for the previous definition.
-        """
-        targets = [self.runner.add(d) for d in dispatchers]
-        self.runner.adopted.update(id(t) for t in targets)
-        fresh = [t for t in targets if self.kind not in t.twins]
-        if fresh:
-            self.runner.switch(self, fresh)
-        kept = [t for t in targets if t not in fresh and id(t.original) not in self.replacements]
-        if kept:
-            self.start([(t.twins[self.kind], t.source) for t in kept])
-
-    def start(self, built: list[tuple[Twin, FunctionSource | None]]) -> None:
-        """Send calls of each original to its twin: the user's names keep the originals
-        (``f.py_func``, ``f.overloads``, pickling: all the original's), only their calls
-        are redirected; Numba's own member dicts get the twins themselves."""
-        new = {id(twin.original): twin.dispatcher for twin, _ in built}
-        self.replacements.update(new)
-        self.swap.apply(self.internal, new)
-        self.swap.redirect([twin.original for twin, _ in built], new)
-        for twin, src in built:
-            if not twin.compiled:
-                compile_like_original(twin, src)
-        # entry points are looked for where programs keep them: the statement's names and the
-        # profiled functions' modules (every module's globals would cost 40 ms a run)
-        spaces = self.statement + [
-            vars(module) for module in {id(m): m for m in map(defining_module, built)}.values() if module
-        ]
-        self.swap.handed_to = spaces
-        entry_points = twin_entry_points(twin for twin, _ in built)
-        if entry_points:
-            self.swap.apply(spaces, entry_points)
-
-
-@dataclass
 class Runner:
     """The targets and twins of one profiler; runs phases on them."""
 
@@ -126,6 +63,7 @@ class Runner:
     compile_seconds: dict[int, float] = field(default_factory=dict)  # id(twin) -> compiled by this runner
     properties: dict[tuple[str, int, str], property] = field(default_factory=dict)  # jitclass boxes
     users: dict[int, tuple] = field(default_factory=dict)  # see _uses
+    callers: list = field(default_factory=list)  # the jitted callers the last build found (see phase)
     used: set[str] = field(default_factory=set)  # kinds of twin this runner's phases ran on
     adopted: set[int] = field(default_factory=set)  # ids of targets a statement defines (made each run)
     generation: int = 0  # phases started so far: a dispatcher made in a later one may define one again
@@ -192,18 +130,20 @@ class Runner:
             self.targets.update(items)
 
     def build(
-        self, kind: str, targets: Iterable[Target], namespaces: list[dict]
+        self, kind: str, targets: Iterable[Target], namespaces: list[dict], callers: list | None = None
     ) -> list[tuple[Twin, FunctionSource | None]]:
-        """Twins of ``targets`` and of every jitted caller that reaches one, linked."""
+        """Twins of ``targets`` and of every jitted caller that reaches one (``callers``, or
+        those found in ``namespaces``), linked."""
         built: list[tuple[Twin, FunctionSource | None]] = []
         originals = [t.original for t in self.targets.values()]
         classes = self.classes()  # jitclasses with a profiled member: recompiled for the run
         names = instance_type_names(classes)
         overloaded = overloaded_functions(self.templates())
-        callers = find_callers(originals + overloaded, namespaces, lambda d: self._uses(d, names))
-        profiled = {id(d) for d in originals}
-        callers += [d for d in entry_points(classes) if id(d) not in profiled]
-        callers = list({id(d): d for d in callers}.values())
+        if callers is None:
+            callers = find_callers(originals + overloaded, namespaces, lambda d: self._uses(d, names))
+            profiled = {id(d) for d in originals}
+            callers += [d for d in entry_points(classes) if id(d) not in profiled]
+            callers = self.callers = list({id(d): d for d in callers}.values())
         shapes = self._shapes(callers, names)
         targets = list(targets)
         for target in targets:
@@ -270,10 +210,14 @@ class Runner:
         namespaces: Iterable[dict],
         progress: Progress | None = None,
         paused: CompileHooks | None = None,
+        runs_nothing: bool = False,
     ) -> Iterator[PhaseRun]:
-        """Swap in the (compiled) twins of ``kind``; restore every namespace afterwards."""
+        """Swap in the (compiled) twins of ``kind``; restore every namespace afterwards.
+        ``runs_nothing``: a phase that only compiles twins like the last phase's (no user code
+        ran meanwhile), whose callers it takes instead of searching every module again."""
         statement = [ns for ns in namespaces if ns is not None]
-        run = PhaseRun(self, kind, statement + module_namespaces(), [], Swap(), progress, statement)
+        spaces = statement + ([] if runs_nothing else module_namespaces())
+        run = PhaseRun(self, kind, spaces, [], Swap(), progress, statement, runs_nothing=runs_nothing)
         self.used.add(kind)
         self.generation += 1
         watcher = run.compiles = CompileWatcher(kind, progress, paused)
@@ -309,7 +253,7 @@ class Runner:
                     run.internal.append(ns)
                     run.namespaces.append(ns)
             forget_bound_methods(self.classes())
-            built = self.build(run.kind, targets, run.namespaces)
+            built = self.build(run.kind, targets, run.namespaces, self.callers if run.runs_nothing else None)
             kind = run.kind
             twins = {
                 t.source.py_func.__code__: t.twins[kind].code

@@ -22,7 +22,7 @@ from ..errors import NotProfilableError
 from ..instrument.kinds import dispatcher_class, resolve
 from ..internals import kernel_classes
 from ..interrupts import ctrl_c_deferred
-from .runner import PhaseRun
+from .phase_run import PhaseRun
 from .snapshot import Reach, statement_reach
 
 

@@ -28,7 +28,7 @@ from ..instrument.rewrite import Rewritten, instrument
 from ..instrument.rewrite_parallel import add_prange_flushes
 from ..instrument.source import FunctionSource
 from ..instrument.twins import Twin, make_twin, objmode_names
-from ..instrument.ufuncs import is_cpu_ufunc, is_kernel_object
+from ..instrument.ufuncs import is_cpu_ufunc, is_kernel_object, is_stencil
 from ..internals import CPUDispatcher, ufunc_dispatcher
 from .measurements import COUNTING, PLAIN, PROBED, FunctionCounts, Key
 from .reach import reached_from
@@ -54,7 +54,7 @@ class Target:
 
     def built_as(self, kind: str, atomic: bool, shows_times: bool, times_calls: bool = True) -> bool:
         """Whether the kept twin of ``kind`` is the one ``build_twin`` would build now."""
-        lines = _times_lines(self, kind, shows_times)
+        lines = _times_lines(self, kind, shows_times, atomic)
         return (
             kind in self.twins
             and self.atomic.get(kind) == atomic
@@ -179,16 +179,29 @@ def twin_shapes(
     targets: list[Target], callers: list, instance_users: list, shows_times: bool
 ) -> dict[int, tuple[bool, bool, bool]]:
     """How each target's twins are built, by id of its original: (atomic counters, times shown,
-    calls timed), for ``build_twin`` and ``Target.built_as``."""
+    calls timed), for ``build_twin`` and ``Target.built_as``. A stencil's calls are never timed:
+    its kernel is called once per point of the array."""
     atomic = atomic_targets(targets, callers, instance_users)
-    helpers = called_from_jitted(targets, callers)
+    per_point = {id(t.original) for t in targets if is_stencil(t.original)}
+    helpers = called_from_jitted(targets, callers) | per_point
     ids = [id(t.original) for t in targets]
     return {key: (key in atomic, shows_times, key not in helpers) for key in ids}
 
 
-def sampleable(dispatcher: object) -> bool:
-    """Whether samples can be mapped to ``dispatcher``'s lines (its twins carry line tables)."""
-    return not is_kernel_object(dispatcher)
+def sampleable(dispatcher: object, inlined_in_parallel: bool = False) -> bool:
+    """Whether samples can be mapped to ``dispatcher``'s lines (its twins carry line tables:
+    every dispatcher's and stencil's, not a ufunc's). A stencil that a ``parallel=True``
+    caller reaches (``inlined_in_parallel``: its counters are atomic) is inlined by Numba's
+    parfor pass into that caller's loops, whose line table names none of its lines."""
+    if is_cpu_ufunc(dispatcher):
+        return False
+    return not (inlined_in_parallel and is_stencil(dispatcher))
+
+
+def sampled_lines(target: Target, kind: str) -> bool:
+    """Whether ``target``'s twin of ``kind`` is timed by samples where the profile is sampled
+    (``sampleable``, as that twin was built)."""
+    return sampleable(target.original, target.atomic.get(kind, False))
 
 
 def new_target(dispatcher: CPUDispatcher, source: FunctionSource) -> Target:
@@ -206,12 +219,14 @@ def new_target(dispatcher: CPUDispatcher, source: FunctionSource) -> Target:
     return target
 
 
-def _times_lines(target: Target, kind: str, shows_times: bool) -> bool:
+def _times_lines(target: Target, kind: str, shows_times: bool, concurrent: bool) -> bool:
     """Whether ``kind``'s twin reads the clock on every line: the probed twin does, and so does
-    the counting twin of a ufunc or stencil, whose code takes no line tables (no sample maps to
-    its lines), unless the profile shows no times (``shows_times`` False: ``--hits``, where no
-    twin reads the clock at all, not even at each call's entry and exit)."""
-    return kind == PROBED or (kind == COUNTING and shows_times and not sampleable(target.original))
+    the counting twin of a ufunc, or of a stencil a parallel caller inlines (``concurrent``),
+    whose lines no sample maps to (``sampleable``), unless the profile shows no times
+    (``shows_times`` False: ``--hits``, where no twin reads the clock at all, not even at each
+    call's entry and exit)."""
+    timed_by_samples = sampleable(target.original, concurrent)
+    return kind == PROBED or (kind == COUNTING and shows_times and not timed_by_samples)
 
 
 def build_twin(
@@ -228,7 +243,7 @@ def build_twin(
     rewritten = target.rewrite(kind)
     counters = target.counters[kind]
     atomic = concurrent or runs_concurrently(target.original)
-    timing = _times_lines(target, kind, shows_times)
+    timing = _times_lines(target, kind, shows_times, concurrent)
     call_clock = timing or (shows_times and times_calls)
     target.atomic[kind], target.clocks[kind] = concurrent, (timing, call_clock)
     cfg = P.ProbeConfig(
@@ -239,6 +254,7 @@ def build_twin(
         atomic=atomic,
         suspends=bool(target.source.py_func.__code__.co_flags & inspect.CO_GENERATOR),
         call_clock=call_clock,
+        per_point=is_stencil(target.original),
     )
     extra = P.make_probes(cfg)
     extra[P.PYHIT] = P.make_python_hit(counters)

@@ -33,7 +33,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from ..internals import compiled_object
-from .elf import _SECTION_SHIFT, _function_symbols, _relocate_debug, _runtime_bases
+from .elf import _SECTION_SHIFT, _function_symbols, _relocate_debug, _runtime_bases, read_once
 from .inlined import inlined_ranges
 from .rows import (
     FunctionCode,
@@ -106,7 +106,8 @@ def line_map(
             if not is_gufunc and os.path.basename(filename).encode() not in obj:
                 continue
             try:
-                found = _map_library(library, obj, filename, first_line, last_line, is_gufunc, kernels)
+                lines = (filename, first_line, last_line)
+                found = read_once(_map_library, library, obj, *lines, is_gufunc, kernels)
             except Exception as exc:  # malformed or unexpected DWARF: skip this library
                 problems.append(f"{library.name}: {type(exc).__name__}: {exc}")
                 continue

@@ -60,7 +60,7 @@ def inlined_ranges(
                 if os.path.basename(filename).encode() not in obj and not copies:
                     continue  # no row of this file inside, and no copy of its loop bodies
                 try:
-                    found = _host_library(library, obj, filename, first, last, kernels)
+                    found = E.read_once(_host_library, library, obj, filename, first, last, kernels)
                 except Exception:  # malformed or unexpected DWARF: this host adds nothing
                     continue
                 for func, ranges in found:

@@ -132,7 +132,7 @@ LINE_PROFILER_TESTS = [
     "tests/test_jitclass.py",
 ]
 
-#: Fuzz examples per nox session (tests/test_fuzz.py runs 12 when run alone; more with
+#: Fuzz examples per nox session (tests/test_fuzz.py runs 8 when run alone; more with
 #: NUMBA_LPRUN_FUZZ_EXAMPLES, and the long runs are campaigns: README, Tests); every program a
 #: fuzz run ever failed on is kept in tests/test_fuzz_regressions.py, which runs on every Python.
 FUZZ_EXAMPLES = "25"

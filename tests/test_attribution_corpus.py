@@ -17,7 +17,11 @@ cases have their own tolerance and sample count (``PRANGE_TOLERANCE``, ``PRANGE_
 
 from __future__ import annotations
 
+import json
 import os
+import subprocess
+import sys
+from pathlib import Path
 
 import pytest
 
@@ -92,9 +96,32 @@ def sampled_shares(case: K.Case) -> tuple[dict[str, float], int, dict[str, float
     return shares, stats.samples, counted, how
 
 
+def sampled_in_a_fresh_process(case: K.Case) -> tuple[dict[str, float], int, dict[str, float], str]:
+    """``sampled_shares`` of ``case`` in a new interpreter (``Case.fresh_process``)."""
+    root = Path(__file__).resolve().parent.parent
+    index = K.CASES.index(case)
+    code = (
+        "import json, os; os.environ.pop('NUMBA_LPRUN_WALK_BUDGET', None)\n"
+        "from tests import attribution_kernels as K, test_attribution_corpus as T\n"
+        f"print(json.dumps(T.sampled_shares(K.CASES[{index}])))"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", code],
+        capture_output=True,
+        text=True,
+        cwd=root,
+        env={**os.environ, "PYTHONPATH": str(root)},
+        timeout=300,
+    )
+    assert done.returncode == 0, done.stderr[-3000:]
+    shares, samples, counted, how = json.loads(done.stdout.strip().splitlines()[-1])
+    return shares, samples, counted, how
+
+
 @pytest.mark.parametrize("case", K.CASES, ids=[c.name for c in K.CASES])
 def test_sampled_shares_match_the_truth(case):
-    shares, samples, counted, how = sampled_shares(case)
+    measure = sampled_in_a_fresh_process if case.fresh_process else sampled_shares
+    shares, samples, counted, how = measure(case)
     assert samples >= (PRANGE_SAMPLES if case.among_groups else SAMPLES) // 2, (samples, shares)
     if case.among_groups:  # prange: the workers' samples are on the loop bodies
         assert sum(shares.get(m, 0.0) for m in case.truth) >= BODY_SHARE, shares

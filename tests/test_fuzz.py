@@ -12,13 +12,13 @@ rejects are filtered out (``hypothesis.reject``) and counted; run with ``-s`` to
 see the counts. The source is registered in ``linecache`` under a fake file name,
 as IPython does for cells, so ``inspect.getsource`` reads it.
 
-The default run checks a fixed, derandomized set of 12 examples (about 20 s on
+The default run checks a fixed, derandomized set of 8 examples (about 13 s on
 two cores: each example compiles the original, a plain and an instrumented
 twin); what the fuzzer finds, it finds in campaigns (below), and each find stays
 as a regression test, so the default run guards the mechanism, not
 the search. Environment variables for longer runs:
 
-* ``NUMBA_LPRUN_FUZZ_EXAMPLES=N``: check N examples instead of 12;
+* ``NUMBA_LPRUN_FUZZ_EXAMPLES=N``: check N examples instead of 8;
 * ``NUMBA_LPRUN_FUZZ_SEED=S``: draw from random seed S instead of the fixed
   derandomized sequence (use different seeds for parallel or repeated runs).
 
@@ -56,7 +56,7 @@ from hypothesis import strategies as st
 from tests.fuzz import harness
 from tests.fuzz.gen import inputs, programs
 
-EXAMPLES = int(os.environ.get("NUMBA_LPRUN_FUZZ_EXAMPLES", "12"))
+EXAMPLES = int(os.environ.get("NUMBA_LPRUN_FUZZ_EXAMPLES", "8"))
 SEED = os.environ.get("NUMBA_LPRUN_FUZZ_SEED")
 
 

@@ -145,7 +145,7 @@ def rebuild_ufunc(original: object, py_func: FunctionType) -> tuple[object, obje
     "numba.stencils.stencil",
     "StencilFunc._stencil_wrapper",
     "instrument/ufuncs.py: a stencil twin's loop nest compiles with the twin's pipeline (a copy of "
-    "Numba's method whose global `compiler` is one that passes the twin's flags and pipeline)",
+    "Numba's method whose `from numba.core import compiler` gets one that passes the twin's flags)",
 )
 @touches(
     "numba.core.compiler",
@@ -165,8 +165,8 @@ def rebuild_stencil(original: object, py_func: FunctionType, build: StencilBuild
     compile is announced as a compile of ``build.code`` and handed to ``build.compiled``.
     Numba compiles that loop nest with its default flags and pipeline, through the
     ``compiler`` module ``StencilFunc._stencil_wrapper`` imports: the twin runs a copy of
-    that method whose globals (and ``__import__``) give it another ``compiler``; nothing of
-    Numba's is changed."""
+    that method whose ``__import__`` gives it another ``compiler``; nothing of Numba's is
+    changed."""
     from numba.core import compiler
 
     kernel_ir = compiler.run_frontend(py_func)
@@ -273,10 +273,8 @@ def _twin_stencil_class() -> type:
     from numba.stencils import stencil as module
 
     method = module.StencilFunc._stencil_wrapper
-    compiler = _TwinCompiler()
-    names = dict(module.__dict__)
-    names["compiler"] = compiler
-    names["__builtins__"] = {**builtins.__dict__, "__import__": _importing_twin_compiler(compiler)}
+    names = dict(module.__dict__)  # the method imports ``compiler`` itself: its __import__ decides
+    names["__builtins__"] = {**builtins.__dict__, "__import__": _importing_twin_compiler(_TwinCompiler())}
     copied = FunctionType(method.__code__, names, method.__name__, method.__defaults__, method.__closure__)
     copied.__kwdefaults__ = method.__kwdefaults__
 

@@ -54,11 +54,10 @@ class Target:
 
     def built_as(self, kind: str, atomic: bool, shows_times: bool, times_calls: bool = True) -> bool:
         """Whether the kept twin of ``kind`` is the one ``build_twin`` would build now."""
-        lines = _times_lines(self, kind, shows_times, atomic)
         return (
             kind in self.twins
             and self.atomic.get(kind) == atomic
-            and self.clocks.get(kind) == (lines, lines or (shows_times and times_calls))
+            and self.clocks.get(kind) == _clocks(self, kind, shows_times, atomic, times_calls)
         )
 
     @property
@@ -229,6 +228,15 @@ def _times_lines(target: Target, kind: str, shows_times: bool, concurrent: bool)
     return kind == PROBED or (kind == COUNTING and shows_times and not timed_by_samples)
 
 
+def _clocks(
+    target: Target, kind: str, shows_times: bool, concurrent: bool, times_calls: bool
+) -> tuple[bool, bool]:
+    """Whether ``kind``'s twin reads the clock (on every line, at each call's entry and exit):
+    a call is timed where its lines are, or where times are shown and its calls are timed."""
+    lines = _times_lines(target, kind, shows_times, concurrent)
+    return lines, lines or (shows_times and times_calls)
+
+
 def build_twin(
     target: Target,
     kind: str,
@@ -243,8 +251,7 @@ def build_twin(
     rewritten = target.rewrite(kind)
     counters = target.counters[kind]
     atomic = concurrent or runs_concurrently(target.original)
-    timing = _times_lines(target, kind, shows_times, concurrent)
-    call_clock = timing or (shows_times and times_calls)
+    timing, call_clock = _clocks(target, kind, shows_times, concurrent, times_calls)
     target.atomic[kind], target.clocks[kind] = concurrent, (timing, call_clock)
     cfg = P.ProbeConfig(
         address=counters.ctypes.data,

@@ -114,6 +114,7 @@ PYTHON_TESTS = [
     "tests/test_cli.py",
     "tests/test_magic.py",
     "tests/test_raising.py",
+    "tests/test_processes.py",  # fork's rules and multiprocessing's start-up change between Pythons
 ]
 #: Again with line_profiler's settrace core where sys.monitoring is the default: the hits.
 LEGACY_CORE_TESTS = [

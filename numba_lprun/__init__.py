@@ -15,7 +15,9 @@ Data flows one way; each part imports only from the parts before it:
 - ``machine/``: the plain twins' machine code by line (capstone), allocation counts
   and the hints read from them (``LineProfiler(asm=True)``);
 - ``stats``, ``diagnose``: the profile as plain data, and what can be trusted in it;
+  ``merge``: the profiles of several processes as one;
 - ``renderers/``: text, rich and HTML views of the stats (the only users of rich);
+- ``processes/``: the worker processes a run starts, profiled and their parts collected;
 - ``profiler``: the ``LineProfiler`` API that ties the stages together;
 - front ends: ``magic`` (the only user of IPython) and ``cli``.
 """

@@ -4,7 +4,9 @@ Each profiled call leaves a ``CallRecord`` (what its phases measured, and what
 is known of each function's twins), and the profiler adds each one to what it
 holds (``merge_records``); :func:`assemble` turns that record into a
 ``ProfileStats``, diagnosis and machine-code hints included. Nothing here runs
-code or reads a twin, so the same measurements always give the same profile.
+code or reads a twin, so the same measurements always give the same profile (only
+:func:`assembly_settings` reads something: the probes' cost, measured once per
+process, where probes ran).
 """
 
 from __future__ import annotations
@@ -12,6 +14,8 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 
 from .diagnose import DEFAULT_THRESHOLD, diagnose
+from .instrument.calibrate import probe_cost_ticks
+from .instrument.clock import ClockInfo
 from .machine import CodeFacts, CodeReading, function_hints, hot_lines, with_allocations
 from .run.measurements import (
     COUNTING,
@@ -34,6 +38,8 @@ from .run.measurements import (
     fold,
     restored_union,
 )
+from .run.phases import RunSettings
+from .sampling import sampler_unavailable
 from .stats import PROBES, SAMPLES, FunctionStats, ProfileStats, RunsSummary, SamplingSummary
 
 HINTED_LINES = 3  # hot lines the hints describe
@@ -54,6 +60,27 @@ class AssemblySettings:
     rate_hz: float = 2000.0
     min_samples: int = 2000
     asm: bool = False
+
+
+def assembly_settings(
+    settings: RunSettings, clock: ClockInfo, threshold: float, corrected: bool, record: CallRecord
+) -> AssemblySettings:
+    """How to read ``record``: the clock's unit, the options, and the probe cost where probes ran
+    (measured once per process, so only when needed)."""
+    probed = any(any(f.line_ticks for f in m.functions.values()) for m in record.of(Counted))
+    return AssemblySettings(
+        unit=clock.seconds_per_tick,
+        clock=clock.note,
+        probe_cost=probe_cost_ticks(clock.kind) if probed else 0.0,
+        threshold=threshold,
+        corrected=corrected,
+        timing=settings.timing,
+        sample=settings.sample,
+        sampler_unavailable=sampler_unavailable() if settings.sample else None,
+        rate_hz=settings.rate_hz,
+        min_samples=settings.min_samples,
+        asm=settings.asm,
+    )
 
 
 def assemble(

@@ -12,15 +12,16 @@ import sys
 from collections.abc import Callable, Iterable
 from typing import Any
 
-from .assemble import AssemblySettings, assemble
+from .assemble import assemble, assembly_settings
 from .diagnose import DEFAULT_THRESHOLD
 from .errors import without_profiler_frames
-from .instrument.calibrate import probe_cost_ticks
-from .instrument.clock import ClockInfo, current_clock
+from .instrument.clock import current_clock
 from .instrument.kinds import resolve
 from .instrument.twins import Twin
+from .merge import merged
+from .processes.launch import Launches
 from .run.code_reading import read_twin_code
-from .run.measurements import CallRecord, Counted, close_call, merge_records
+from .run.measurements import CallRecord, close_call, merge_records
 from .run.phase_run import PhaseRun
 from .run.phases import CallContext, RunSettings, plan, run_phases
 from .run.runner import Runner
@@ -28,33 +29,12 @@ from .run.snapshot import Reach, call_reach, statement_reach, take_snapshot
 from .run.statements import statement_run
 from .run.targets import TWIN_KINDS, may_run_on_threads
 from .sampling import sampler_unavailable
-from .stats import LineStats, ProfileStats
+from .stats import LineStats, ProcessPart, ProfileStats
 
 DEFAULT_SAMPLE_RATE = 2000.0  # Hz per thread: the sampler costs about 3% per kHz here
 DEFAULT_SAMPLE_TIME = 1.0  # seconds of sampled repeats allowed beyond the user's run
 DEFAULT_MIN_SAMPLES = 2000  # samples in the profiled functions that end the repeats early
 DEFAULT_EXTRA_LIMIT = 0.5  # seconds: a longer user's run gets no plain run (it would cost as much again)
-
-
-def assembly_settings(
-    settings: RunSettings, clock: ClockInfo, threshold: float, corrected: bool, record: CallRecord
-) -> AssemblySettings:
-    """How to read ``record``: the clock's unit, the options, and the probe cost where probes ran
-    (measured once per process, so only when needed)."""
-    probed = any(any(f.line_ticks for f in m.functions.values()) for m in record.of(Counted))
-    return AssemblySettings(
-        unit=clock.seconds_per_tick,
-        clock=clock.note,
-        probe_cost=probe_cost_ticks(clock.kind) if probed else 0.0,
-        threshold=threshold,
-        corrected=corrected,
-        timing=settings.timing,
-        sample=settings.sample,
-        sampler_unavailable=sampler_unavailable() if settings.sample else None,
-        rate_hz=settings.rate_hz,
-        min_samples=settings.min_samples,
-        asm=settings.asm,
-    )
 
 
 def _profiled_call(
@@ -72,7 +52,8 @@ def _profiled_call(
     if once is None and not settings.repeat:
         once = "--once asked for one run"
     concurrent = any(may_run_on_threads(t.original) for t in runner.targets.values())
-    ctx = CallContext(runner, execute, namespaces, progress, settings, concurrent)
+    launches = Launches([t.original for t in runner.targets.values()], _child_options(settings))
+    ctx = CallContext(runner, execute, namespaces, progress, settings, concurrent, children=launches)
     if once is None and settings.timing:
         ctx.snapshot = take_snapshot(reach or Reach(), settings.snapshot_budget, concurrent)
         once = ctx.snapshot.unrestorable
@@ -84,16 +65,23 @@ def _profiled_call(
     finally:
         call = close_call(ctx.made, runner.facts(planned.user.kind), planned.user.kind)
         profiler._record = merge_records(profiler._record, call)
+        parts, missing = launches.collect()
+        profiler._parts += parts
+        profiler._missing += tuple(missing)
+
+
+def _child_options(settings: RunSettings) -> dict:
+    """How the processes a run starts are profiled: on the user's run's twins, unsampled (see
+    ``processes.child``), with no extra runs."""
+    return {"timing": settings.timing, "sample": False, "probes": False, "rate_hz": settings.rate_hz}
 
 
 class LineProfiler:
     """Line-profile Numba jitted functions: exact hits from counters, times from samples.
 
-    The user's run, first, is one run on counting twins under a native sampler; extra runs
-    after it (a timed plain run and sampled repeats if it took at most ``extra_limit``
-    seconds, ``probes=True``'s probed run) only where the state the call reaches can be put
-    back (``repeat=True``). ``timing=False`` counts hits only, ``sample=False`` times lines
-    with clock probes, ``asm=True`` reads the machine code by line (see ``run.phases``)."""
+    The user's run: counting twins under a native sampler (processes it starts count too); then
+    extra runs (a timed plain run and sampled repeats if it took at most ``extra_limit`` s, a probed
+    run for ``probes=True``) where the state it reaches can be put back (``repeat=True``)."""
 
     def __init__(
         self,
@@ -127,6 +115,8 @@ class LineProfiler:
         self._clock = current_clock()
         self._runner = Runner(self._clock.kind, shows_times=timing)
         self._record: CallRecord | None = None  # every profiled call so far, added up
+        self._parts: list[ProcessPart] = []  # what the processes the calls started measured
+        self._missing: tuple[str, ...] = ()  # why some of them sent nothing
         self._readings: dict[tuple, Any] = {}
         for func in functions:
             self.add_function(func)
@@ -207,7 +197,7 @@ class LineProfiler:
         record = self._record or CallRecord()
         settings = assembly_settings(self.settings, self._clock, self.threshold, self.corrected, record)
         readings = read_twin_code(self._runner, record, self._readings) if self.settings.asm else None
-        return assemble(record, settings, readings)
+        return merged(assemble(record, settings, readings), self._parts, self._missing, self.corrected)
 
     def get_stats(self) -> LineStats:
         """A ``line_profiler.LineStats``: timings keyed (filename, first line, qualified name)."""

@@ -42,6 +42,7 @@ __all__ = [
     "LineCode",
     "LineStats",
     "Note",
+    "ProcessPart",
     "ProfileStats",
     "RunsSummary",
     "SamplingSummary",
@@ -286,6 +287,10 @@ class ProfileStats:
     runs: RunsSummary | None = field(default_factory=RunsSummary)  # None: no CPU run model
     threshold: float = 1.2  # overhead ratio above which the profile is flagged as distorted
     tick: str | None = None  # times shown in these ticks ("cycle"), not converted to seconds
+    # where the work was done: every process's own profile (the main one first), whose sums
+    # ``functions`` are, and the processes that sent none (``merge``); empty: this process only
+    parts: tuple[ProcessPart, ...] = ()
+    missing: tuple[str, ...] = ()  # a sentence per process that sent no part, saying why
 
     def to_line_stats(self) -> LineStats:
         return LineStats({f.key: f.timings() for f in self.functions}, self.unit)
@@ -296,6 +301,16 @@ class ProfileStats:
     @classmethod
     def from_json(cls, text: str) -> ProfileStats:
         return from_data(cls, json.loads(text))
+
+
+@dataclass(frozen=True)
+class ProcessPart:
+    """What one process measured: ``label`` ("main", "worker ForkPoolWorker-1"), its pid, and
+    its own profile, as it wrote it (its clock's unit, its own notes)."""
+
+    label: str
+    pid: int
+    profile: ProfileStats
 
 
 def write_line_stats(stats: LineStats, filename: str) -> None:

@@ -25,8 +25,9 @@ STAGES: list[set[str]] = [
     {"sampling"},
     {"machine"},
     {"run"},  # run phases -> measurements
-    {"codec", "stats", "diagnose", "assemble"},  # the immutable profile
+    {"codec", "stats", "diagnose", "assemble", "merge"},  # the immutable profile
     {"renderers"},
+    {"processes"},  # worker processes: their runs, their parts of the profile
     {"profiler", "decorator", "cuda"},  # the Python API
     {"options"},
     {"magic", "cli", "__main__", "demo"},  # front ends

@@ -44,7 +44,9 @@ from .dispatchers import (
     compile_events,
     ignore_debug_info_warnings,
     is_dispatcher,
+    pickle_identity,
     pipeline_class,
+    unpickle_as,
 )
 from .irbuilder import counted_loop, stack_slot, stack_value
 from .jitclasses import (
@@ -83,6 +85,7 @@ from .overloads import (
     replace_implementations,
     templates_with_implementations,
 )
+from .processes import process_target, set_process_target
 from .redirect import compiled_entry_points, redirect_calls, stop_redirect
 from .registry import NUMBA_RANGE, USES, PrivateUse, installed_numba, minor, missing, private_names
 from .runtime import (
@@ -118,6 +121,10 @@ __all__ = [
     "internalize_linked_copies",
     "is_cpu_ufunc",
     "is_dispatcher",
+    "pickle_identity",
+    "process_target",
+    "set_process_target",
+    "unpickle_as",
     "is_jitclass",
     "is_jitclass_instance",
     "is_stencil",

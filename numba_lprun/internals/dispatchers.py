@@ -13,6 +13,7 @@ import warnings
 
 from numba.core import registry as _registry
 from numba.core.dispatcher import Dispatcher as _Dispatcher
+from numba.core.dispatcher import _MemoMixin
 
 from .registry import touches
 
@@ -102,3 +103,27 @@ def compile_events(listener) -> contextlib.AbstractContextManager:
             listener.on_end(ev.data or {})
 
     return event.install_listener("numba:compile", Relay())
+
+
+@touches(
+    "numba.core.dispatcher",
+    "_MemoMixin._uuid",
+    "processes: the id a dispatcher is pickled under (made now, so a forked child inherits it)",
+)
+def pickle_identity(dispatcher: object) -> str | None:
+    """The id Numba pickles ``dispatcher`` under (None: not a dispatcher Numba pickles so).
+
+    Why: a pool pickles the function it sends a worker, and unpickling makes a new
+    dispatcher unless the id is known there; a forked worker knows the ids made
+    before the fork, a spawned one only those ``unpickle_as`` registers."""
+    return dispatcher._uuid if isinstance(dispatcher, _MemoMixin) else None
+
+
+@touches(
+    "numba.core.dispatcher",
+    "_MemoMixin._memo",
+    "processes: a spawned worker unpickles the parent's dispatcher as its own profiled one",
+)
+def unpickle_as(identity: str, dispatcher: object) -> None:
+    """Unpickling a dispatcher pickled under ``identity`` gives ``dispatcher`` (held weakly)."""
+    _MemoMixin._memo[identity] = dispatcher

@@ -37,6 +37,13 @@ class RunSettings:
     extra_limit: float = 0.5  # seconds of the user's run above which no plain run is made for the overhead
 
 
+class Children(Protocol):
+    """The processes the user's run starts (``processes.launch``): profiled while ``watching``."""
+
+    def watching(self) -> contextlib.AbstractContextManager: ...
+    def started(self) -> int: ...
+
+
 @dataclass
 class CallContext:
     """What every phase of one call shares."""
@@ -54,6 +61,7 @@ class CallContext:
     stopped: str | None = None  # why the extra runs stopped (one raised)
     kept: list = field(default_factory=list)  # the user's run's state: (snapshot item, value) pairs
     extra_result: Any = None  # the last extra run's result
+    children: Children | None = None  # processes the user's run starts are profiled too
 
     def sampling(self, boost: bool = False) -> SegmentedSampling:
         """A sampler for one phase; ``boost``: start faster (a run that is the only one)."""
@@ -90,3 +98,14 @@ def silently(ctx: CallContext, run: PhaseRun, silenced: bool = False) -> bool:
             ctx.stopped = f"an extra run raised {type(exc).__name__}, which your run did not"
             return False
     return True
+
+
+def too_long(ctx: CallContext) -> str | None:
+    """Why the plain run is not made after a user's run this long (None: it is)."""
+    limit = ctx.settings.extra_limit
+    if ctx.user_seconds <= limit:
+        return None
+    return (
+        f"your run took {ctx.user_seconds:.2f} s, so no plain run of it was made for the overhead "
+        f"figure (it would take as long; --extra-limit {limit:g} s)"
+    )

@@ -12,11 +12,15 @@ registers its lowering, so a KeyboardInterrupt landing between the two left a tw
 that could never be lowered again ("No definition for lowering" in every later
 profile of that function); and one landing in Numba's object-cache callback (Python
 called through ctypes) was dropped.
+
+A forked child (a pool's worker) inherits the parent's listeners, whose sampler is
+not there: a watcher hears only the process that installed it.
 """
 
 from __future__ import annotations
 
 import contextlib
+import os
 import time
 from collections.abc import Callable, Iterator
 from typing import Protocol
@@ -43,8 +47,11 @@ class CompileWatcher:
         self.spans: list[tuple[float, float]] = []  # (start, end) of each outermost compile
         self._stack: list[list] = []  # [dispatcher id, start, time spent in nested compiles]
         self._held = None  # Ctrl-C held while the outermost compile runs
+        self._pid = os.getpid()
 
     def on_start(self, data: dict) -> None:
+        if os.getpid() != self._pid:  # a forked child's inherited listener
+            return
         disp = data.get("dispatcher")
         if self.progress is not None and disp is not None:
             args = ", ".join(str(a) for a in data.get("args") or ())
@@ -57,7 +64,7 @@ class CompileWatcher:
         self._stack.append([id(disp), time.perf_counter(), 0.0])
 
     def on_end(self, data: dict) -> None:
-        if not self._stack:
+        if not self._stack or os.getpid() != self._pid:
             return
         key, start, nested = self._stack.pop()
         spent = time.perf_counter() - start

@@ -21,12 +21,13 @@ written anywhere. ``plan`` picks the phases; ``run_phases`` runs them.
 
 from __future__ import annotations
 
+import contextlib
 import math
 import time
 from dataclasses import dataclass, replace
 from typing import Any
 
-from .call_context import CallContext, Phase, RunSettings, sampled_by, silently
+from .call_context import CallContext, Phase, RunSettings, sampled_by, silently, too_long
 from .differences import compared_with_users
 from .measurements import (
     COUNTING,
@@ -281,7 +282,8 @@ class UserRun:
         try:
             with ctx.runner.phase(self.kind, ctx.namespaces, ctx.progress, sampling) as run:
                 started = time.perf_counter()
-                with sampled_by(sampling):
+                watching = ctx.children.watching() if ctx.children else contextlib.nullcontext()
+                with sampled_by(sampling), watching:
                     ctx.result = ctx.execute(run)
         finally:
             seconds = _own_seconds(run, started)
@@ -350,17 +352,6 @@ def plan(settings: RunSettings, once: str | None, sampler_unavailable: str | Non
     return Plan(UserRun(kind, sampled, boost=once is not None), tuple(extra), after)
 
 
-def _too_long(ctx: CallContext) -> str | None:
-    """Why the plain run is not made after a user's run this long (None: it is)."""
-    limit = ctx.settings.extra_limit
-    if ctx.user_seconds <= limit:
-        return None
-    return (
-        f"your run took {ctx.user_seconds:.2f} s, so no plain run of it was made for the overhead "
-        f"figure (it would take as long; --extra-limit {limit:g} s)"
-    )
-
-
 def run_phases(ctx: CallContext, planned: Plan, once: str | None) -> Any:
     """Run the user's run, then the extra runs (where allowed), then what needs no run; the
     user's run's result is returned (its exception raised, and nothing more run)."""
@@ -374,7 +365,11 @@ def run_phases(ctx: CallContext, planned: Plan, once: str | None) -> Any:
             ctx.made.append(RanOnce(f"your run {what}, so nothing more was run"))
         raise
     extra = list(planned.extra)
-    long = _too_long(ctx) if extra else None
+    started = ctx.children.started() if ctx.children is not None and extra else 0
+    if started:  # a second run would start them again, and their work would be measured twice
+        extra = []
+        ctx.made.append(RanOnce(f"your run started {started} process{'es' if started > 1 else ''}"))
+    long = too_long(ctx) if extra else None
     if long is not None:
         extra = [p for p in extra if not isinstance(p, (PlainRun, SampledRepeats))]
         if not extra:

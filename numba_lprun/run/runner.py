@@ -311,10 +311,10 @@ class Runner:
                     target.twins[PLAIN] = build_twin(target, PLAIN, self.clock, *shape)  # as the user's
                 compile_like(target.twins[PLAIN], user.dispatcher, target.source)
 
-    def take_counts(self, kind: str) -> dict[Key, FunctionCounts]:
-        """Counters of ``kind`` for every target (copied), then zeroed."""
+    def take_counts(self, kind: str, keep: bool = False) -> dict[Key, FunctionCounts]:
+        """Counters of ``kind`` for every target (copied), then zeroed (``keep``: not zeroed)."""
         self.settled.update(id(t) for t in self.targets.values())
-        return {key: counts_of(target, kind) for key, target in self.targets.items()}
+        return {key: counts_of(target, kind, keep) for key, target in self.targets.items()}
 
     def take_totals(self, kind: str) -> list[tuple[Key, int, int]]:
         """Each target's completed calls and their ticks in ``kind``'s twins, then zeroed: the

@@ -304,8 +304,9 @@ def drop_target(dispatcher: CPUDispatcher, clock: str) -> None:
         attrs.get(_TWIN_CACHE, {}).pop(clock, None)
 
 
-def counts_of(target: Target, kind: str) -> FunctionCounts:
-    """The target's counters of ``kind`` as a ``FunctionCounts`` (copied), then zeroed."""
+def counts_of(target: Target, kind: str, keep: bool = False) -> FunctionCounts:
+    """The target's counters of ``kind`` as a ``FunctionCounts`` (copied), then zeroed (``keep``:
+    left as they are, for a read while the twin may still run)."""
     table = target.counters[kind]
     calls, ticks = (int(v) for v in table[-1])
     hits: dict[int, int] = {}
@@ -317,5 +318,6 @@ def counts_of(target: Target, kind: str) -> FunctionCounts:
                 hits[line] = hits.get(line, 0) + h
             if t:
                 line_ticks[line] = line_ticks.get(line, 0) + t
-    table[:] = 0
+    if not keep:
+        table[:] = 0
     return FunctionCounts(calls, ticks, hits, line_ticks)

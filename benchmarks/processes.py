@@ -1,0 +1,75 @@
+"""What profiling a kernel run by worker processes costs: the script unprofiled and under ``nlprun``.
+
+Run ``python benchmarks/processes.py``. A script runs a jitted kernel in a process pool
+(4 tasks of 20M iterations on 2 workers; a fork pool and a spawn pool), once as
+``python script.py`` and once as ``nlprun -f kern:work script.py``, alternating, three
+times each; the medians are compared side by side in one run. The goal (issue 30): at
+most 1.5x the unprofiled run + 4 s, with hits equal to the exact sum over the tasks.
+"""
+
+from __future__ import annotations
+
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+
+KERNEL = """
+import numpy as np
+from numba import njit
+
+@njit
+def work(n):
+    s = 0.0
+    for i in range(n):
+        if i % 3 == 0:
+            s += np.sqrt(i)
+        else:
+            s -= 1.0
+    return s
+"""
+
+SCRIPT = """
+import multiprocessing as mp
+import sys
+from kern import work
+
+if __name__ == "__main__":
+    with mp.get_context(sys.argv[1]).Pool(2) as pool:
+        out = pool.map(work, [20_000_000] * 4)
+    print("sum", round(sum(out), 3))
+"""
+
+
+def timed(command: list[str], folder: str) -> tuple[float, str]:
+    env = {**os.environ, "PYTHONPATH": folder}
+    started = time.perf_counter()
+    done = subprocess.run(command, cwd=folder, env=env, capture_output=True, text=True, check=True)
+    return time.perf_counter() - started, done.stdout
+
+
+def main() -> None:
+    folder = tempfile.mkdtemp(prefix="nlprun-bench-")
+    with open(os.path.join(folder, "kern.py"), "w") as handle:
+        handle.write(KERNEL)
+    with open(os.path.join(folder, "script.py"), "w") as handle:
+        handle.write(SCRIPT)
+    nlprun = [sys.executable, "-m", "numba_lprun", "-f", "kern:work"]
+    for method in ("fork", "spawn"):
+        plain, profiled, out = [], [], ""
+        for _ in range(3):
+            plain.append(timed([sys.executable, "script.py", method], folder)[0])
+            seconds, out = timed([*nlprun, "script.py", method], folder)
+            profiled.append(seconds)
+        a, b = statistics.median(plain), statistics.median(profiled)
+        hits = next((line.split()[1] for line in out.splitlines() if line.strip().startswith("8 ")), "?")
+        print(
+            f"{method} pool: unprofiled {a:.2f} s, nlprun {b:.2f} s: {b / a:.2f}x, +{b - a:.2f} s "
+            f"(goal: <= 1.5x + 4 s = {1.5 * a + 4:.2f} s); loop-line hits {hits} (exact: 80000004)"
+        )
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,173 @@
+"""The child's side: run the process's target as one profiled call, write its profile.
+
+Why the target: it is what a worker process runs from start to end (a pool's
+task loop, an executor's worker, a Dask worker's event loop), so profiling it is
+profiling everything the process does for the user. It runs once, on counting
+twins (unsampled: see ``profiled_target``), like a script (no plain run: it would run every task
+again); a forked child finds the parent's twins on the dispatchers and compiles
+nothing, a spawned one loads them from the disk cache or compiles them.
+
+The part is written when the target returns or raises, and when SIGTERM stops the
+process (``Pool.terminate`` and ``with Pool()`` end their workers so): the part
+is written with the counters as they are, and the process then dies of SIGTERM
+as it would have (``_part_on_sigterm``). A process killed outright (SIGKILL) writes nothing,
+and the parent says so.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import ctypes
+import os
+import select
+import signal
+import threading
+from collections.abc import Callable, Iterator
+from typing import Any
+
+from ..assemble import assemble, assembly_settings
+from ..diagnose import DEFAULT_THRESHOLD
+from ..instrument.clock import current_clock
+from ..run.measurements import COUNTING, Counted, close_call
+from ..run.phases import CallContext, Plan, RunSettings, UserRun, run_phases
+from ..run.runner import Runner
+from ..run.targets import may_run_on_threads
+from ..stats import ProfileStats
+from .spec import ChildSpec, find
+
+PART_PREFIX = "part-"  # part-<pid>.json in the run's directory
+
+
+class ChildTarget:
+    """A process's target, profiled in the process that runs it (pickled for a spawned one)."""
+
+    def __init__(self, target: Callable, spec: ChildSpec, label: str, functions: list[object]) -> None:
+        self.target, self.spec, self.label = target, spec, label
+        self.functions: list[object] | None = functions  # a forked child's own; None once pickled
+
+    def __getstate__(self) -> dict:
+        """A spawned child finds the functions by name (``spec.functions``)."""
+        return {**self.__dict__, "functions": None}
+
+    def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        found = self.functions
+        if found is None:
+            found = [d for name in self.spec.functions for d in find(name)]
+        return profiled_target(self.spec, self.label, found, lambda: self.target(*args, **kwargs))
+
+
+def profiled_target(spec: ChildSpec, label: str, functions: list[object], call: Callable[[], Any]) -> Any:
+    """``call()`` profiled on ``functions``, as ``spec`` says; its part written in ``spec.directory``."""
+    if not functions:  # none of them exists here: nothing to count
+        return call()
+    clock = current_clock()
+    runner = Runner(clock.kind, shows_times=spec.timing)
+    for dispatcher in functions:
+        runner.add(dispatcher)
+    settings = RunSettings(
+        timing=spec.timing, sample=spec.sample, probes=spec.probes, repeat=False, rate_hz=spec.rate_hz
+    )
+    once = f"a worker process ({label})"
+    # counting twins (a forked child's are the parent's own), unsampled: a sampler armed in a forked
+    # pool worker crashed it now and then (SIGSEGV after its teardown), so workers count hits and
+    # time their calls only; and no plain twins are compiled after
+    planned = Plan(UserRun(COUNTING, False))
+    concurrent = any(may_run_on_threads(d) for d in functions)
+    ctx = CallContext(runner, lambda _: call(), [], None, settings, concurrent)
+    lock = threading.Lock()  # one writer at a time: each part written replaces the one before
+
+    def part(made: list) -> None:
+        with lock:
+            record = close_call(made, runner.facts(COUNTING), COUNTING)
+            profile = assemble(record, assembly_settings(settings, clock, DEFAULT_THRESHOLD, True, record))
+            write_part(spec.directory, label, profile)
+
+    def now() -> None:  # while the target runs: the counters so far, read and left as they are
+        part([*ctx.made, Counted(COUNTING, True, runner.take_counts(COUNTING, keep=True))])
+
+    with _parts_on_request(spec.directory, now):
+        try:
+            return run_phases(ctx, planned, once)
+        finally:
+            part(ctx.made)
+
+
+@contextlib.contextmanager
+def _parts_on_request(directory: str, write: Callable[[], None]) -> Iterator[None]:
+    """While the block runs, a thread writes the part so far when the parent asks (a
+    ``flush-<pid>`` file: a worker a pool keeps for later, such as joblib's, is still running
+    when the user's run ends) and when SIGTERM comes (``Pool.terminate``), after which the
+    process dies of SIGTERM as it would have.
+
+    Why a thread for SIGTERM: a Python handler runs only when the main thread runs Python, and
+    a pool worker waits for its next task in ``sem_wait``, which a signal landing just before
+    it blocks does not wake (the worker hung for ever); and SIGTERM may land on any thread
+    (OpenBLAS's, in a spawned worker). So the handler is a no-op whose C half writes the
+    signal's number to a pipe (``signal.set_wakeup_fd``) that the thread reads. Where SIGTERM
+    or the wake-up fd is the program's own (an asyncio loop's), or this is not the main
+    thread, SIGTERM is left alone.
+    """
+    asked = os.path.join(directory, f"flush-{os.getpid()}")
+    read = _sigterm_pipe()
+    done = threading.Event()
+
+    def die() -> None:
+        write()
+        ctypes.CDLL(None).signal(int(signal.SIGTERM), 0)  # SIG_DFL (signal.signal: main thread only)
+        os.kill(os.getpid(), signal.SIGTERM)
+
+    def wait() -> None:
+        while not done.is_set():
+            if read is not None and select.select([read], [], [], 0.05)[0]:
+                if signal.SIGTERM in os.read(read, 512):
+                    die()
+            elif read is None:
+                done.wait(0.05)
+            if os.path.exists(asked):
+                write()
+                with contextlib.suppress(OSError):
+                    os.remove(asked)
+
+    waiter = threading.Thread(target=wait, name="numba_lprun-parts", daemon=True)
+    waiter.start()
+    try:
+        yield
+    finally:
+        done.set()
+        waiter.join()
+        if read is not None:
+            signal.signal(signal.SIGTERM, signal.SIG_DFL)
+            wake = signal.set_wakeup_fd(-1)
+            if select.select([read], [], [], 0)[0] and signal.SIGTERM in os.read(read, 512):
+                write()
+                os.kill(os.getpid(), signal.SIGTERM)
+            os.close(read), os.close(wake)
+
+
+def _sigterm_pipe() -> int | None:
+    """The read end of a pipe that SIGTERM's handler writes to (None: SIGTERM is not ours to take)."""
+    main = threading.current_thread() is threading.main_thread()
+    if not main or signal.getsignal(signal.SIGTERM) not in (signal.SIG_DFL, None):
+        return None
+    read, wake = os.pipe()
+    os.set_blocking(wake, False)
+    if signal.set_wakeup_fd(wake) != -1:  # the program's own: put it back
+        signal.set_wakeup_fd(-1)
+        os.close(read), os.close(wake)
+        return None
+    signal.signal(signal.SIGTERM, lambda signum, frame: None)
+    return read
+
+
+def _path(directory: str) -> str:
+    return os.path.join(directory, f"{PART_PREFIX}{os.getpid()}.json")
+
+
+def write_part(directory: str, label: str, profile: ProfileStats) -> None:
+    """Write the part whole or not at all (the parent reads only finished files); a directory
+    the parent already removed (it stopped waiting) is no error."""
+    path = _path(directory)
+    with contextlib.suppress(OSError):
+        with open(path + ".tmp", "w", encoding="utf-8") as handle:
+            handle.write(f"{label}\t{os.getpid()}\n{profile.to_json()}")
+        os.replace(path + ".tmp", path)

@@ -1,0 +1,138 @@
+"""The parent's side: profile the processes the user's run starts, and collect their parts.
+
+``Launches.watching`` wraps ``multiprocessing.process.BaseProcess.start`` for the
+user's run only (and puts it back, on success, error or Ctrl-C): each process
+started meanwhile is given a ``ChildTarget`` for as long as ``start`` takes (a
+forked child has copied it by then, a spawned one has unpickled it), and then its
+own target again, so the process object the program holds is unchanged. When the
+run ends, ``collect`` reads the parts written, names each started process that
+wrote none (still running, killed by a signal, or a ``Process`` subclass whose
+own ``run`` never calls a target) and removes the run's directory.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import shutil
+import signal
+import tempfile
+import time
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from multiprocessing.process import BaseProcess
+
+from ..internals import process_target, set_process_target
+from ..interrupts import ctrl_c_deferred
+from ..stats import ProcessPart, ProfileStats
+from .child import PART_PREFIX, ChildTarget
+from .spec import ChildSpec, named
+
+
+@dataclass
+class Launches:
+    """The processes one user's run started, and where they write their parts."""
+
+    functions: list[object]  # the profiled functions (a forked child uses them as they are)
+    options: dict  # ChildSpec's options: timing, sample, probes, rate_hz
+    processes: list[BaseProcess] = field(default_factory=list)
+    directory: str | None = None
+
+    @contextlib.contextmanager
+    def watching(self) -> Iterator[None]:
+        """Processes started inside the block are profiled (``ChildTarget``)."""
+        spec: ChildSpec | None = None
+        original = BaseProcess.start
+
+        def start(process: BaseProcess) -> None:
+            nonlocal spec
+            target = process_target(process)
+            if target is None or type(process).run is not BaseProcess.run:
+                self.processes.append(process)  # its own run(): no target to wrap (said when collected)
+                return original(process)
+            if spec is None:
+                self.directory = tempfile.mkdtemp(prefix="nlprun-parts-")
+                spec = ChildSpec(self.directory, named(self.functions), **self.options)
+            set_process_target(process, ChildTarget(target, spec, process.name, self.functions))
+            try:
+                original(process)
+            finally:
+                set_process_target(process, target)
+            self.processes.append(process)
+
+        with ctrl_c_deferred():
+            BaseProcess.start = start
+        try:
+            yield
+        finally:
+            with ctrl_c_deferred():
+                BaseProcess.start = original
+
+    def started(self) -> int:
+        """Processes started by the run so far."""
+        return len(self.processes)
+
+    def collect(self) -> tuple[list[ProcessPart], list[str]]:
+        """The parts the started processes wrote, and a sentence for each that wrote none."""
+        parts: dict[int, ProcessPart] = {}
+        if self.directory is not None:
+            self._ask_running(self.directory)
+            for name in sorted(os.listdir(self.directory)):
+                if not (name.startswith(PART_PREFIX) and name.endswith(".json")):
+                    continue  # a part still being written (a process still running) is not read
+                with contextlib.suppress(OSError, ValueError, TypeError, KeyError):
+                    with open(os.path.join(self.directory, name), encoding="utf-8") as handle:
+                        label, pid, text = _read_part(handle.read())
+                        part = ProcessPart(label, pid, ProfileStats.from_json(text))
+                    parts[part.pid] = part
+            shutil.rmtree(self.directory, ignore_errors=True)
+        missing = [_why_missing(p) for p in self.processes if p.pid not in parts]
+        self.processes, self.directory = [], None
+        return list(parts.values()), missing
+
+    def _ask_running(self, directory: str) -> None:
+        """Ask the started processes still running (a pool kept for later: joblib's) for their
+        counts so far, and wait for them (``FLUSH_WAIT`` at most)."""
+        running = [p for p in self.processes if _exit_code(p) is None]
+        asked = [os.path.join(directory, f"flush-{p.pid}") for p in running]
+        for path in asked:
+            with contextlib.suppress(OSError), open(path, "w"):
+                pass
+        deadline = time.monotonic() + FLUSH_WAIT
+        while any(map(os.path.exists, asked)) and time.monotonic() < deadline:
+            time.sleep(0.01)
+
+
+#: Seconds a running worker is given to send its counts so far when the user's run ends.
+FLUSH_WAIT = 5.0
+
+
+def _exit_code(process: BaseProcess) -> int | None:
+    try:
+        return process.exitcode
+    except ValueError:  # closed by the program
+        return None
+
+
+def _read_part(text: str) -> tuple[str, int, str]:
+    """A part file: its first line "label<TAB>pid", then the profile's JSON."""
+    head, _, body = text.partition("\n")
+    label, _, pid = head.rpartition("\t")
+    return label, int(pid), body
+
+
+def _why_missing(process: BaseProcess) -> str:
+    """Why ``process`` sent no part, in words."""
+    who = f"process {process.name} (pid {process.pid})"
+    if type(process).run is not BaseProcess.run:
+        return f"{who} runs its own run() method, which numba_lprun cannot profile: its work is not counted"
+    code = _exit_code(process)
+    if code is None:
+        return f"{who} was still running when your run ended and did not answer: its work is not counted"
+    if code < 0:
+        try:
+            name = signal.Signals(-code).name
+        except ValueError:
+            name = f"signal {-code}"
+        return f"{who} was killed by {name} before it could send its counts: its work is not counted"
+    return f"{who} exited with status {code} without sending its counts: its work is not counted"

@@ -1,0 +1,80 @@
+"""What a child process needs to profile the same functions the same way, as plain data.
+
+Why names: a spawned child is a fresh interpreter, which holds none of the
+parent's objects; it imports the profiled functions' modules (the script itself
+is ``__main__`` there too: ``multiprocessing`` runs it again as ``__mp_main__``)
+and finds each function by its qualified name. A forked child finds the very
+same dispatchers by the same names.
+"""
+
+from __future__ import annotations
+
+import importlib
+import sys
+from dataclasses import dataclass
+
+from ..instrument.kinds import resolve
+from ..instrument.source import python_function_of
+from ..internals import pickle_identity, unpickle_as
+
+
+@dataclass(frozen=True)
+class ChildSpec:
+    """The run's directory, the functions (``named``) and the options."""
+
+    directory: str
+    functions: tuple[tuple[str, str, str | None], ...]  # module, qualified name, pickle id
+    timing: bool = True
+    sample: bool = True
+    probes: bool = False
+    rate_hz: float = 2000.0
+
+
+def name_of(function: object) -> tuple[str, str] | None:
+    """(module, qualified name) of a profiled function's Python function; None: none to name."""
+    try:
+        py_func = python_function_of(function)
+    except Exception:
+        return None
+    module, qualname = getattr(py_func, "__module__", None), getattr(py_func, "__qualname__", "")
+    if not module or "<locals>" in qualname:
+        return None
+    return module, qualname
+
+
+def named(functions: list[object]) -> tuple[tuple[str, str, str | None], ...]:
+    """What a spawned child finds ``functions`` by: their names, and the ids Numba pickles them
+    under (made here, before any fork: a forked child's unpickled tasks are the very dispatchers)."""
+    found = []
+    for function in functions:
+        name = name_of(function)
+        if name is not None:
+            found.append((*name, pickle_identity(function)))
+    return tuple(found)
+
+
+def find(named: tuple[str, str, str | None]) -> list[object]:
+    """The dispatchers ``named`` stands for in this process ([] where it cannot be found); the
+    tasks a pool pickled with the parent's dispatcher unpickle as this process's one."""
+    found = _find(named[:2])
+    if named[2] is not None and len(found) == 1:
+        unpickle_as(named[2], found[0])
+    return found
+
+
+def _find(name: tuple[str, str]) -> list[object]:
+    module_name, qualname = name
+    module = sys.modules.get(module_name)
+    if module is None:
+        try:
+            module = importlib.import_module(module_name)
+        except Exception:
+            return []
+    holder = getattr(module, qualname.split(".")[0], None)
+    if holder is None:
+        return []
+    try:
+        found = resolve(holder)
+    except Exception:
+        return []
+    return [d for d in found if name_of(d) == name]

@@ -1,0 +1,51 @@
+"""Kernels run by worker processes (importable by spawned workers, which find them by name)."""
+
+import os
+import signal
+
+from numba import njit
+
+
+@njit
+def collatz_steps(n):
+    total = 0
+    for start in range(1, n + 1):
+        x = start
+        while x != 1:
+            if x % 2 == 0:
+                x //= 2
+            else:
+                x = 3 * x + 1
+            total += 1
+    return total
+
+
+def exact_hits(n):
+    """Line -> hits of ``collatz_steps(n)``, counted in Python (its lines, in order)."""
+    first = collatz_steps.py_func.__code__.co_firstlineno
+    hits = {first + 2: 1, first + 3: n + 1, first + 4: n, first + 5: 0, first + 11: 1}
+    for start in range(1, n + 1):
+        x = start
+        while True:
+            hits[first + 5] += 1
+            if x == 1:
+                break
+            x = x // 2 if x % 2 == 0 else 3 * x + 1
+    evens = odds = 0
+    for start in range(1, n + 1):
+        x = start
+        while x != 1:
+            if x % 2 == 0:
+                evens += 1
+                x //= 2
+            else:
+                odds += 1
+                x = 3 * x + 1
+    hits.update({first + 6: evens + odds, first + 7: evens, first + 9: odds, first + 10: evens + odds})
+    return hits
+
+
+def die_after(n):
+    """A task that kills its own worker outright (SIGKILL) after counting."""
+    collatz_steps(n)
+    os.kill(os.getpid(), signal.SIGKILL)

@@ -1,0 +1,146 @@
+"""Kernels run by worker processes: their hits come back into one profile, exactly.
+
+Real pools and executors on every start method (a forked worker uses the parent's
+twins; a spawned one is a fresh interpreter that finds the kernel by name and
+unpickles the parent's tasks as its own profiled dispatcher); a worker killed
+outright is named in the notes; ``multiprocessing`` is as it was after the run.
+"""
+
+from __future__ import annotations
+
+import multiprocessing as mp
+import subprocess
+import sys
+from concurrent.futures import ProcessPoolExecutor
+from multiprocessing.process import BaseProcess
+from pathlib import Path
+
+import pytest
+
+from numba_lprun import LineProfiler
+from numba_lprun.stats import ProfileStats
+from tests.process_kernels import collatz_steps, die_after, exact_hits
+
+N = 40  # each task's argument: a short task (a few thousand hits)
+TASKS = 4
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def _expected(tasks: int = TASKS) -> dict[int, int]:
+    return {line: tasks * n for line, n in exact_hits(N).items() if n}
+
+
+def _hits(profile: ProfileStats) -> dict[int, int]:
+    (stats,) = profile.functions
+    return {line: n for line, n in stats.hits.items() if n}
+
+
+def _pool_map(method: str) -> list[int]:
+    with mp.get_context(method).Pool(2) as pool:  # its __exit__ terminates the workers (SIGTERM)
+        return pool.map(collatz_steps, [N] * TASKS)
+
+
+def _executor_map(method: str) -> list[int]:
+    with ProcessPoolExecutor(2, mp_context=mp.get_context(method)) as executor:
+        return list(executor.map(collatz_steps, [N] * TASKS))
+
+
+@pytest.mark.parametrize(
+    "run, method",
+    [(_pool_map, "fork"), (_pool_map, "spawn"), (_executor_map, "fork"), (_executor_map, "forkserver")],
+    ids=["fork-pool", "spawn-pool", "fork-executor", "forkserver-executor"],
+)
+def test_a_kernel_run_by_worker_processes_has_the_exact_hits_of_every_task(run, method):
+    start = BaseProcess.start
+    profiler = LineProfiler(collatz_steps)
+    result = profiler.runcall(run, method)
+    assert result == [collatz_steps.py_func(N)] * TASKS  # the program's results are its own
+    assert BaseProcess.start is start  # multiprocessing as it was
+    profile = profiler.profile
+    assert _hits(profile) == _expected()
+    (stats,) = profile.functions
+    assert stats.calls == TASKS
+    assert [p.label for p in profile.parts][0] == "main" and len(profile.parts) >= 2
+    assert sum(p.profile.functions[0].calls for p in profile.parts[1:]) == TASKS
+    assert not profile.missing
+    assert dict(stats.header_rows)["Processes"].startswith(f"main + {len(profile.parts) - 1} worker")
+    assert "not called during the run" not in [n.text for n in stats.notes]
+    # the saved profile holds the merged figures and each process's part
+    loaded = ProfileStats.from_json(profile.to_json())
+    assert _hits(loaded) == _expected() and len(loaded.parts) == len(profile.parts)
+    assert profile.to_line_stats().timings  # .lprof files get the merged hits
+
+
+def test_a_worker_killed_outright_is_named_and_the_profile_still_comes():
+    def run():
+        process = mp.get_context("fork").Process(target=die_after, args=(N,))
+        process.start()
+        process.join()
+        return process.exitcode
+
+    profiler = LineProfiler(collatz_steps)
+    assert profiler.runcall(run) == -9
+    profile = profiler.profile
+    (missing,) = profile.missing
+    assert "killed by SIGKILL" in missing and "not counted" in missing
+    assert any(missing == n.text for n in profile.functions[0].notes)
+
+
+def test_nlprun_on_a_script_whose_pool_runs_the_kernel(tmp_path):
+    script = tmp_path / "pool_script.py"
+    script.write_text(
+        "import multiprocessing as mp\n"
+        "from tests.process_kernels import collatz_steps\n"
+        "if __name__ == '__main__':\n"
+        f"    with mp.get_context('fork').Pool(2) as pool:\n"
+        f"        print('steps', sum(pool.map(collatz_steps, [{N}] * {TASKS})))\n"
+    )
+    lprof = tmp_path / "out.lprof"
+    env = {"PYTHONPATH": str(ROOT), "COLUMNS": "80", "PATH": "/usr/bin:/bin"}
+    command = [sys.executable, "-m", "numba_lprun", "-f", "tests.process_kernels:collatz_steps"]
+    done = subprocess.run(
+        [*command, "-D", str(lprof), str(script)], capture_output=True, text=True, env=env, timeout=300
+    )
+    assert done.returncode == 0, done.stderr
+    assert f"steps {TASKS * collatz_steps.py_func(N)}" in done.stdout  # the script's own output
+    assert "Processes:" in done.stdout and "main + 2 workers" in done.stdout
+    assert "not called during the run" not in done.stdout
+    from numba_lprun.stats import read_line_stats
+
+    (rows,) = read_line_stats(str(lprof)).timings.values()
+    assert {line: hits for line, hits, _ in rows} == _expected()
+
+
+def test_joblib_workers_kept_for_later_send_their_counts_when_the_run_ends():
+    joblib = pytest.importorskip("joblib", reason="joblib is not installed (the .[dask] extra)")
+
+    def run():
+        return joblib.Parallel(n_jobs=2)(joblib.delayed(collatz_steps)(N) for _ in range(TASKS))
+
+    profiler = LineProfiler(collatz_steps)
+    assert profiler.runcall(run) == [collatz_steps.py_func(N)] * TASKS
+    profile = profiler.profile
+    assert _hits(profile) == _expected()  # loky's workers still run: asked for their counts
+    assert not profile.missing
+
+
+def test_a_dask_local_cluster_started_in_the_run_sends_every_workers_counts():
+    distributed = pytest.importorskip("distributed", reason="Dask is not installed (the .[dask] extra)")
+
+    def run():
+        options = {"n_workers": 2, "threads_per_worker": 1, "processes": True, "dashboard_address": None}
+        with distributed.LocalCluster(**options) as cluster, distributed.Client(cluster) as client:
+            return client.gather(client.map(collatz_steps, [N] * TASKS, pure=False))
+
+    profiler = LineProfiler(collatz_steps)
+    assert profiler.runcall(run) == [collatz_steps.py_func(N)] * TASKS
+    assert _hits(profiler.profile) == _expected()
+
+
+def test_the_magic_around_a_fork_pool(ipshell):
+    ipshell.user_ns.update(mp=mp, collatz_steps=collatz_steps, N=N, TASKS=TASKS)
+    statement = "with mp.get_context('fork').Pool(2) as pool: steps = pool.map(collatz_steps, [N] * TASKS)"
+    profile = ipshell.run_line_magic("nlprun", f"-r -f collatz_steps {statement}").profile
+    assert ipshell.user_ns["steps"] == [collatz_steps.py_func(N)] * TASKS
+    assert _hits(profile) == _expected()
+    assert "your run started 2 processes" in profile.runs.once  # run once: no plain run repeats the pool

@@ -110,14 +110,19 @@ class _Program:
         return False
 
 
-def _resolve(spec: str) -> Callable | None:
-    """``module:func`` imported now; a bare name is looked for in the script later."""
+def _resolve(spec: str, program: _Program) -> Callable | None:
+    """``module:func`` imported now, from where the script will import it (its folder first on
+    ``sys.path``, as python puts it); a bare name is looked for in the script later."""
     if ":" not in spec:
         return None
+    saved = sys.path[:]
+    sys.path.insert(0, program.path_entry)
     try:
         return import_spec(spec)
     except NotProfilableError as exc:
         raise NotProfilableError(f"-f {spec}: {exc}") from None
+    finally:
+        sys.path[:] = saved
 
 
 class _MarkedFinder:
@@ -143,7 +148,7 @@ def _profile_run(
 ) -> tuple[LineProfiler, int, BaseException | None]:
     """Run the program under the profiler; its exit status, and the exception it raised (shown
     after the profile, as python shows it last: its frames only)."""
-    explicit = [_resolve(spec) for spec in opts.functions]
+    explicit = [_resolve(spec, program) for spec in opts.functions]
     named = {spec for spec, func in zip(opts.functions, explicit, strict=True) if func is None}
     packages = split_packages(opts.source)
     prof = LineProfiler(*[f for f in explicit if f is not None], **profiler_kwargs(opts))
@@ -215,10 +220,10 @@ class _UsageError(Exception):
     """A request the command line refuses (exit status 2, never run unprofiled)."""
 
 
-def _cuda_functions(opts: argparse.Namespace) -> list[object]:
+def _cuda_functions(opts: argparse.Namespace, program: _Program) -> list[object]:
     """The CUDA kernels and device functions ``-f MODULE:FUNC`` names (imported now), or none;
     ``_UsageError`` where they come with CPU functions or options that mean nothing for them."""
-    named = [(spec, _resolve(spec)) for spec in opts.functions]
+    named = [(spec, _resolve(spec, program)) for spec in opts.functions]
     cuda = [func for _, func in named if func is not None and is_cuda_function(func)]
     if not cuda:
         return []
@@ -275,7 +280,7 @@ def main(argv: list[str] | None = None) -> int:
         parser.error("give a script to run, or -m MODULE")
     program = _Program(opts.script, opts.module, opts.args)
     try:
-        kernels = _cuda_functions(opts)
+        kernels = _cuda_functions(opts, program)
         error = None
         if kernels:
             profile, status = _cuda_run(opts, program, kernels)

@@ -1,6 +1,7 @@
 """The command line in subprocesses: what it profiles, what it prints, and exit codes."""
 
 import os
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -118,3 +119,25 @@ def test_stateful_kernels_run_as_one_unprofiled_script(tmp_path):
     for case in CASES:
         if case.func.py_func.__name__ in names:
             assert hits_of(stats, case.func.py_func.__name__) == reference_hits(case), case.name
+
+
+def test_dash_f_finds_a_module_next_to_the_script_as_the_script_will(tmp_path):
+    """``-f kern:work`` with ``kern.py`` beside the script: python puts the script's folder first
+    on ``sys.path``, so the module the script imports is the one ``-f`` names."""
+    (tmp_path / "kern.py").write_text(
+        "from numba import njit\n\n@njit\ndef work(n):\n    s = 0\n"
+        "    for i in range(n):\n        s += i\n    return s\n"
+    )
+    (tmp_path / "main.py").write_text("from kern import work\nprint('total', work(10))\n")
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
+    done = subprocess.run(
+        [sys.executable, "-m", "numba_lprun", "-f", "kern:work", str(tmp_path / "main.py")],
+        capture_output=True,
+        text=True,
+        env=env,
+        cwd="/",
+        timeout=300,
+    )
+    assert done.returncode == 0, done.stderr
+    assert "total 45" in done.stdout and "No module named" not in done.stderr
+    assert re.search(r"^\s+7\s+10\s", done.stdout, re.M)  # the loop body's hits

@@ -36,6 +36,7 @@ from ..stats import ProfileStats
 from .spec import ChildSpec, find
 
 PART_PREFIX = "part-"  # part-<pid>.json in the run's directory
+STARTED = "started-"  # started-<pid>: the process began its target
 
 
 class ChildTarget:
@@ -50,6 +51,11 @@ class ChildTarget:
         return {**self.__dict__, "functions": None}
 
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        with (
+            contextlib.suppress(OSError),
+            open(os.path.join(self.spec.directory, f"{STARTED}{os.getpid()}"), "w"),
+        ):
+            pass  # from here on it may do work: if it sends no part, the parent says so
         found = self.functions
         if found is None:
             found = [d for name in self.spec.functions for d in find(name)]

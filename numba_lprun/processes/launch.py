@@ -25,7 +25,7 @@ from multiprocessing.process import BaseProcess
 from ..internals import process_target, set_process_target
 from ..interrupts import ctrl_c_deferred
 from ..stats import ProcessPart, ProfileStats
-from .child import PART_PREFIX, ChildTarget
+from .child import PART_PREFIX, STARTED, ChildTarget
 from .spec import ChildSpec, named
 
 
@@ -75,9 +75,11 @@ class Launches:
     def collect(self) -> tuple[list[ProcessPart], list[str]]:
         """The parts the started processes wrote, and a sentence for each that wrote none."""
         parts: dict[int, ProcessPart] = {}
+        names: list[str] = []
         if self.directory is not None:
             self._ask_running(self.directory)
-            for name in sorted(os.listdir(self.directory)):
+            names = sorted(os.listdir(self.directory))
+            for name in names:
                 if not (name.startswith(PART_PREFIX) and name.endswith(".json")):
                     continue  # a part still being written (a process still running) is not read
                 with contextlib.suppress(OSError, ValueError, TypeError, KeyError):
@@ -86,7 +88,14 @@ class Launches:
                         part = ProcessPart(label, pid, ProfileStats.from_json(text))
                     parts[part.pid] = part
             shutil.rmtree(self.directory, ignore_errors=True)
-        missing = [_why_missing(p) for p in self.processes if p.pid not in parts]
+        began = {int(n[len(STARTED) :]) for n in names if n.startswith(STARTED)}
+        # a worker stopped before its target began (a pool's spawned worker still importing when
+        # the pool was terminated) did no work: nothing of it is missing
+        missing = [
+            _why_missing(p)
+            for p in self.processes
+            if p.pid not in parts and (p.pid in began or not _stopped_before_starting(p))
+        ]
         self.processes, self.directory = [], None
         return list(parts.values()), missing
 
@@ -105,6 +114,13 @@ class Launches:
 
 #: Seconds a running worker is given to send its counts so far when the user's run ends.
 FLUSH_WAIT = 5.0
+
+
+def _stopped_before_starting(process: BaseProcess) -> bool:
+    """Whether ``process`` was given a profiled target and ended by a signal (it then wrote
+    ``started-<pid>`` if it ever began the target)."""
+    code = _exit_code(process)
+    return code is not None and code < 0 and type(process).run is BaseProcess.run
 
 
 def _exit_code(process: BaseProcess) -> int | None:

@@ -13,22 +13,25 @@ a function the main process never called is no longer "not called".
 
 from __future__ import annotations
 
+import os
 from collections.abc import Sequence
 from dataclasses import replace
 
 from .diagnose import diagnose
 from .machine import hot_lines
+from .run.measurements import fold
 from .stats import FunctionStats, Note, ProcessPart, ProfileStats, SamplingSummary
 
 
 def merged(
     main: ProfileStats, parts: Sequence[ProcessPart], missing: Sequence[str], corrected: bool = True
 ) -> ProfileStats:
-    """``main`` with the functions of ``parts`` added in (``missing``: a sentence per process
-    that sent nothing); ``main`` itself when no other process took part."""
+    """``main`` (this process's own profile) with the functions of ``parts`` added in
+    (``missing``: a sentence per process that sent nothing); ``main`` itself when no other
+    process took part."""
     if not parts and not missing:
         return main
-    own = ProcessPart("main", 0, main)
+    own = ProcessPart("main", os.getpid(), main)
     found: dict[tuple, list[tuple[ProcessPart, FunctionStats]]] = {}
     for part in parts:
         for stats in part.profile.functions:
@@ -46,11 +49,9 @@ def merged(
     )
 
 
-def _add(a: dict, b: dict, scale: float = 1.0) -> dict:
-    out = dict(a)
-    for key, value in b.items():
-        out[key] = out.get(key, 0) + (round(value * scale) if isinstance(value, int) else value * scale)
-    return out
+def _scaled(ticks: dict[int, int], scale: float) -> dict[int, int]:
+    """Another process's ticks in this one's unit."""
+    return {line: round(value * scale) for line, value in ticks.items()}
 
 
 def _function(
@@ -65,13 +66,13 @@ def _function(
     worker_calls = worker_samples = 0
     for part, other in others:
         scale = part.profile.unit / unit  # the same tick of another process's clock, in ours
-        hits = _add(hits, other.hits)
+        hits = fold((hits, other.hits))
         calls += other.calls
         ticks += round(other.run_ticks * scale)
-        counts = _add(counts, other.sample_counts)
-        seconds = _add(seconds, other.sample_seconds)
-        probe_ticks = _add(probe_ticks, other.probe_ticks, scale)
-        probe_hits = _add(probe_hits, other.probe_hits)
+        counts = fold((counts, other.sample_counts))
+        seconds = fold((seconds, other.sample_seconds))
+        probe_ticks = fold((probe_ticks, _scaled(other.probe_ticks, scale)))
+        probe_hits = fold((probe_hits, other.probe_hits))
         signatures += [s for s in other.signatures if s not in signatures]
         source = source or other.time_source
         worker_calls += other.calls
@@ -145,7 +146,7 @@ def _sampling(main: SamplingSummary | None, others: list[SamplingSummary | None]
             outside=total.outside + other.outside,
             cpu_seconds=total.cpu_seconds + other.cpu_seconds,
             outside_cpu_seconds=total.outside_cpu_seconds + other.outside_cpu_seconds,
-            stopped=_add(total.stopped, other.stopped),
+            stopped=fold((total.stopped, other.stopped)),
             runs=total.runs + other.runs,
             seconds=total.seconds + other.seconds,
             lowered=total.lowered or other.lowered,

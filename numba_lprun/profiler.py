@@ -52,7 +52,7 @@ def _profiled_call(
     if once is None and not settings.repeat:
         once = "--once asked for one run"
     concurrent = any(may_run_on_threads(t.original) for t in runner.targets.values())
-    launches = Launches([t.original for t in runner.targets.values()], _child_options(settings))
+    launches = Launches([t.original for t in runner.targets.values()], settings.timing)
     ctx = CallContext(runner, execute, namespaces, progress, settings, concurrent, children=launches)
     if once is None and settings.timing:
         ctx.snapshot = take_snapshot(reach or Reach(), settings.snapshot_budget, concurrent)
@@ -68,12 +68,6 @@ def _profiled_call(
         parts, missing = launches.collect()
         profiler._parts += parts
         profiler._missing += tuple(missing)
-
-
-def _child_options(settings: RunSettings) -> dict:
-    """How the processes a run starts are profiled: on the user's run's twins, unsampled (see
-    ``processes.child``), with no extra runs."""
-    return {"timing": settings.timing, "sample": False, "probes": False, "rate_hz": settings.rate_hz}
 
 
 class LineProfiler:

@@ -10,7 +10,7 @@ nothing, a spawned one loads them from the disk cache or compiles them.
 The part is written when the target returns or raises, and when SIGTERM stops the
 process (``Pool.terminate`` and ``with Pool()`` end their workers so): the part
 is written with the counters as they are, and the process then dies of SIGTERM
-as it would have (``_part_on_sigterm``). A process killed outright (SIGKILL) writes nothing,
+as it would have (``_parts_on_request``). A process killed outright (SIGKILL) writes nothing,
 and the parent says so.
 """
 
@@ -70,9 +70,7 @@ def profiled_target(spec: ChildSpec, label: str, functions: list[object], call: 
     runner = Runner(clock.kind, shows_times=spec.timing)
     for dispatcher in functions:
         runner.add(dispatcher)
-    settings = RunSettings(
-        timing=spec.timing, sample=spec.sample, probes=spec.probes, repeat=False, rate_hz=spec.rate_hz
-    )
+    settings = RunSettings(timing=spec.timing, sample=False, repeat=False)
     once = f"a worker process ({label})"
     # counting twins (a forked child's are the parent's own), unsampled: a sampler armed in a forked
     # pool worker crashed it now and then (SIGSEGV after its teardown), so workers count hits and

@@ -34,7 +34,7 @@ class Launches:
     """The processes one user's run started, and where they write their parts."""
 
     functions: list[object]  # the profiled functions (a forked child uses them as they are)
-    options: dict  # ChildSpec's options: timing, sample, probes, rate_hz
+    timing: bool  # the twins read the clock (not with --hits)
     processes: list[BaseProcess] = field(default_factory=list)
     directory: str | None = None
 
@@ -47,12 +47,12 @@ class Launches:
         def start(process: BaseProcess) -> None:
             nonlocal spec
             target = process_target(process)
-            if target is None or type(process).run is not BaseProcess.run:
+            if target is None or not _runs_its_target(process):
                 self.processes.append(process)  # its own run(): no target to wrap (said when collected)
                 return original(process)
             if spec is None:
                 self.directory = tempfile.mkdtemp(prefix="nlprun-parts-")
-                spec = ChildSpec(self.directory, named(self.functions), **self.options)
+                spec = ChildSpec(self.directory, named(self.functions), self.timing)
             set_process_target(process, ChildTarget(target, spec, process.name, self.functions))
             try:
                 original(process)
@@ -120,7 +120,12 @@ def _stopped_before_starting(process: BaseProcess) -> bool:
     """Whether ``process`` was given a profiled target and ended by a signal (it then wrote
     ``started-<pid>`` if it ever began the target)."""
     code = _exit_code(process)
-    return code is not None and code < 0 and type(process).run is BaseProcess.run
+    return code is not None and code < 0 and _runs_its_target(process)
+
+
+def _runs_its_target(process: BaseProcess) -> bool:
+    """Whether ``process.run()`` is multiprocessing's, which calls the target (not a subclass's own)."""
+    return type(process).run is BaseProcess.run
 
 
 def _exit_code(process: BaseProcess) -> int | None:
@@ -140,7 +145,7 @@ def _read_part(text: str) -> tuple[str, int, str]:
 def _why_missing(process: BaseProcess) -> str:
     """Why ``process`` sent no part, in words."""
     who = f"process {process.name} (pid {process.pid})"
-    if type(process).run is not BaseProcess.run:
+    if not _runs_its_target(process):
         return f"{who} runs its own run() method, which numba_lprun cannot profile: its work is not counted"
     code = _exit_code(process)
     if code is None:

@@ -20,14 +20,12 @@ from ..internals import pickle_identity, unpickle_as
 
 @dataclass(frozen=True)
 class ChildSpec:
-    """The run's directory, the functions (``named``) and the options."""
+    """The run's directory, the functions (``named``), and whether the twins read the clock
+    (``--hits``: they do not; workers are never sampled, see ``child.profiled_target``)."""
 
     directory: str
     functions: tuple[tuple[str, str, str | None], ...]  # module, qualified name, pickle id
     timing: bool = True
-    sample: bool = True
-    probes: bool = False
-    rate_hz: float = 2000.0
 
 
 def name_of(function: object) -> tuple[str, str] | None:

@@ -58,6 +58,7 @@ def _profiled_call(
         ctx.snapshot = take_snapshot(reach or Reach(), settings.snapshot_budget, concurrent)
         once = ctx.snapshot.unrestorable
     planned = plan(settings, once, sampler_unavailable())
+    launches.twin = planned.user.kind  # the processes it starts run the same twins
     try:
         return run_phases(ctx, planned, once)
     except Exception as exc:  # the user's, with the profiler's frames left out (not its own)

@@ -3,7 +3,8 @@
 import os
 import signal
 
-from numba import njit
+import numpy as np
+from numba import njit, prange
 
 
 @njit
@@ -49,3 +50,24 @@ def die_after(n):
     """A task that kills its own worker outright (SIGKILL) after counting."""
     collatz_steps(n)
     os.kill(os.getpid(), signal.SIGKILL)
+
+
+@njit
+def weight(u):
+    return 1.0 / (1.0 + u * u)
+
+
+@njit(parallel=True)
+def spread(n):
+    out = np.zeros(n)
+    for j in prange(n):
+        s = 0.0
+        for i in range(n):
+            s += weight(i - j)
+        out[j] = s
+    return out.sum()
+
+
+def both(n):
+    """A pool's task: the serial kernel, then the ``prange`` one and its helper."""
+    return collatz_steps(n) + int(spread(n))

@@ -19,7 +19,7 @@ import pytest
 
 from numba_lprun import LineProfiler
 from numba_lprun.stats import ProfileStats
-from tests.process_kernels import collatz_steps, die_after, exact_hits
+from tests.process_kernels import both, collatz_steps, die_after, exact_hits, spread, weight
 
 N = 40  # each task's argument: a short task (a few thousand hits)
 TASKS = 4
@@ -86,29 +86,52 @@ def test_a_worker_killed_outright_is_named_and_the_profile_still_comes():
     assert any(missing == n.text for n in profile.functions[0].notes)
 
 
-def test_nlprun_on_a_script_whose_pool_runs_the_kernel(tmp_path):
+def test_nlprun_on_a_script_whose_fork_pool_runs_a_prange_kernel_and_its_helper(tmp_path):
+    """A fresh process, as users run it: the sampler launched Numba's threads in the parent, and
+    every forked worker that then ran a ``prange`` loop was ended by OpenMP ("fork() called from a
+    process already using GNU OpenMP") while the pool waited for ever."""
     script = tmp_path / "pool_script.py"
     script.write_text(
         "import multiprocessing as mp\n"
-        "from tests.process_kernels import collatz_steps\n"
+        "from tests.process_kernels import both\n"
         "if __name__ == '__main__':\n"
         f"    with mp.get_context('fork').Pool(2) as pool:\n"
-        f"        print('steps', sum(pool.map(collatz_steps, [{N}] * {TASKS})))\n"
+        f"        print('steps', sum(pool.map(both, [{N}] * {TASKS})))\n"
     )
     lprof = tmp_path / "out.lprof"
     env = {"PYTHONPATH": str(ROOT), "COLUMNS": "80", "PATH": "/usr/bin:/bin"}
-    command = [sys.executable, "-m", "numba_lprun", "-f", "tests.process_kernels:collatz_steps"]
+    names = ("collatz_steps", "spread", "weight")
+    command = [sys.executable, "-m", "numba_lprun", *(f"-ftests.process_kernels:{n}" for n in names)]
     done = subprocess.run(
         [*command, "-D", str(lprof), str(script)], capture_output=True, text=True, env=env, timeout=300
     )
     assert done.returncode == 0, done.stderr
-    assert f"steps {TASKS * collatz_steps.py_func(N)}" in done.stdout  # the script's own output
+    assert f"steps {sum(both(N) for _ in range(TASKS))}" in done.stdout  # the script's own output
+    assert "OpenMP" not in done.stderr
     assert "Processes:" in done.stdout and "main + 2 workers" in done.stdout
     assert "not called during the run" not in done.stdout
     from numba_lprun.stats import read_line_stats
 
-    (rows,) = read_line_stats(str(lprof)).timings.values()
-    assert {line: hits for line, hits, _ in rows} == _expected()
+    timings = read_line_stats(str(lprof)).timings
+    hits = {name: {line: n for line, n, _ in rows} for (_, _, name), rows in timings.items()}
+    assert hits["collatz_steps"] == _expected()
+    first = spread.py_func.__code__.co_firstlineno
+    assert hits["spread"][first + 5] == TASKS * N * (N + 1)  # for i in range(n): exact under prange
+    assert hits["spread"][first + 6] == TASKS * N * N
+    assert hits["weight"][weight.py_func.__code__.co_firstlineno + 2] == TASKS * N * N
+
+
+def test_workers_of_a_run_on_probed_twins_run_the_probed_twins(monkeypatch):
+    """Without a sampler the run is on clock-probed twins; a forked worker made its own counting
+    twin from the parent's redirected dispatcher, a redirecting class with no twin of its own,
+    and every task raised KeyError."""
+    monkeypatch.setenv("NUMBA_LPRUN_NO_SAMPLER", "1")
+    profiler = LineProfiler(collatz_steps)
+    assert profiler.runcall(_pool_map, "fork") == [collatz_steps.py_func(N)] * TASKS
+    assert _hits(profiler.profile) == _expected()
+    profile = profiler.profile
+    assert profile.runs.user_twin == "probed"
+    assert [p.profile.runs.user_twin for p in profile.parts] == ["probed"] * len(profile.parts)
 
 
 def test_joblib_workers_kept_for_later_send_their_counts_when_the_run_ends():

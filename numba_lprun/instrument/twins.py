@@ -20,7 +20,7 @@ import numba
 
 from .. import internals
 from ..errors import TwinCompileError
-from ..internals import CPUDispatcher, can_compile, line_tables_only, pipeline_class
+from ..internals import CPUDispatcher, can_compile, line_tables_only, own_class, pipeline_class
 from . import probes as P
 from . import unwind
 from .exits import flushing
@@ -133,7 +133,7 @@ def _new_dispatcher(
     pipeline = flushing(pipeline)  # counters held in registers reach memory on every exit
     locals_ = dict(original.locals)
     naming = name_twin(twin_key(kind, py_func, options, locals_, pipeline, slot), slot)
-    dispatcher = type(original)(
+    dispatcher = own_class(original)(
         py_func,
         locals=locals_,
         targetoptions=options,

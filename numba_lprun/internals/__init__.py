@@ -86,11 +86,10 @@ from .overloads import (
     templates_with_implementations,
 )
 from .processes import process_target, set_process_target
-from .redirect import compiled_entry_points, redirect_calls, stop_redirect
+from .redirect import compiled_entry_points, own_class, redirect_calls, stop_redirect
 from .registry import NUMBA_RANGE, USES, PrivateUse, installed_numba, minor, missing, private_names
 from .runtime import (
     allocation_statistics_on,
-    launch_worker_threads,
     numba_random_state_addresses,
     use_python_allocator,
     worker_random_state_addresses,
@@ -133,7 +132,6 @@ __all__ = [
     "jitclass_fields",
     "jitclasses",
     "kernel_function",
-    "launch_worker_threads",
     "library_pass",
     "line_table_options",
     "line_tables_only",
@@ -149,6 +147,7 @@ __all__ = [
     "private_names",
     "rebuild_stencil",
     "rebuild_ufunc",
+    "own_class",
     "redirect_calls",
     "compiled_entry_points",
     "register_symbol",

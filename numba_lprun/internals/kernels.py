@@ -15,6 +15,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from types import FunctionType
 
+from .redirect import own_class
 from .registry import installed_numba, touches
 
 
@@ -119,14 +120,14 @@ def rebuild_ufunc(original: object, py_func: FunctionType) -> tuple[object, obje
     states = original._reduce_states()
     if isinstance(original, DUFunc):
         kernel = original._dispatcher
-        states["dispatcher"] = type(kernel)(
+        states["dispatcher"] = own_class(kernel)(
             py_func, locals=dict(kernel.locals), targetoptions=dict(kernel.targetoptions)
         )
         twin = DUFunc._rebuild(**states)
     else:
         states["py_func"] = py_func
         states["cache"] = False
-        twin = type(original)._rebuild(**states)
+        twin = own_class(original)._rebuild(**states)
     return twin, ufunc_dispatcher(twin)
 
 

@@ -17,6 +17,7 @@ from .registry import touches
 
 _SYNCING = "_numba_lprun_syncing"
 _REDIRECT = "_numba_lprun_twin"
+_OWN_CLASS = "_numba_lprun_own_class"  # on a redirecting subclass: the class it redirects
 _HANDED = "_numba_lprun_handed"  # id(twin's entry point) -> (it, the original's), see compile
 
 
@@ -88,8 +89,17 @@ def _redirecting(cls: type) -> type:
         "compile": compile,
         "__module__": cls.__module__,
         "__qualname__": cls.__qualname__,
+        _OWN_CLASS: cls,
     }
     return type(cls.__name__, (cls,), namespace)
+
+
+def own_class(dispatcher: object) -> type:
+    """``dispatcher``'s own class, whether or not its calls are redirected now: a forked child
+    inherits the parent's redirected dispatchers, and a twin made from one with ``type(d)`` would be
+    a redirecting dispatcher with no twin of its own (its every call a KeyError)."""
+    cls = type(dispatcher)
+    return cls.__dict__.get(_OWN_CLASS, cls)
 
 
 @touches(

@@ -1,10 +1,9 @@
-"""Numba's runtime: its allocator, its worker threads and its random states.
+"""Numba's runtime: its allocator and its random states.
 
 The allocation count hooks the allocator Numba's runtime (NRT) uses, which only
-``_nrt_python`` can switch; the sampler gives each of Numba's worker threads a
-timer, so the pool is started first (``_launch_threads``); a snapshot saves and
-puts back Numba's thread-local random states, whose addresses ``_helperlib``
-hands out and which a worker can only find from inside jitted code.
+``_nrt_python`` can switch; a snapshot saves and puts back Numba's thread-local
+random states, whose addresses ``_helperlib`` hands out and which a worker can only
+find from inside jitted code.
 """
 
 from __future__ import annotations
@@ -36,18 +35,6 @@ def use_python_allocator() -> None:
     from numba.core.runtime import _nrt_python
 
     _nrt_python.memsys_use_cpython_allocator()
-
-
-@touches(
-    "numba.np.ufunc.parallel",
-    "_launch_threads",
-    "sampling/sampler.py: start Numba's worker threads before sampling so each gets a timer",
-)
-def launch_worker_threads() -> None:
-    """Start Numba's parallel thread pool now (it starts on the first parallel call otherwise)."""
-    from numba.np.ufunc import parallel
-
-    parallel._launch_threads()
 
 
 @touches(

@@ -28,7 +28,7 @@ from typing import Any
 from ..assemble import assemble, assembly_settings
 from ..diagnose import DEFAULT_THRESHOLD
 from ..instrument.clock import current_clock
-from ..run.measurements import COUNTING, Counted, close_call
+from ..run.measurements import Counted, close_call
 from ..run.phases import CallContext, Plan, RunSettings, UserRun, run_phases
 from ..run.runner import Runner
 from ..run.targets import may_run_on_threads
@@ -72,22 +72,24 @@ def profiled_target(spec: ChildSpec, label: str, functions: list[object], call: 
         runner.add(dispatcher)
     settings = RunSettings(timing=spec.timing, sample=False, repeat=False)
     once = f"a worker process ({label})"
-    # counting twins (a forked child's are the parent's own), unsampled: a sampler armed in a forked
-    # pool worker crashed it now and then (SIGSEGV after its teardown), so workers count hits and
-    # time their calls only; and no plain twins are compiled after
-    planned = Plan(UserRun(COUNTING, False))
+    # the parent's kind of twin (a forked child's are the parent's own: counting, or probed where the
+    # parent cannot sample), unsampled: a sampler armed in a forked pool worker crashed it now and
+    # then (SIGSEGV after its teardown), so workers count hits and time their calls only; and no
+    # plain twins are compiled after
+    kind = spec.twin
+    planned = Plan(UserRun(kind, False))
     concurrent = any(may_run_on_threads(d) for d in functions)
     ctx = CallContext(runner, lambda _: call(), [], None, settings, concurrent)
     lock = threading.Lock()  # one writer at a time: each part written replaces the one before
 
     def part(made: list) -> None:
         with lock:
-            record = close_call(made, runner.facts(COUNTING), COUNTING)
+            record = close_call(made, runner.facts(kind), kind)
             profile = assemble(record, assembly_settings(settings, clock, DEFAULT_THRESHOLD, True, record))
             write_part(spec.directory, label, profile)
 
     def now() -> None:  # while the target runs: the counters so far, read and left as they are
-        part([*ctx.made, Counted(COUNTING, True, runner.take_counts(COUNTING, keep=True))])
+        part([*ctx.made, Counted(kind, True, runner.take_counts(kind, keep=True))])
 
     with _parts_on_request(spec.directory, now):
         try:

@@ -24,6 +24,7 @@ from multiprocessing.process import BaseProcess
 
 from ..internals import process_target, set_process_target
 from ..interrupts import ctrl_c_deferred
+from ..run.measurements import COUNTING
 from ..stats import ProcessPart, ProfileStats
 from .child import PART_PREFIX, STARTED, ChildTarget
 from .spec import ChildSpec, named
@@ -35,6 +36,7 @@ class Launches:
 
     functions: list[object]  # the profiled functions (a forked child uses them as they are)
     timing: bool  # the twins read the clock (not with --hits)
+    twin: str = COUNTING  # the kind of twin the user's run is on (set once the run is planned)
     processes: list[BaseProcess] = field(default_factory=list)
     directory: str | None = None
 
@@ -52,7 +54,7 @@ class Launches:
                 return original(process)
             if spec is None:
                 self.directory = tempfile.mkdtemp(prefix="nlprun-parts-")
-                spec = ChildSpec(self.directory, named(self.functions), self.timing)
+                spec = ChildSpec(self.directory, named(self.functions), self.timing, self.twin)
             set_process_target(process, ChildTarget(target, spec, process.name, self.functions))
             try:
                 original(process)

@@ -16,16 +16,19 @@ from dataclasses import dataclass
 from ..instrument.kinds import resolve
 from ..instrument.source import python_function_of
 from ..internals import pickle_identity, unpickle_as
+from ..run.measurements import COUNTING
 
 
 @dataclass(frozen=True)
 class ChildSpec:
-    """The run's directory, the functions (``named``), and whether the twins read the clock
-    (``--hits``: they do not; workers are never sampled, see ``child.profiled_target``)."""
+    """The run's directory, the functions (``named``), whether the twins read the clock
+    (``--hits``: they do not; workers are never sampled, see ``child.profiled_target``), and the
+    kind of twin the parent's run is on (a forked child runs the same twins: none compiled)."""
 
     directory: str
     functions: tuple[tuple[str, str, str | None], ...]  # module, qualified name, pickle id
     timing: bool = True
+    twin: str = COUNTING
 
 
 def name_of(function: object) -> tuple[str, str] | None:

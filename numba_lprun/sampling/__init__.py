@@ -27,7 +27,8 @@ How to compile what is sampled: give the twin the original's target options plus
 the code), and the pipeline of ``instrument.twins`` (line tables only, unwind tables
 on everything the twin runs). Compile every signature *before* entering the sampler,
 and pass ``numba_threads=True`` for ``parallel=True`` functions, so that Numba's worker threads
-exist (and get a timer) when sampling starts.
+are armed at once although they sleep when sampling starts (the sampler never launches
+them: a process that forks after they were launched cannot run ``prange`` in its children).
 
 Semantics: timers run on CLOCK_MONOTONIC (wall time) for every thread in
 ``/proc/self/task`` at start and every thread started while sampling (``threads``),

@@ -27,7 +27,6 @@ import time
 
 import numpy as np
 
-from ..internals import launch_worker_threads
 from ..interrupts import ctrl_c_deferred
 from . import _handler as H
 from . import _native as N
@@ -76,8 +75,12 @@ class Sampler:
     Never raises on start: when sampling cannot work, ``unavailable`` says why and
     the block runs unsampled. ``depth`` frames are kept per sample (the interrupted
     one and its callers); ``max_samples`` bounds the buffer (further samples are
-    counted in ``dropped``). ``numba_threads=True`` launches Numba's thread pool
-    first, so that ``parallel=True`` code runs on threads that have a timer.
+    counted in ``dropped``). ``numba_threads=True`` arms every thread at once (Numba's
+    workers sleep until a ``prange`` loop starts; see ``_busy``). Numba's thread pool is
+    not launched here: launched in a process that then forks (a ``fork`` pool), its
+    OpenMP layer ends every child that runs a ``prange`` loop ("fork() called from a
+    process already using GNU OpenMP"); a pool launched during the block gets its timers
+    from the watcher (``threads``).
     Do not compile Numba code inside the block (see the package docstring).
     """
 
@@ -166,8 +169,6 @@ class Sampler:
             self._libc = libc = N.libc()
         except (OSError, AttributeError) as exc:
             return f"libc lacks what sampling needs: {exc}"
-        if self.numba_threads:
-            launch_worker_threads()
         self._ctrl, handler_address = H.get_handler(libc)
         nframes = self.depth + _HANDLER_FRAMES
         self._buffer = np.empty((self.max_samples, H.HEADER + nframes), np.uint64)

@@ -107,9 +107,9 @@ def _function(
 
 #: Why a function that ran in workers has times from the main process only.
 WORKERS_UNTIMED = (
-    "the worker processes' calls are counted exactly but not sampled: the Time column holds the main "
-    "process's samples only (workers run without a sampler: one armed in forked pool workers crashed "
-    "them now and then)"
+    "the worker processes' calls are counted exactly, but none of their samples landed in this function "
+    "(too short for the sampler, or the workers were not sampled): the Time column holds the main "
+    "process's samples only"
 )
 
 
@@ -119,7 +119,7 @@ def _diagnosed(
     verdict = diagnose(stats, main.unit, main.threshold, corrected, unavailable)
     kept = tuple(n for n in stats.notes if n.text == WORKERS_UNTIMED)
     said = verdict.notes
-    if kept:  # "the run was too short for the sampler" is not why: the workers were not sampled
+    if kept:  # the note above says why the workers' calls have no samples
         said = tuple(n for n in said if not n.text.startswith("no samples landed"))
     shares = {line: stats.time_share(line) or 0.0 for line in set(stats.hits) | set(stats.sample_seconds)}
     return replace(

@@ -58,7 +58,9 @@ def _profiled_call(
         ctx.snapshot = take_snapshot(reach or Reach(), settings.snapshot_budget, concurrent)
         once = ctx.snapshot.unrestorable
     planned = plan(settings, once, sampler_unavailable())
-    launches.twin = planned.user.kind  # the processes it starts run the same twins
+    # the processes it starts run the same twins, sampled alike
+    launches.twin, launches.sampled = planned.user.kind, planned.user.sampled
+    launches.rate_hz = settings.rate_hz
     try:
         return run_phases(ctx, planned, once)
     except Exception as exc:  # the user's, with the profiler's frames left out (not its own)

@@ -18,6 +18,7 @@ from pathlib import Path
 import pytest
 
 from numba_lprun import LineProfiler
+from numba_lprun.merge import WORKERS_UNTIMED
 from numba_lprun.stats import ProfileStats
 from tests.process_kernels import both, collatz_steps, die_after, exact_hits, spread, weight
 
@@ -35,9 +36,9 @@ def _hits(profile: ProfileStats) -> dict[int, int]:
     return {line: n for line, n in stats.hits.items() if n}
 
 
-def _pool_map(method: str) -> list[int]:
+def _pool_map(method: str, n: int = N) -> list[int]:
     with mp.get_context(method).Pool(2) as pool:  # its __exit__ terminates the workers (SIGTERM)
-        return pool.map(collatz_steps, [N] * TASKS)
+        return pool.map(collatz_steps, [n] * TASKS)
 
 
 def _executor_map(method: str) -> list[int]:
@@ -63,12 +64,29 @@ def test_a_kernel_run_by_worker_processes_has_the_exact_hits_of_every_task(run, 
     assert [p.label for p in profile.parts][0] == "main" and len(profile.parts) >= 2
     assert sum(p.profile.functions[0].calls for p in profile.parts[1:]) == TASKS
     assert not profile.missing
+    for part in profile.parts[1:]:  # each worker sampled its whole life (its waits weigh nothing)
+        assert part.profile.sampling.unavailable is None and part.profile.sampling.total > 0, part
     assert dict(stats.header_rows)["Processes"].startswith(f"main + {len(profile.parts) - 1} worker")
     assert "not called during the run" not in [n.text for n in stats.notes]
     # the saved profile holds the merged figures and each process's part
     loaded = ProfileStats.from_json(profile.to_json())
     assert _hits(loaded) == _expected() and len(loaded.parts) == len(profile.parts)
     assert profile.to_line_stats().timings  # .lprof files get the merged hits
+
+
+def test_the_hot_lines_get_the_workers_samples():
+    """4 tasks of about 30 ms on 2 forked workers: the main process runs no task, so every
+    sample in the kernel is a worker's (at the boosted rate, some 200 expected: a false
+    failure needs none of them to land, odds below 1e-50)."""
+    n = 250_000
+    profiler = LineProfiler(collatz_steps)
+    assert profiler.runcall(_pool_map, "fork", n) == [collatz_steps(n)] * TASKS
+    (stats,) = profiler.profile.functions
+    first = collatz_steps.py_func.__code__.co_firstlineno
+    loop = sum(stats.sample_counts.get(line, 0) for line in range(first + 5, first + 11))
+    assert loop > 0 and stats.sample_seconds, stats.sample_counts
+    assert dict(stats.header_rows)["Processes"].endswith(f"{stats.samples:,} of {stats.samples:,} samples")
+    assert WORKERS_UNTIMED not in [n.text for n in stats.notes]
 
 
 def test_a_worker_killed_outright_is_named_and_the_profile_still_comes():

@@ -370,3 +370,36 @@ def test_a_thread_whose_walks_outlast_the_period_still_runs():
         sampled = _deep(400, lambda: _spin_for(0.1))
     assert sampler.unavailable is None and sampler.samples.count >= 10, sampler.samples.count
     assert sampled >= 0.3 * alone, (sampled, alone)
+
+
+def _spin_wall(seconds: float) -> None:
+    end = time.perf_counter() + seconds
+    while time.perf_counter() < end:
+        pass
+
+
+def test_a_fork_while_sampling_leaves_both_processes_sampling():
+    """A fork made while sampling (a pool started in a profiled run): the child forgets the
+    parent's sampler and starts its own, as a pool worker does; the parent's timers go on
+    after the fork (recording is held over it, and a handler that met it held re-armed
+    nothing). Had they stopped, the parent would have the 0.01 s before the fork's samples,
+    some 20: it expects some 600, and 100 needs a sixth of a core."""
+    import warnings
+
+    with Sampler(rate_hz=2000.0) as parent:
+        _spin_wall(0.01)
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", DeprecationWarning)  # "multi-threaded, use of fork()"
+            pid = os.fork()
+        if pid == 0:
+            code = 1
+            try:
+                with Sampler(rate_hz=2000.0) as child:
+                    _spin_wall(0.1)
+                code = 0 if child.unavailable is None and child.samples.count > 0 else 3
+            finally:
+                os._exit(code)
+        _spin_wall(0.3)
+    _, status = os.waitpid(pid, 0)
+    assert os.waitstatus_to_exitcode(status) == 0
+    assert parent.unavailable is None and parent.samples.count > 100, parent.samples.count

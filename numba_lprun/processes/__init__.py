@@ -8,9 +8,10 @@ object for a fresh interpreter (spawn, forkserver, loky's own ``popen``). While
 the user's run goes on, ``launch`` gives each process started a picklable
 ``child.ChildTarget`` in place of its target, so no ``.pth`` file, environment
 variable or interpreter start-up hook is needed, and nothing changes once the run
-is over. In the child, the target runs as one profiled call on counting twins,
-unsampled (a forked child finds the parent's twins on the dispatchers; a spawned
-one loads them from the disk cache), and its frozen profile is written to the
+is over. In the child, the target runs as one profiled call on the parent's kind of
+twin, sampled as the parent's run is (a forked child finds the parent's twins on the
+dispatchers; a spawned one loads them from the disk cache; ``sampling.forks`` keeps a
+fork from copying a stack walk in progress), and its frozen profile is written to the
 run's directory as JSON when the target returns, raises, or is stopped by SIGTERM
 (``Pool.terminate``), or when the parent asks a worker still running (joblib's).
 The parent reads the parts when the user's run ends, says which started processes

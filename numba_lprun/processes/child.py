@@ -2,15 +2,15 @@
 
 Why the target: it is what a worker process runs from start to end (a pool's
 task loop, an executor's worker, a Dask worker's event loop), so profiling it is
-profiling everything the process does for the user. It runs once, on counting
-twins (unsampled: see ``profiled_target``), like a script (no plain run: it would run every task
-again); a forked child finds the parent's twins on the dispatchers and compiles
-nothing, a spawned one loads them from the disk cache or compiles them.
+profiling everything the process does for the user. It runs once, on the twins
+the parent's run is on and sampled as it is, like a script (no plain run: it would
+run every task again); a forked child finds the parent's twins on the dispatchers
+and compiles nothing, a spawned one loads them from the disk cache or compiles them.
 
 The part is written when the target returns or raises, and when SIGTERM stops the
 process (``Pool.terminate`` and ``with Pool()`` end their workers so): the part
-is written with the counters as they are, and the process then dies of SIGTERM
-as it would have (``_parts_on_request``). A process killed outright (SIGKILL) writes nothing,
+is written with the counters and samples as they are, and the process then dies of
+SIGTERM as it would have (``_parts_on_request``). A process killed outright (SIGKILL) writes nothing,
 and the parent says so.
 """
 
@@ -22,15 +22,17 @@ import os
 import select
 import signal
 import threading
+import time
 from collections.abc import Callable, Iterator
 from typing import Any
 
 from ..assemble import assemble, assembly_settings
 from ..diagnose import DEFAULT_THRESHOLD
 from ..instrument.clock import current_clock
-from ..run.measurements import Counted, close_call
+from ..run.measurements import Counted, Sampled, close_call
 from ..run.phases import CallContext, Plan, RunSettings, UserRun, run_phases
 from ..run.runner import Runner
+from ..run.sampled_run import line_maps, measured
 from ..run.targets import may_run_on_threads
 from ..stats import ProfileStats
 from .spec import ChildSpec, find
@@ -70,14 +72,13 @@ def profiled_target(spec: ChildSpec, label: str, functions: list[object], call: 
     runner = Runner(clock.kind, shows_times=spec.timing)
     for dispatcher in functions:
         runner.add(dispatcher)
-    settings = RunSettings(timing=spec.timing, sample=False, repeat=False)
+    settings = RunSettings(timing=spec.timing, sample=spec.sampled, repeat=False, rate_hz=spec.rate_hz)
     once = f"a worker process ({label})"
     # the parent's kind of twin (a forked child's are the parent's own: counting, or probed where the
-    # parent cannot sample), unsampled: a sampler armed in a forked pool worker crashed it now and
-    # then (SIGSEGV after its teardown), so workers count hits and time their calls only; and no
-    # plain twins are compiled after
+    # parent cannot sample), sampled as the parent's run is (its whole life is one run, so faster
+    # at first, as a script's); no plain twins are compiled after
     kind = spec.twin
-    planned = Plan(UserRun(kind, False))
+    planned = Plan(UserRun(kind, spec.sampled, boost=spec.sampled))
     concurrent = any(may_run_on_threads(d) for d in functions)
     ctx = CallContext(runner, lambda _: call(), [], None, settings, concurrent)
     lock = threading.Lock()  # one writer at a time: each part written replaces the one before
@@ -88,8 +89,15 @@ def profiled_target(spec: ChildSpec, label: str, functions: list[object], call: 
             profile = assemble(record, assembly_settings(settings, clock, DEFAULT_THRESHOLD, True, record))
             write_part(spec.directory, label, profile)
 
-    def now() -> None:  # while the target runs: the counters so far, read and left as they are
-        part([*ctx.made, Counted(kind, True, runner.take_counts(kind, keep=True))])
+    began = time.perf_counter()
+
+    def now() -> None:  # while the target runs: the counters and samples so far (counters left as they are)
+        made = [*ctx.made, Counted(kind, True, runner.take_counts(kind, keep=True))]
+        if ctx.last_sampling is not None and not any(isinstance(m, Sampled) for m in ctx.made):
+            maps = line_maps(runner.twin_code(kind))
+            seconds = time.perf_counter() - began
+            made.append(measured(ctx.last_sampling.so_far(), maps, kind, True, 1, seconds))
+        part(made)
 
     with _parts_on_request(spec.directory, now):
         try:

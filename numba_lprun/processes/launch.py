@@ -37,6 +37,8 @@ class Launches:
     functions: list[object]  # the profiled functions (a forked child uses them as they are)
     timing: bool  # the twins read the clock (not with --hits)
     twin: str = COUNTING  # the kind of twin the user's run is on (set once the run is planned)
+    sampled: bool = False  # whether it is sampled
+    rate_hz: float = 2000.0
     processes: list[BaseProcess] = field(default_factory=list)
     directory: str | None = None
 
@@ -54,7 +56,9 @@ class Launches:
                 return original(process)
             if spec is None:
                 self.directory = tempfile.mkdtemp(prefix="nlprun-parts-")
-                spec = ChildSpec(self.directory, named(self.functions), self.timing, self.twin)
+                spec = ChildSpec(
+                    self.directory, named(self.functions), self.timing, self.twin, self.sampled, self.rate_hz
+                )
             set_process_target(process, ChildTarget(target, spec, process.name, self.functions))
             try:
                 original(process)

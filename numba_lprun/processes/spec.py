@@ -22,13 +22,15 @@ from ..run.measurements import COUNTING
 @dataclass(frozen=True)
 class ChildSpec:
     """The run's directory, the functions (``named``), whether the twins read the clock
-    (``--hits``: they do not; workers are never sampled, see ``child.profiled_target``), and the
-    kind of twin the parent's run is on (a forked child runs the same twins: none compiled)."""
+    (``--hits``: they do not), and how the parent's run is made: on which kind of twin (a forked
+    child runs the same twins: none compiled), sampled or not, and at what rate."""
 
     directory: str
     functions: tuple[tuple[str, str, str | None], ...]  # module, qualified name, pickle id
     timing: bool = True
     twin: str = COUNTING
+    sampled: bool = False
+    rate_hz: float = 2000.0
 
 
 def name_of(function: object) -> tuple[str, str] | None:

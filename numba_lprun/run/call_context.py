@@ -62,12 +62,14 @@ class CallContext:
     kept: list = field(default_factory=list)  # the user's run's state: (snapshot item, value) pairs
     extra_result: Any = None  # the last extra run's result
     children: Children | None = None  # processes the user's run starts are profiled too
+    last_sampling: SegmentedSampling | None = None  # the latest phase's (a worker reads it as it runs)
 
     def sampling(self, boost: bool = False) -> SegmentedSampling:
         """A sampler for one phase; ``boost``: start faster (a run that is the only one)."""
         rate = self.settings.rate_hz
         fast = (min(BOOST_FACTOR * rate, BOOST_MAX_HZ), BOOST_SAMPLES) if boost else None
-        return SegmentedSampling(rate, self.concurrent, fast)
+        self.last_sampling = SegmentedSampling(rate, self.concurrent, fast)
+        return self.last_sampling
 
     def restore(self) -> None:
         """Put back what the last extra run changed, and say what that was."""

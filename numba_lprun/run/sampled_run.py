@@ -9,8 +9,9 @@ run and resumes after it; each stretch is one segment.
 from __future__ import annotations
 
 import contextlib
+import threading
 from collections.abc import Hashable, Iterable, Iterator
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from ..interrupts import ctrl_c_deferred
 from ..sampling import LineMap, RawSamples, Sampler, attribute, line_map
@@ -29,6 +30,7 @@ class SegmentedSampling:
     unavailable: str | None = None
     _sampler: Sampler | None = None
     _running: bool = False
+    _lock: threading.RLock = field(default_factory=threading.RLock)  # a worker's part: read from a thread
 
     @contextlib.contextmanager
     def running(self) -> Iterator[None]:
@@ -41,13 +43,28 @@ class SegmentedSampling:
             self._running = False
 
     def pause(self) -> None:
-        if self._sampler is not None:
-            with ctrl_c_deferred():  # a sampler handed over is always disarmed
+        with self._lock, ctrl_c_deferred():  # a sampler handed over is always disarmed
+            if self._sampler is not None:
                 sampler, self._sampler = self._sampler, None
                 sampler.__exit__(None, None, None)
                 self.segments.append(sampler.samples)
 
     def resume(self) -> None:
+        with self._lock:
+            self._resume()
+
+    def so_far(self) -> SegmentedSampling:
+        """The samples taken until now, as a sampling that is over (a worker's part written while
+        it runs: asked for, or on SIGTERM); an armed sampler is armed again after."""
+        with self._lock:
+            armed = self._sampler is not None
+            self.pause()
+            over = replace(self, segments=list(self.segments), _sampler=None, _running=False)
+            if armed:
+                self.resume()
+        return over
+
+    def _resume(self) -> None:
         if not self._running or self._sampler is not None or self.unavailable is not None:
             return
         boost = None

@@ -30,7 +30,7 @@ import numpy as np
 from ..interrupts import ctrl_c_deferred
 from . import _handler as H
 from . import _native as N
-from . import walks
+from . import forks, walks
 from .raw import RawSamples, trim_frames, walk_ends
 from .threads import NewThreads
 
@@ -118,6 +118,7 @@ class Sampler:
         self._watcher = NewThreads(lambda: self._tids + list(self._resting), self._arm_timers, self._wake)
         self._started = 0.0
         self._locked = False
+        self._pid = os.getpid()  # a forked child's copy of an armed sampler is not its own
 
     @property
     def samples(self) -> RawSamples:
@@ -126,6 +127,7 @@ class Sampler:
 
     def __enter__(self) -> Sampler:
         self.unavailable = None
+        self._pid = os.getpid()
         self._samples = RawSamples(rate_hz=self.rate_hz)
         try:
             with ctrl_c_deferred():  # armed whole or not at all: a Ctrl-C waits until it is either
@@ -141,6 +143,8 @@ class Sampler:
         return self
 
     def __exit__(self, *exc_info: object) -> None:
+        if self._pid != os.getpid():  # the parent's, in a forked child (``forks``): nothing to undo here
+            return None
         if self._locked and self.unavailable is None:
             elapsed = time.perf_counter() - self._started
             with ctrl_c_deferred():  # timers, handler and the sampler slot all go back
@@ -172,7 +176,6 @@ class Sampler:
         self._ctrl, handler_address = H.get_handler(libc)
         nframes = self.depth + _HANDLER_FRAMES
         self._buffer = np.empty((self.max_samples, H.HEADER + nframes), np.uint64)
-        self._warm_up(nframes)
         self._afford(nframes)
         self._configure(nframes)
         action = N.sigaction_t()
@@ -195,7 +198,31 @@ class Sampler:
         if not self._timers:
             return "timer_create failed for every thread"
         self._watcher.start()
+        forks.watch(self)
         return None
+
+    # --- over a fork (see ``forks``) ---------------------------------------------------
+    def hold_for_fork(self) -> None:
+        self._ctrl[H.ACTIVE] = 0
+        self._wait_idle()
+
+    def resume_after_fork(self) -> None:
+        self._ctrl[H.ACTIVE] = 1
+        period_ns = self._period_ns()
+        for timer in self._timers:  # one-shot timers a handler met while recording was off
+            self._libc.timer_settime(timer, 0, ctypes.byref(self._first_shot(period_ns)), None)
+
+    def _first_shot(self, period_ns: int) -> N.itimerspec_t:
+        """A timer's first signal, at a random phase (see _handler); one shot, no interval: each
+        signal's handler re-arms it (_handler)."""
+        spec = N.itimerspec_t()
+        spec.it_value.tv_sec, spec.it_value.tv_nsec = divmod(H.first_wait(period_ns, self._random), 10**9)
+        return spec
+
+    def forked_away(self) -> None:
+        global _active
+        self._pid = -1
+        _active = threading.Lock()  # the parent's sampler does not run here
 
     def _busy(self, tids: list[int]) -> list[int]:
         """The threads to sample from the start; the others rest until they use CPU.
@@ -238,26 +265,13 @@ class Sampler:
         boosting = ctrl[H.BOOST_UNTIL] > 0 and ctrl[H.NEXT] < ctrl[H.BOOST_UNTIL]
         return H.period_ns(self.boost[0] if boosting else self.rate_hz)
 
-    def _warm_up(self, nframes: int) -> None:
-        """Call backtrace once outside the handler: glibc loads libgcc_s on first use,
-        and libgcc sorts the unwind tables Numba registered (both allocate)."""
-        scratch = (ctypes.c_void_p * nframes)()
-        self._libc.backtrace(scratch, nframes)
-
     def _afford(self, nframes: int) -> None:
-        """Lower the rate (and the boost's) so that stack walks take at most
-        ``walk_budget`` of the CPU, timing a walk from here (see ``WALK_BUDGET``).
-
-        With Numba's threads every thread walks, and the unwinder's lock makes their
-        walks take turns, so their costs add up."""
+        """Lower the rate (and the boost's) so that stack walks take at most ``walk_budget`` of
+        the CPU (see ``WALK_BUDGET``). With Numba's threads every thread walks, and the
+        unwinder's lock makes their walks take turns, so their costs add up."""
         self.rate_hz = self.asked_hz
         self.lowered = None
-        scratch = (ctypes.c_void_p * nframes)()
-        walk = float("inf")
-        for _ in range(20):  # the quickest: the first walks are cold, a preempted one is slow
-            began = time.perf_counter()
-            self._libc.backtrace(scratch, nframes)
-            walk = min(walk, time.perf_counter() - began)
+        walk = walks.walk_seconds(self._libc, nframes)
         walkers = max(1, len(N.list_threads())) if self.numba_threads else 1
         affordable = self.walk_budget / (walk * walkers) if walk > 0 else float("inf")
         if self.boost is not None and self.boost[0] > affordable:
@@ -306,9 +320,7 @@ class Sampler:
             if libc.timer_create(N.CLOCK_MONOTONIC, ctypes.byref(event), ctypes.byref(timer)) != 0:
                 continue  # the thread exited since it was listed
             self._last_cpu[index] = N.thread_cpu_ns(tid)
-            first_ns = H.first_wait(period_ns, self._random)
-            spec = N.itimerspec_t()  # one shot, no interval: each signal's handler re-arms it (_handler)
-            spec.it_value.tv_sec, spec.it_value.tv_nsec = divmod(first_ns, 1_000_000_000)
+            spec = self._first_shot(period_ns)
             self._timers.append(timer)
             self._timer_ids[index] = timer.value or 0
             self._tids.append(tid)
@@ -318,6 +330,7 @@ class Sampler:
     # --- stop ----------------------------------------------------------------------
     def _teardown(self) -> None:
         """Undo whatever _start did, in the safe order (see the module docstring)."""
+        forks.unwatch(self)
         self._watcher.stop()
         libc, ctrl = self._libc, self._ctrl
         for timer in self._timers:

@@ -29,6 +29,7 @@ from __future__ import annotations
 import ctypes
 import functools
 import os
+import time
 
 import numpy as np
 
@@ -143,3 +144,18 @@ def classify(
             verdict[i] = cause(f"stopped in code without unwind information: {code_name(address, code)}")
     stops[rest] = verdict[inverse.ravel()]
     return stops, causes
+
+
+def walk_seconds(libc: object, nframes: int) -> float:
+    """How long a stack walk of ``nframes`` takes from here: the quickest of 20 (the first
+    walks are cold, a preempted one is slow), after one that warms up outside the handler
+    (glibc loads libgcc_s on first use, and libgcc sorts the unwind tables Numba registered:
+    both allocate, which a signal handler must not)."""
+    scratch = (ctypes.c_void_p * nframes)()
+    libc.backtrace(scratch, nframes)
+    walk = float("inf")
+    for _ in range(20):
+        began = time.perf_counter()
+        libc.backtrace(scratch, nframes)
+        walk = min(walk, time.perf_counter() - began)
+    return walk

@@ -178,6 +178,32 @@ def test_a_dask_local_cluster_started_in_the_run_sends_every_workers_counts():
     assert _hits(profiler.profile) == _expected()
 
 
+def test_a_dask_client_made_before_the_profile_has_its_workers_profiled():
+    """The usual notebook: the cluster and its client exist before the profile, and the workers
+    already ran the kernel (their tasks unpickle the dispatcher they know)."""
+    distributed = pytest.importorskip("distributed", reason="Dask is not installed (the .[dask] extra)")
+    from numba_lprun.processes.dask_workers import PLUGIN_NAME
+
+    options = {"n_workers": 2, "threads_per_worker": 1, "processes": True, "dashboard_address": None}
+    with distributed.LocalCluster(**options) as cluster, distributed.Client(cluster) as client:
+        expected = [collatz_steps.py_func(N)] * TASKS
+        assert client.gather(client.map(collatz_steps, [N] * TASKS, pure=False)) == expected
+
+        def run():
+            return client.gather(client.map(collatz_steps, [N] * TASKS, pure=False))
+
+        profiler = LineProfiler(collatz_steps)
+        assert profiler.runcall(run) == expected
+        profile = profiler.profile
+        assert _hits(profile) == _expected() and not profile.missing
+        assert [p.label.split(" tcp")[0] for p in profile.parts] == ["main", "dask worker", "dask worker"]
+        assert dict(profile.functions[0].header_rows)["Processes"].startswith("main + 2 workers")
+        # afterwards the workers are as they were: no plugin, the kernel's plain calls
+        plugins = client.run(lambda dask_worker: list(dask_worker.plugins))
+        assert not any(PLUGIN_NAME in names for names in plugins.values()), plugins
+        assert client.gather(client.map(collatz_steps, [N], pure=False)) == expected[:1]
+
+
 def test_the_magic_around_a_fork_pool(ipshell):
     ipshell.user_ns.update(mp=mp, collatz_steps=collatz_steps, N=N, TASKS=TASKS)
     statement = "with mp.get_context('fork').Pool(2) as pool: steps = pool.map(collatz_steps, [N] * TASKS)"

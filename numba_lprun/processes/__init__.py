@@ -20,5 +20,6 @@ profile.
 
 - ``spec``: what a child needs to profile the same functions the same way;
 - ``launch``: the parent's side (wrap targets while watching, collect the parts);
-- ``child``: the child's side (profile the target, write the part).
+- ``child``: the child's side (profile the target, write the part);
+- ``dask_workers``: the workers of a Dask client made before the run, reached through Dask.
 """

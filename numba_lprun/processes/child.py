@@ -53,15 +53,21 @@ class ChildTarget:
         return {**self.__dict__, "functions": None}
 
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
-        with (
-            contextlib.suppress(OSError),
-            open(os.path.join(self.spec.directory, f"{STARTED}{os.getpid()}"), "w"),
-        ):
-            pass  # from here on it may do work: if it sends no part, the parent says so
         found = self.functions
         if found is None:
             found = [d for name in self.spec.functions for d in find(name)]
-        return profiled_target(self.spec, self.label, found, lambda: self.target(*args, **kwargs))
+
+        def target() -> Any:
+            # from here on it does the user's work: if it sends no part, the parent says so (a
+            # SIGTERM before this, while the twins load or the sampler starts, stopped no work)
+            with (
+                contextlib.suppress(OSError),
+                open(os.path.join(self.spec.directory, f"{STARTED}{os.getpid()}"), "w"),
+            ):
+                pass
+            return self.target(*args, **kwargs)
+
+        return profiled_target(self.spec, self.label, found, target)
 
 
 def profiled_target(spec: ChildSpec, label: str, functions: list[object], call: Callable[[], Any]) -> Any:

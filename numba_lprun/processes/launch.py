@@ -16,6 +16,7 @@ import contextlib
 import os
 import shutil
 import signal
+import sys
 import tempfile
 import time
 from collections.abc import Iterator
@@ -41,6 +42,7 @@ class Launches:
     rate_hz: float = 2000.0
     processes: list[BaseProcess] = field(default_factory=list)
     directory: str | None = None
+    dask: object | None = None  # the Dask workers that already existed (``dask_workers``), if any
 
     @contextlib.contextmanager
     def watching(self) -> Iterator[None]:
@@ -66,6 +68,11 @@ class Launches:
                 set_process_target(process, target)
             self.processes.append(process)
 
+        if "distributed" in sys.modules:  # a Dask client in use reaches workers started before the run
+            from .dask_workers import ExistingWorkers
+
+            how = ChildSpec("", named(self.functions), self.timing, self.twin, self.sampled, self.rate_hz)
+            self.dask = ExistingWorkers(how, self.functions)  # each worker makes its own directory
         with ctrl_c_deferred():
             BaseProcess.start = start
         try:
@@ -103,7 +110,15 @@ class Launches:
             if p.pid not in parts and (p.pid in began or not _stopped_before_starting(p))
         ]
         self.processes, self.directory = [], None
-        return list(parts.values()), missing
+        found = list(parts.values())
+        if self.dask is not None:
+            for text in self.dask.parts():
+                with contextlib.suppress(ValueError, TypeError, KeyError):
+                    label, pid, body = _read_part(text)
+                    found.append(ProcessPart(label, pid, ProfileStats.from_json(body)))
+            missing += self.dask.missing
+            self.dask = None
+        return found, missing
 
     def _ask_running(self, directory: str) -> None:
         """Ask the started processes still running (a pool kept for later: joblib's) for their

@@ -65,9 +65,14 @@ class ProfiledWorker(WorkerPlugin):
             self._stop.wait()
 
         label = f"dask worker {getattr(worker, 'address', '?')}"
-        self._thread = threading.Thread(
-            target=profiled_target, args=(spec, label, list(self.functions), wait), daemon=True
-        )
+
+        def profile() -> None:
+            try:
+                profiled_target(spec, label, list(self.functions), wait)
+            finally:  # a profile that failed to start must not hold the worker's event loop
+                ready.set()
+
+        self._thread = threading.Thread(target=profile, name="numba_lprun-dask", daemon=True)
         self._thread.start()
         ready.wait(READY_WAIT)
 

@@ -58,9 +58,7 @@ class Launches:
                 return original(process)
             if spec is None:
                 self.directory = tempfile.mkdtemp(prefix="nlprun-parts-")
-                spec = ChildSpec(
-                    self.directory, named(self.functions), self.timing, self.twin, self.sampled, self.rate_hz
-                )
+                spec = self._spec(self.directory)
             set_process_target(process, ChildTarget(target, spec, process.name, self.functions))
             try:
                 original(process)
@@ -71,8 +69,7 @@ class Launches:
         if "distributed" in sys.modules:  # a Dask client in use reaches workers started before the run
             from .dask_workers import ExistingWorkers
 
-            how = ChildSpec("", named(self.functions), self.timing, self.twin, self.sampled, self.rate_hz)
-            self.dask = ExistingWorkers(how, self.functions)  # each worker makes its own directory
+            self.dask = ExistingWorkers(self._spec(""), self.functions)  # each worker makes its own directory
         with ctrl_c_deferred():
             BaseProcess.start = start
         try:
@@ -80,6 +77,10 @@ class Launches:
         finally:
             with ctrl_c_deferred():
                 BaseProcess.start = original
+
+    def _spec(self, directory: str) -> ChildSpec:
+        """How a child is to profile: the same functions, twins and sampling as this run."""
+        return ChildSpec(directory, named(self.functions), self.timing, self.twin, self.sampled, self.rate_hz)
 
     def started(self) -> int:
         """Processes started by the run so far."""
@@ -97,8 +98,7 @@ class Launches:
                     continue  # a part still being written (a process still running) is not read
                 with contextlib.suppress(OSError, ValueError, TypeError, KeyError):
                     with open(os.path.join(self.directory, name), encoding="utf-8") as handle:
-                        label, pid, text = _read_part(handle.read())
-                        part = ProcessPart(label, pid, ProfileStats.from_json(text))
+                        part = _read_part(handle.read())
                     parts[part.pid] = part
             shutil.rmtree(self.directory, ignore_errors=True)
         began = {int(n[len(STARTED) :]) for n in names if n.startswith(STARTED)}
@@ -114,8 +114,7 @@ class Launches:
         if self.dask is not None:
             for text in self.dask.parts():
                 with contextlib.suppress(ValueError, TypeError, KeyError):
-                    label, pid, body = _read_part(text)
-                    found.append(ProcessPart(label, pid, ProfileStats.from_json(body)))
+                    found.append(_read_part(text))
             missing += self.dask.missing
             self.dask = None
         return found, missing
@@ -156,11 +155,11 @@ def _exit_code(process: BaseProcess) -> int | None:
         return None
 
 
-def _read_part(text: str) -> tuple[str, int, str]:
+def _read_part(text: str) -> ProcessPart:
     """A part file: its first line "label<TAB>pid", then the profile's JSON."""
     head, _, body = text.partition("\n")
     label, _, pid = head.rpartition("\t")
-    return label, int(pid), body
+    return ProcessPart(label, int(pid), ProfileStats.from_json(body))
 
 
 def _why_missing(process: BaseProcess) -> str:

@@ -195,7 +195,16 @@ def _function(
         overhead_unmeasured=_unmeasured(vs_plain),
         probe_overhead=vs_probed.ticks / vs_probed.baseline if vs_probed.baseline > 0 else None,
         lost_vectorization=frozenset(lost),
+        page_faults=_page_faults(vs_plain),
     )
+
+
+def _page_faults(compared: Compared) -> tuple[int, int] | None:
+    """The user's run's page faults and the plain runs' median, over the calls compared, where
+    every one of them is known (``run.page_faults``)."""
+    if compared.baseline <= 0 or not compared.calls or len(compared.faults) != compared.calls:
+        return None
+    return sum(compared.faults), round(sum(compared.plain_faults))
 
 
 #: Why a helper or a stencil has no overhead figure of its own.

@@ -128,6 +128,9 @@ class FunctionStats:
     overhead_unmeasured: str | None = None  # why not
     probe_overhead: float | None = None  # probed run / plain run
     lost_vectorization: frozenset[int] = frozenset()  # loops SIMD in the plain twin, not in the user's
+    # the process's minor page faults in the user's run and the plain runs' median, over the calls
+    # compared (None: unknown): a first run touching fresh memory is slower for that alone
+    page_faults: tuple[int, int] | None = None
     # judgement (diagnose)
     notes: tuple[Note, ...] = ()
     below_resolution: frozenset[int] = frozenset()  # probe times too quick for a probe to time

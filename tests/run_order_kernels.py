@@ -29,3 +29,14 @@ def millis(a, reps):
 
 LOGS = np.random.default_rng(0).random(400_000) + 0.5
 ROOTS = np.ones(20_000)
+
+
+@njit
+def fresh_arrays(n, rounds):
+    """Allocates an 8 MB array per round: in a fresh process its first call faults on fresh
+    pages that the calls after it reuse (``run.page_faults``)."""
+    total = 0.0
+    for r in range(rounds):
+        a = np.full(n, r + 1.0)
+        total += a[n // 2]
+    return total

@@ -6,11 +6,13 @@
   Python-level call) and undo it afterwards;
 - ``jitclasses``, ``overloads``: recompile jitclasses and point ``@overload``
   templates at the twins for a run;
-- ``runner``: one phase on one kind of twin; ``compiles``: Numba's compile events meanwhile;
+- ``runner``: one phase on one kind of twin (``phase_run``: what the phase hands its run);
+  ``compiles``: Numba's compile events meanwhile; ``page_faults``: the fresh memory a run touched;
 - ``snapshot``, ``state_types``: save the state a call can reach, put back what an extra run changed;
 - ``quiet``: silence the extra runs' output;
 - ``statements``: run a cell or script statement by statement, adopting the functions it defines;
 - ``sampled_run``: sample a phase and charge the samples to lines;
-- ``phases``: the runs of one call (the user's run last) over one call context;
+- ``phases``: the runs of one call (the user's run first) over one call context
+  (``allocation_run``: the run that counts allocations);
 - ``measurements``: what the phases return, and ``fold`` to add them up.
 """

@@ -27,6 +27,7 @@ from typing import Protocol
 
 from ..internals import compile_events
 from ..interrupts import ctrl_c_deferred
+from .page_faults import faults_since, minor_faults
 
 Progress = Callable[[str], None]
 
@@ -45,6 +46,8 @@ class CompileWatcher:
         self.paused = paused  # told when compiling starts and ends (the sampler pauses)
         self.seconds: dict[int, float] = {}
         self.spans: list[tuple[float, float]] = []  # (start, end) of each outermost compile
+        self.span_faults: list[int] = []  # the page faults of each (-1: unknown)
+        self._faults_at = -1
         self._stack: list[list] = []  # [dispatcher id, start, time spent in nested compiles]
         self._held = None  # Ctrl-C held while the outermost compile runs
         self._pid = os.getpid()
@@ -61,6 +64,7 @@ class CompileWatcher:
             self._held.__enter__()
             if self.paused is not None:
                 self.paused.pause()
+            self._faults_at = minor_faults()
         self._stack.append([id(disp), time.perf_counter(), 0.0])
 
     def on_end(self, data: dict) -> None:
@@ -73,6 +77,7 @@ class CompileWatcher:
             self._stack[-1][2] += spent
             return
         self.spans.append((start, start + spent))
+        self.span_faults.append(faults_since(self._faults_at))
         if self.paused is not None:
             self.paused.resume()
         held, self._held = self._held, None
@@ -83,6 +88,12 @@ class CompileWatcher:
         """Seconds spent in outermost compiles that started at ``since`` or later: what a
         run's wall time leaves out to be the run's own (a ufunc compiles on its first call)."""
         return sum(end - start for start, end in self.spans if start >= since)
+
+    def faults_since(self, since: float) -> int:
+        """Page faults of the outermost compiles that started at ``since`` or later (LLVM's
+        memory: left out of a run's faults as its time is left out of the run's time)."""
+        found = [n for (start, _), n in zip(self.spans, self.span_faults, strict=True) if start >= since]
+        return -1 if any(n < 0 for n in found) else sum(found)
 
     @contextlib.contextmanager
     def installed(self) -> Iterator[None]:

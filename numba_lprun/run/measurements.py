@@ -70,6 +70,7 @@ class Counted:
     user: bool  # the user's own run (its effects and result are the user's)
     functions: dict[Key, FunctionCounts] = field(default_factory=dict)
     runs: int = 1  # executions of the statement these counters add up
+    faults: tuple[int, ...] = ()  # minor page faults of the process in each run (-1: unknown)
 
 
 @dataclass(frozen=True)
@@ -189,6 +190,8 @@ class Compared:
     highs: tuple[float, ...] = ()  # and slowest
     skipped: int = 0  # profiled calls that could not be compared
     why: str | None = None  # why (the latest reason)
+    faults: tuple[int, ...] = ()  # per call compared, where known: the compared run's page faults
+    plain_faults: tuple[float, ...] = ()  # and the median of its plain runs' (``page_faults``)
 
 
 @dataclass(frozen=True)
@@ -253,7 +256,20 @@ def compared(made: list[Measurement], key: Key, twin: str, user: bool) -> Compar
     if why is not None:
         return Compared(skipped=1, why=why)
     median = statistics.median(runs)
-    return Compared(median, other.ticks, 1, (min(runs) / median,), (max(runs) / median,))
+    faults, plain_faults = _faults(made, key, twin, user)
+    spread = (min(runs) / median,), (max(runs) / median,)
+    return Compared(median, other.ticks, 1, *spread, faults=faults, plain_faults=plain_faults)
+
+
+def _faults(made: list[Measurement], key: Key, twin: str, user: bool) -> tuple[tuple, tuple]:
+    """((the compared run's page faults,), (its plain runs' median,)), or two empty tuples where
+    a run's are unknown: the process's faults, charged to each function the call ran."""
+    runs = [m for m in made if isinstance(m, Counted) and key in m.functions]
+    mine = [f for m in runs if m.twin == twin and m.user == user for f in m.faults]
+    plain = [f for m in runs if m.twin == PLAIN for f in m.faults]
+    if len(mine) != 1 or not plain or min(mine + plain) < 0:
+        return (), ()
+    return (mine[0],), (statistics.median(plain),)
 
 
 def close_call(made: list[Measurement], facts: tuple[FunctionFacts, ...], user_twin: str) -> CallRecord:

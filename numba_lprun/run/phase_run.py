@@ -45,6 +45,10 @@ class PhaseRun:
         """Seconds this phase spent compiling from ``since`` on (left out of a run's time)."""
         return self.compiles.compiling_since(since) if self.compiles is not None else 0.0
 
+    def faults_compiling_since(self, since: float) -> int:
+        """Page faults of this phase's compiles from ``since`` on (left out of a run's faults)."""
+        return self.compiles.faults_since(since) if self.compiles is not None else 0
+
     def add_namespace(self, namespace: dict) -> None:
         """Also look for jitted callers in ``namespace`` (made during the run)."""
         if all(ns is not namespace for ns in self.namespaces):

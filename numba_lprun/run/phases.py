@@ -27,6 +27,7 @@ import time
 from dataclasses import dataclass, replace
 from typing import Any
 
+from .allocation_run import AllocationRun
 from .call_context import CallContext, Phase, RunSettings, sampled_by, silently, too_long
 from .differences import compared_with_users
 from .measurements import (
@@ -34,7 +35,6 @@ from .measurements import (
     MIN_PLAIN_RUNS,
     PLAIN,
     PROBED,
-    Allocations,
     Counted,
     Differed,
     ExtraRun,
@@ -44,6 +44,7 @@ from .measurements import (
     Sampled,
 )
 from .naming import options_of
+from .page_faults import faults_since, minor_faults
 from .phase_run import PhaseRun
 from .quiet import quiet
 from .sampled_run import line_maps, measured, samples_inside
@@ -59,25 +60,34 @@ def _own_seconds(run: PhaseRun | None, started: float) -> float:
     return now - started - (run.compiling_since(started) if run is not None else 0.0)
 
 
+def _own_faults(run: PhaseRun | None, started: float, faults_at: int) -> int:
+    """A run's page faults since ``faults_at`` (counted at ``started``), its compiles' left out;
+    -1 where unknown (``page_faults``: why a first run is slower)."""
+    compiling = run.faults_compiling_since(started) if run is not None else 0
+    total = faults_since(faults_at)
+    return -1 if total < 0 or compiling < 0 else max(0, total - compiling)
+
+
 def _extra_run(ctx: CallContext, kind: str, sampled: bool, label: str) -> None:
     """One silent run of the statement on ``kind`` twins (sampled if asked), its counts and
     samples appended, and the state put back: the timed plain run and the probed run."""
     sampling = ctx.sampling() if sampled else None
-    started = time.perf_counter()
+    started, faults_at = time.perf_counter(), -1
     completed = False
     run = None
     try:
         with ctx.runner.phase(kind, ctx.namespaces, ctx.progress, sampling) as run:
-            started = time.perf_counter()
+            started, faults_at = time.perf_counter(), minor_faults()
             with sampled_by(sampling):
                 completed = silently(ctx, run)
     finally:
         seconds = _own_seconds(run, started)
+        faults = _own_faults(run, started, faults_at)
         counts = ctx.runner.take_counts(kind)
         if completed:  # a run cut short measured part of a call: nothing to compare or add up
             if kind == PLAIN:
                 _compare_results(ctx)
-            ctx.made.append(Counted(kind, False, _one_run(counts)))
+            ctx.made.append(Counted(kind, False, _one_run(counts), faults=(faults,)))
             if sampling is not None:
                 maps = line_maps(ctx.runner.twin_code(kind))
                 ctx.made.append(measured(sampling, maps, kind, False, 1, seconds))
@@ -142,6 +152,7 @@ class SampledRepeats:
         sampling = ctx.sampling()
         repeats, batch, seen = 0, max(need, _first_batch(settings, per_run, have)), 0
         counted: list = []  # each repeat's counts: the spread of the plain run's time
+        faults: list[int] = []  # and its page faults
         started = time.perf_counter()
         maps = None
 
@@ -159,9 +170,11 @@ class SampledRepeats:
                         for _ in range(batch):
                             if repeats and spent() > settings.sample_time:
                                 break
+                            began, faults_at = time.perf_counter(), minor_faults()
                             try:
                                 completed = silently(ctx, run, silenced=True)
                             finally:
+                                faults.append(_own_faults(run, began, faults_at))
                                 ctx.restore()
                             if not completed:
                                 ctx.runner.take_totals(PLAIN)
@@ -184,7 +197,8 @@ class SampledRepeats:
         finally:
             ctx.runner.take_counts(PLAIN)
             if counted:  # warm runs of the same call: the overhead figure's best baseline
-                ctx.made.append(Counted(PLAIN, False, _runs_of(counted), runs=len(counted)))
+                faults = faults[: len(counted)]
+                ctx.made.append(Counted(PLAIN, False, _runs_of(counted), len(counted), tuple(faults)))
                 maps = maps or line_maps(ctx.runner.twin_code(PLAIN))
                 ctx.made.append(measured(sampling, maps, PLAIN, False, repeats, spent()))
                 ctx.made.append(ExtraRun("sampled repeat of the plain run", repeats))
@@ -228,41 +242,6 @@ class ProbedRun:
 
 
 @dataclass(frozen=True)
-class AllocationRun:
-    """One more plain run with every allocation of Numba's runtime recorded (``asm=True``).
-
-    A run of its own: the hook that records each allocation's stack costs a
-    backtrace per allocation, which would distort the timed run and the samples;
-    the count is exact in any run of the same call.
-    """
-
-    def run(self, ctx: CallContext) -> None:
-        from ..machine.allocations import allocations_per_line, counting, unavailable
-
-        why = unavailable()
-        if why is not None:
-            ctx.made.append(Allocations(None, why))
-            return
-        try:
-            with ctx.runner.phase(PLAIN, ctx.namespaces, ctx.progress) as run:
-                with counting() as counted:
-                    silently(ctx, run)
-        finally:
-            ctx.runner.take_counts(PLAIN)
-            ctx.restore()
-        dropped = counted.get("dropped")
-        if dropped or dropped is None:
-            total = len(counted.get("stacks", ())) + (dropped or 0)
-            ctx.made.append(
-                Allocations(None, f"the counted run allocated {total:,} times, more than it can record")
-            )
-            return
-        maps = line_maps(ctx.runner.twin_code(PLAIN))
-        ctx.made.append(Allocations(allocations_per_line(counted["stacks"], maps)))
-        ctx.made.append(ExtraRun("plain run counting allocations"))
-
-
-@dataclass(frozen=True)
 class UserRun:
     """The user's run: on ``kind`` twins (counting, or probed), sampled or not.
 
@@ -277,18 +256,19 @@ class UserRun:
 
     def run(self, ctx: CallContext) -> None:
         sampling = ctx.sampling(self.boost) if self.sampled else None
-        started = time.perf_counter()
+        started, faults_at = time.perf_counter(), -1
         run = None
         try:
             with ctx.runner.phase(self.kind, ctx.namespaces, ctx.progress, sampling) as run:
-                started = time.perf_counter()
+                started, faults_at = time.perf_counter(), minor_faults()
                 watching = ctx.children.watching() if ctx.children else contextlib.nullcontext()
                 with sampled_by(sampling), watching:
                     ctx.result = ctx.execute(run)
         finally:
             seconds = _own_seconds(run, started)
             ctx.user_seconds = seconds
-            ctx.made.append(Counted(self.kind, True, ctx.runner.take_counts(self.kind)))
+            faults = (_own_faults(run, started, faults_at),)
+            ctx.made.append(Counted(self.kind, True, ctx.runner.take_counts(self.kind), faults=faults))
             if sampling is not None:
                 maps = line_maps(ctx.runner.twin_code(self.kind))
                 ctx.made.append(measured(sampling, maps, self.kind, True, 1, seconds))

@@ -81,10 +81,10 @@ def test_fastmath_reduction_result_is_compared_with_the_plain_run():
 FIRST_TOUCH = """
 import numba_lprun
 from tests import run_order_kernels as K
-prof = numba_lprun.LineProfiler(K.fresh_arrays, sample_time=0.2)
+prof = numba_lprun.LineProfiler(K.fresh_arrays, sample_time=1.0, extra_limit=float("inf"))
 prof.runcall(K.fresh_arrays, 1_000_000, 20)
 (stats,) = prof.profile.functions
-print(stats.page_faults[0], stats.page_faults[1])
+print(*(stats.page_faults or ("no figure:", stats.overhead_unmeasured)))
 """
 
 
@@ -96,7 +96,7 @@ def test_the_first_run_in_a_process_counts_the_fresh_memory_it_touched():
         [sys.executable, "-c", FIRST_TOUCH], capture_output=True, text=True, timeout=240, cwd=ROOT
     )
     assert done.returncode == 0, done.stderr[-2000:]
-    mine, plain = map(int, done.stdout.split())
+    mine, plain = map(int, done.stdout.split()[:2])
     assert mine > 2000 and plain < mine / 4, (mine, plain)
 
 

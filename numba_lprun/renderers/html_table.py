@@ -32,6 +32,7 @@ DISAGREE = (
     "here the probes distort, and % Time (sampled, probe-free) is the better guide"
 )
 HEAVY = "one of the heaviest lines (10% of the time or more)"
+FOLDED = "the function's docstring, as one row: it never runs (the profile keeps every line)"
 
 #: pygments token types -> the short classes the stylesheet colours (first match wins)
 _TOKEN_CLASSES = (
@@ -48,7 +49,8 @@ _TOKEN_CLASSES = (
 
 
 def highlighted_lines(view: FunctionView) -> list[str]:
-    """Each source line as HTML spans, lexed in the context of the whole function."""
+    """Each source line as HTML spans, lexed in the context of the whole function; a folded
+    docstring's row is no code: it reads as a comment, with what it stands for on hover."""
     source = "\n".join(line.text for line in view.lines) + "\n"
     lines: list[list[str]] = [[]]
     for kind, value in PythonLexer(stripnl=False, ensurenl=True).get_tokens(source):
@@ -60,7 +62,12 @@ def highlighted_lines(view: FunctionView) -> list[str]:
                 text = escape(piece)
                 lines[-1].append(f'<span class="{css}">{text}</span>' if css else text)
     out = ["".join(parts) for parts in lines]
-    return [out[i] if i < len(out) else escape(line.text) for i, line in enumerate(view.lines)]
+    return [
+        f'<span class="c" title="{escape(FOLDED)}">{escape(line.text)}</span>'
+        if line.through
+        else (out[i] if i < len(out) else escape(line.text))
+        for i, line in enumerate(view.lines)
+    ]
 
 
 def _mark(symbol: str, title: str, css: str) -> str:
@@ -163,7 +170,7 @@ def _amount(view: FunctionView, value: float | None, human: bool) -> str:
 
 
 def _cells(view: FunctionView, line: LineView, human: bool) -> list[str]:
-    cells = [f'<td class="n ln">{line.lineno}</td>', _num("" if line.hits is None else str(line.hits))]
+    cells = [f'<td class="n ln">{line.label}</td>', _num("" if line.hits is None else str(line.hits))]
     if view.timed:
         per_hit = _amount(view, line.per_hit, human)
         if line.below_resolution and line.probe_time is None and per_hit:

@@ -41,6 +41,7 @@ from .view import (
     probe_percent_text,
     probe_time_text,
     profile_views,
+    signature_lines,
 )
 
 THEME = "ansi_dark"
@@ -84,11 +85,31 @@ class _Column:
 
 
 def _code_lines(view: FunctionView) -> list[Text]:
-    """Each source line highlighted in the context of the whole function."""
+    """Each source line highlighted in the context of the whole function; a folded docstring's
+    row (``(docstring, 16 lines)``) is no code, so it is dimmed, not highlighted."""
     source = "\n".join(line.text for line in view.lines)
     highlighted = Syntax(source, "python", theme=THEME).highlight(source)
     parts = highlighted.split("\n", allow_blank=True)
-    return [parts[i] if i < len(parts) else Text(line.text) for i, line in enumerate(view.lines)]
+    return [
+        Text(line.text, style="dim italic")
+        if line.through
+        else (parts[i] if i < len(parts) else Text(line.text))
+        for i, line in enumerate(view.lines)
+    ]
+
+
+def _header(view: FunctionView, width: int) -> Table:
+    """The rows above the table; the Signatures row in at most two lines (``signature_lines``:
+    a function compiled for many types would list them over a screenful)."""
+    header = Table.grid(padding=(0, 1))
+    header.add_column(style="bold", no_wrap=True)
+    header.add_column(overflow="fold")
+    label_width = max(len(label) + 1 for label, _ in view.header)
+    for label, value in view.header:
+        if label == "Signatures":
+            value = "\n".join(signature_lines(view.stats.signatures, width - label_width - 1))
+        header.add_row(f"{label}:", value)
+    return header
 
 
 def _columns(view: FunctionView) -> list[_Column]:
@@ -100,7 +121,7 @@ def _columns(view: FunctionView) -> list[_Column]:
         return _Column(header, [Text(t, style=s) for t, s in zip(texts, styles, strict=True)], style)
 
     cols = [
-        column("Line #", [str(line.lineno) for line in lines], style="dim"),
+        column("Line #", [line.label for line in lines], style="dim"),
         column("Hits", ["" if line.hits is None else str(line.hits) for line in lines]),
     ]
     if view.timed:
@@ -154,12 +175,7 @@ def function_renderable(view: FunctionView, width: int, asm_lines: int = 0) -> R
     """One function's header, table and notes, fitted to ``width`` columns; then the hints
     and the ``asm_lines`` hottest lines' instructions (``renderers.asm``)."""
     stats = view.stats
-    header = Table.grid(padding=(0, 1))
-    header.add_column(style="bold", no_wrap=True)
-    header.add_column(overflow="fold")
-    for label, value in view.header:
-        header.add_row(f"{label}:", value)
-
+    header = _header(view, width)
     cols = _columns(view)
     code = _code_lines(view)
     code_natural = max([len(CODE_HEADER)] + [t.cell_len for t in code])

@@ -5,7 +5,9 @@ reasons: the ``~`` mark on times below the probe's resolution must read the same
 in every front end (the rich table, this text, ``print_stats``), and ``show_func``
 re-reads the source through ``linecache`` (and clears it, losing notebook cells),
 while the stats already hold the function's source. Column widths, number
-formats and headers follow line_profiler 5 so the text diffs cleanly against it.
+formats and headers follow line_profiler 5 so the text diffs cleanly against it,
+but for one row: a docstring of several lines is folded into one (``view``), as in
+every table numba_lprun shows; the ``.lprof`` keeps its lines for line_profiler.
 """
 
 from __future__ import annotations
@@ -49,10 +51,11 @@ def _cells(line: LineView) -> tuple[str, str, str, str]:
 
 def function_table(view: FunctionView) -> str:
     """One function's table in line_profiler's layout (``Total time`` to the last line); a
-    profile's extra columns (``ExtraColumn``) come after % Time, right-aligned like the rest."""
+    profile's extra columns (``ExtraColumn``) come after % Time, right-aligned like the rest.
+    A folded docstring is one row (``19-34``): Line # widens to hold it."""
     stats = view.stats
     cells = {line.lineno: _cells(line) + line.extra for line in view.lines}
-    widths = dict(_WIDTHS)
+    widths = dict(_WIDTHS, line=max([_WIDTHS["line"]] + [len(line.label) for line in view.lines]))
     for index, key in enumerate(("hits", "time", "perhit")):
         widths[key] = max([widths[key]] + [len(c[index]) for c in cells.values()])
     extras = view.extra_headers
@@ -67,7 +70,7 @@ def function_table(view: FunctionView) -> str:
     header = template % (*_HEADER[:5], *extras, _HEADER[5])
     out.write(header + "\n" + "=" * len(header) + "\n")
     for line in view.lines:
-        out.write(template % (line.lineno, *cells[line.lineno], line.text.rstrip("\r")) + "\n")
+        out.write(template % (line.label, *cells[line.lineno], line.text.rstrip("\r")) + "\n")
     out.write("\n")
     return out.getvalue()
 

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+import ast
+import textwrap
+from dataclasses import dataclass, replace
 
 from ..stats import PROBES, SAMPLES, FunctionStats, ProfileStats, RunsSummary, SamplingSummary
 
@@ -27,6 +29,12 @@ class LineView:
     probe_percent: float | None = None
     disagree: bool = False  # the probe share lies outside the sampled interval
     extra: tuple[str, ...] = ()  # the cells of the profile's extra columns (``ExtraColumn``)
+    through: int | None = None  # a folded row (the docstring): the last line it stands for
+
+    @property
+    def label(self) -> str:
+        """The Line # cell: ``12``, or ``270-330`` for a folded row."""
+        return f"{self.lineno}-{self.through}" if self.through is not None else str(self.lineno)
 
 
 @dataclass(frozen=True)
@@ -203,7 +211,118 @@ def function_view(
             )
         )
     total = stats.total_ticks() * unit
-    return FunctionView(stats, output_unit, total, tuple(lines), sampling, runs, tick)
+    return FunctionView(stats, output_unit, total, _fold_docstring(stats, lines), sampling, runs, tick)
+
+
+def _parsed_def(
+    source_lines: tuple[str, ...],
+) -> tuple[ast.FunctionDef | ast.AsyncFunctionDef, list[bytes], int] | None:
+    """The function's ``def`` node, the parsed text's lines (as bytes: ``ast`` offsets count
+    UTF-8 bytes) and how many lines were put before the source to parse it; None if it
+    does not parse. Parsed dedented; a method whose docstring runs back to column 0 does not
+    dedent, so it is parsed again inside an ``if`` block."""
+    source = "".join(line if line.endswith("\n") else line + "\n" for line in source_lines)
+    for text, offset in ((textwrap.dedent(source), 0), ("if True:\n" + source, 1)):
+        try:
+            body = ast.parse(text).body
+        except (SyntaxError, ValueError):
+            continue
+        if offset and body and isinstance(body[0], ast.If):
+            body = body[0].body
+        if body and isinstance(body[0], (ast.FunctionDef, ast.AsyncFunctionDef)):
+            return body[0], [line.encode("utf-8") for line in text.split("\n")], offset
+        return None
+    return None
+
+
+def docstring_span(source_lines: tuple[str, ...]) -> tuple[int, int] | None:
+    """Indexes into ``source_lines`` (first, last) of the function's own docstring when it
+    spans several lines of its own; None for a one-line docstring (folding it saves nothing),
+    none at all, or source that does not parse. A docstring that shares a line with code
+    (``def f(): \"\"\"...`` or ``\"\"\"; x = 1``) is not folded: that line may run."""
+    parsed = _parsed_def(source_lines)
+    if parsed is None:
+        return None
+    node, lines, offset = parsed
+    doc = node.body[0] if node.body else None
+    if not (isinstance(doc, ast.Expr) and isinstance(doc.value, ast.Constant)):
+        return None
+    if not isinstance(doc.value.value, str) or doc.end_lineno is None or doc.end_col_offset is None:
+        return None
+    if doc.end_lineno == doc.lineno:
+        return None
+    before = lines[doc.lineno - 1][: doc.col_offset].strip()
+    after = lines[doc.end_lineno - 1][doc.end_col_offset :].strip()
+    if before or (after and not after.startswith(b"#")):
+        return None
+    return doc.lineno - 1 - offset, doc.end_lineno - 1 - offset
+
+
+def _measured(stats: FunctionStats, line: LineView) -> bool:
+    """Whether a line carries any figure: such a line is never hidden in a folded row."""
+    figures = (line.hits, line.time, line.percent, line.probe_time, line.probe_percent)
+    n = line.lineno
+    held = stats.sample_counts.get(n) or stats.probe_hits.get(n) or n in stats.code or n in stats.hits
+    return any(f is not None for f in figures) or any(line.extra) or bool(held)
+
+
+def _fold_docstring(stats: FunctionStats, lines: list[LineView]) -> tuple[LineView, ...]:
+    """The lines with the function's docstring as one row: a 60-line docstring in a
+    package function buries the code it documents, and it never runs (no line events, so
+    no hits or time). The profile itself keeps every line (``.lprof``, ``LineStats``)."""
+    span = docstring_span(stats.source_lines)
+    if span is None or span[1] >= len(lines):
+        return tuple(lines)
+    first, last = span
+    inside = lines[first : last + 1]
+    if any(_measured(stats, line) for line in inside):
+        return tuple(lines)
+    head = inside[0].text
+    said = f"{head[: len(head) - len(head.lstrip())]}(docstring, {len(inside)} lines)"
+    row = replace(inside[0], text=said, through=inside[-1].lineno)
+    return (*lines[:first], row, *lines[last + 1 :])
+
+
+def _arguments(signature: str) -> list[str]:
+    """A signature's arguments, split at its top-level commas (``array(float64, 1d, C), int64``)."""
+    out, depth, start = [], 0, 0
+    for i, char in enumerate(signature):
+        depth += (char in "([{") - (char in ")]}")
+        if char == "," and depth == 0:
+            out.append(signature[start:i].strip())
+            start = i + 1
+    return [*out, signature[start:].strip()]
+
+
+def signature_lines(signatures: tuple[str, ...], width: int, most: int = 2) -> list[str]:
+    """The Signatures header row for a terminal: at most ``most`` lines of ``width``.
+
+    A function compiled for many types lists signatures over a screenful; the count and the
+    first one say what a reader of the table needs (HTML, JSON and the profile keep them all).
+    The first signature loses its last arguments (``...``), then characters (``…``), to fit.
+    """
+    count = len(signatures)
+    if not count:
+        return []
+    head, tail = (f"{count} signatures: ", f" and {count - 1} more") if count > 1 else ("", "")
+    width = max(width, 1)
+
+    def fitted(shown: str) -> list[str] | None:
+        lines = textwrap.wrap(f"{head}({shown}){tail}", width, break_on_hyphens=False)
+        return lines if len(lines) <= most else None
+
+    args = _arguments(signatures[0])
+    for keep in range(len(args), 0, -1):
+        lines = fitted(", ".join(args[:keep]) + (", ..." if keep < len(args) else ""))
+        if lines:
+            return lines
+    low, high = 0, len(signatures[0])  # the longest start of it that fits
+    while low < high:
+        middle = (low + high + 1) // 2
+        low, high = (middle, high) if fitted(signatures[0][:middle] + "…") else (low, middle - 1)
+    return fitted(signatures[0][:low] + "…") or [
+        line[:width] for line in textwrap.wrap(f"{head}(…){tail}", width)[:most]
+    ]
 
 
 def profile_views(profile: ProfileStats, output_unit: float | None, stripzeros: bool) -> list[FunctionView]:

@@ -6,14 +6,15 @@ needs IPython).
 
 Data flows one way; each part imports only from the parts before it:
 
+- ``errors``, ``interrupts``, ``twin_kind``: what every stage may name (the twin kinds once);
 - ``internals/``: the one door to Numba's private API (functions named by intent, each
   declaring what it touches and the Numba releases it was checked on);
-- ``instrument/``: source -> instrumented AST -> plain and instrumented twins;
-- ``run/``: swap the twins in, run the call (baseline, sampled repeats,
-  instrumented run) keeping one call's effects, put everything back;
+- ``instrument/``: source -> instrumented AST -> plain, counting and probed twins;
 - ``sampling/``: the native sampler and the DWARF line maps it is read with;
 - ``machine/``: the plain twins' machine code by line (capstone), allocation counts
   and the hints read from them (``LineProfiler(asm=True)``);
+- ``run/``: swap the twins in, run the call (the user's run on counting twins, then
+  plain runs and sampled repeats) keeping one call's effects, put everything back;
 - ``stats``, ``diagnose``: the profile as plain data, and what can be trusted in it;
   ``merge``: the profiles of several processes as one;
 - ``renderers/``: text, rich and HTML views of the stats (the only users of rich);

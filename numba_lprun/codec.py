@@ -11,6 +11,7 @@ strings, so keys typed ``int`` are converted back on the way in.
 from __future__ import annotations
 
 import dataclasses
+import enum
 import functools
 import types
 import typing
@@ -62,4 +63,6 @@ def _build(hint: Any, data: Any) -> Any:
         return int(data)
     if hint is float:
         return float(data)
+    if isinstance(hint, type) and issubclass(hint, enum.Enum):
+        return hint(data)
     return data

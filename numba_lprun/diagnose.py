@@ -9,6 +9,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from .stats import PROBES, SAMPLES, FunctionStats, Note
+from .twin_kind import COUNTING, PLAIN, PROBED
 
 DEFAULT_THRESHOLD = 1.2  # run/plain ratio above which a view is only a guide
 DISAGREE_POINTS = 1.0  # a probe share this far outside the sampled interval: probes distort
@@ -116,7 +117,7 @@ def _time_notes(stats: FunctionStats, sampling_unavailable: str | None) -> list[
     if stats.time_source == PROBES:
         if sampling_unavailable:
             why = f"sampling unavailable: {sampling_unavailable}"
-        elif stats.run_twin == "probed":
+        elif stats.run_twin == PROBED:
             why = "--no-sample"
         else:  # a ufunc's kernel, or a stencil a parallel caller inlines: no line table names its lines
             why = (
@@ -172,16 +173,16 @@ def _overhead_notes(stats: FunctionStats, threshold: float, unit: float) -> list
     if not stats.calls:
         return []
     notes = []
-    twin = "probed" if stats.run_twin == "probed" else "counting"
+    twin = PROBED if stats.run_twin == PROBED else COUNTING
     # a ufunc's or stencil's counting twin times its lines with clock probes (no line tables)
-    clocked = twin == "probed" or stats.time_source == PROBES
+    clocked = twin == PROBED or stats.time_source == PROBES
     ratio = stats.overhead
     if ratio is None:
         why = stats.overhead_unmeasured or "no plain run of the same calls"
         said = f"overhead not measured: {why}"
         if stats.lost_vectorization:
-            said += f"; the machine code shows the {'probes' if twin == 'probed' else 'counters'} cost SIMD"
-        elif stats.compile_seconds.get("plain") is not None:
+            said += f"; the machine code shows the {'probes' if twin == PROBED else 'counters'} cost SIMD"
+        elif stats.compile_seconds.get(PLAIN) is not None:
             said += f"; the {twin} twin's loops vectorized as the plain twin's did"
         if clocked:  # a clock read per line costs 10-100x in tight loops: never silent
             said += (
@@ -224,7 +225,7 @@ def _overhead_notes(stats: FunctionStats, threshold: float, unit: float) -> list
             )
         else:
             notes.append(Note("info", f"{twin} run {ratio:.2f}x the plain run{noise}"))
-    if stats.probe_overhead is not None and twin != "probed":
+    if stats.probe_overhead is not None and twin != PROBED:
         level = "warning" if stats.probe_overhead > threshold else "info"
         tail = ": probe times of lines in tight loops are inflated" if level == "warning" else ""
         notes.append(Note(level, f"probed run {stats.probe_overhead:.2f}x the plain run{tail}"))

@@ -9,6 +9,8 @@ from __future__ import annotations
 import os
 import types
 
+from .twin_kind import COUNTING
+
 
 class NotProfilableError(TypeError):
     """The object cannot be line-profiled by numba_lprun.
@@ -44,7 +46,7 @@ class TwinCompileError(RuntimeError):
         reason: str,
         lineno: int | None = None,
         line: str = "",
-        kind: str = "instrumented",
+        kind: str = COUNTING,
     ):
         where = f" (line {lineno}: {line.strip()})" if lineno else ""
         super().__init__(f"cannot compile the {kind} twin of {func_name}{where}: {reason}")

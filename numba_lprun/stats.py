@@ -33,6 +33,7 @@ except ImportError:  # line_profiler 4.x: the C extension's, pickled as line_pro
 
 from .codec import from_data, to_data
 from .machine.values import Hint, Instruction, LineCode
+from .twin_kind import COUNTING, TwinKind
 
 __all__ = [
     "ExtraColumn",
@@ -110,7 +111,7 @@ class FunctionStats:
     calls: int = 0  # completed calls in the user's run(s)
     run_ticks: int = 0  # entry-to-return clock ticks of those calls (calls_timed False: their samples')
     calls_timed: bool = True  # False: a helper other jitted code calls, whose calls read no clock
-    run_twin: str = "counting"  # what the user's run ran on: "counting" or "probed"
+    run_twin: TwinKind = COUNTING  # what the user's run ran on: counting or probed twins
     time_source: str | None = SAMPLES  # SAMPLES, PROBES, or None (no times)
     # samples of every sampled run (extra plain runs and the user's)
     sample_counts: dict[int, int] = field(default_factory=dict)  # line -> samples
@@ -271,7 +272,7 @@ class SamplingSummary:
 class RunsSummary:
     """What ran: the user's run, the extra runs, and what was put back between them."""
 
-    user_twin: str = "counting"  # what the user's run ran on
+    user_twin: TwinKind = COUNTING  # what the user's run ran on
     extra: tuple[str, ...] = ()  # the extra runs, in words ("timed plain run", ...)
     once: str | None = None  # why no extra run was made
     restored: dict[str, str] = field(default_factory=dict)  # what the extra runs changed -> its kind

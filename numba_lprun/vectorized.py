@@ -3,7 +3,7 @@
 Both twins carry line tables, so the branch that closes a loop names its source
 line (``!dbg``), and the loop vectorizer tags the loops it vectorized with
 ``llvm.loop.isvectorized``. A line vectorized in the plain twin and not in the
-instrumented one is a loop whose probes cost it its SIMD speed.
+counting or probed one is a loop whose counters or probes cost it its SIMD speed.
 """
 
 from __future__ import annotations

@@ -9,6 +9,7 @@ private names, and modules and functions stay short enough to read.
 from __future__ import annotations
 
 import ast
+import re
 from pathlib import Path
 
 import pytest
@@ -19,7 +20,7 @@ PACKAGE = Path(__file__).resolve().parent.parent / "numba_lprun"
 
 #: The stages, in the order data flows; a module may import from its own stage and earlier ones.
 STAGES: list[set[str]] = [
-    {"errors", "interrupts"},
+    {"errors", "interrupts", "twin_kind"},
     {"internals"},  # the one door to Numba's private API
     {"instrument", "vectorized"},  # source -> instrumented AST -> twins
     {"sampling"},
@@ -275,3 +276,30 @@ def test_line_profiler_is_a_small_facade():
     tree = ast.parse((PACKAGE / "profiler.py").read_text(encoding="utf-8"))
     (cls,) = [n for n in tree.body if isinstance(n, ast.ClassDef) and n.name == "LineProfiler"]
     assert cls.end_lineno - cls.lineno + 1 <= MAX_PROFILER_LINES
+
+
+def test_no_twin_kind_is_a_string_literal_outside_its_enum():
+    """The kinds of twin are named once (``twin_kind.TwinKind``): a bare "plain" retyped in a
+    stage drifts (CUDA's user run once said "instrumented", a kind no code compared with)."""
+    from numba_lprun.twin_kind import TwinKind
+
+    words = {kind.value for kind in TwinKind} | {"instrumented"}
+    found = []
+    for name, path in modules().items():
+        if name == "numba_lprun.twin_kind":
+            continue
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if isinstance(node, ast.Constant) and node.value in words:
+                found.append(f"{name}:{node.lineno} {node.value!r}")
+    assert not found, found
+
+
+def test_the_package_docstring_lists_the_stages_in_their_enforced_order():
+    """``numba_lprun/__init__.py`` tells a new reader the order data flows in: it must be the
+    order this file enforces (it once listed ``run/`` before ``sampling/`` and ``machine/``)."""
+    import numba_lprun
+
+    listed = re.findall(r"^- ``(\w+)/?``", numba_lprun.__doc__, flags=re.MULTILINE)
+    stages = [stage_of(f"numba_lprun.{name}") for name in listed]
+    assert stages == sorted(stages), list(zip(listed, stages, strict=True))
+    assert {"internals", "instrument", "sampling", "machine", "run", "renderers"} <= set(listed)

@@ -16,6 +16,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from ..stats import PROBES, ExtraColumn, FunctionStats, Note, ProfileStats
+from ..twin_kind import COUNTING, PROBED
 from .model import CudaFunctionProfile, CudaLaunch, CudaProfile, merge_profiles
 
 TICK = "cycle"
@@ -122,7 +123,7 @@ def function_stats(f: CudaFunctionProfile, launches: Sequence[CudaLaunch], thres
         hits=f.hits,
         calls=f.calls,
         run_ticks=f.total_cycles or 0,
-        run_twin="instrumented",
+        run_twin=PROBED if timed else COUNTING,  # a timed GPU twin reads the clock per line
         time_source=PROBES if timed else None,
         probe_ticks={ln.lineno: ln.cycles for ln in ran} if timed else {},
         probe_hits=f.hits if timed else {},

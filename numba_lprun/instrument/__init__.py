@@ -14,5 +14,5 @@ Stages, each importing only from the ones before it:
   line event in the AST;
 - ``clock``, ``probes``, ``calibrate``: the probes themselves (Numba intrinsics reading
   the TSC or ``clock_gettime`` and updating counters), and what one costs;
-- ``twins``: compile a plain and an instrumented twin like the original dispatcher.
+- ``twins``: compile the plain, counting and probed twins like the original dispatcher.
 """

@@ -1,7 +1,7 @@
 """Compile twins of jitted functions.
 
 A twin is a new dispatcher with the original's target options, ``locals`` and
-signatures, built from a rewritten function (the instrumented or the plain twin)
+signatures, built from a rewritten function (the counting, the probed or the plain twin)
 or from the original's own code with different globals (a *relinked* caller, so a
 jitted caller reaches a twin instead of the callee it linked at compile time).
 Originals are never touched, and no twin is ever written to Numba's disk cache:
@@ -21,6 +21,7 @@ import numba
 from .. import internals
 from ..errors import TwinCompileError
 from ..internals import CPUDispatcher, can_compile, line_tables_only, own_class, pipeline_class
+from ..twin_kind import TwinKind
 from . import probes as P
 from . import unwind
 from .exits import flushing
@@ -78,7 +79,7 @@ class Twin:
 
     original: CPUDispatcher
     dispatcher: CPUDispatcher
-    kind: str  # "plain", "instrumented" or "relinked"
+    kind: TwinKind
     compile_seconds: float = 0.0
     compiled: list[str] = field(default_factory=list)  # signatures compiled, as text
     kernel: object = None  # a ufunc's or stencil's twin: where its code is (see ufuncs)

@@ -24,6 +24,7 @@ from dataclasses import dataclass, replace
 from ..internals import linked_libraries
 from ..sampling.dwarf import line_map
 from ..sampling.rows import code_libraries
+from ..twin_kind import TwinKind
 from .disasm import is_packed, read_code
 from .hints import CodeFacts, function_hints, hot_lines, line_hints
 from .names import call_names, pretty
@@ -53,7 +54,7 @@ class CodeReading:
     code: dict[int, LineCode]
     unavailable: str | None
     seconds: float
-    twin: str  # which twin's code was read ("plain" or "counting")
+    twin: TwinKind  # which twin's code was read (plain or counting)
 
 
 def read_code_by_line(

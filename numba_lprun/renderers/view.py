@@ -7,6 +7,7 @@ import textwrap
 from dataclasses import dataclass, replace
 
 from ..stats import PROBES, SAMPLES, FunctionStats, ProfileStats, RunsSummary, SamplingSummary
+from ..twin_kind import COUNTING, PROBED
 
 #: the title each level of note is shown under (info notes have none)
 NOTE_TITLES = {"warning": "distortion warning", "caution": "uncertain figures"}
@@ -148,7 +149,7 @@ def runs_text(runs: RunsSummary | None) -> str:
     """What ran, for the header: the user's run, the extra runs, what was put back."""
     if runs is None:
         return ""
-    twin = "clock-probed" if runs.user_twin == "probed" else "counting"
+    twin = "clock-probed" if runs.user_twin == PROBED else COUNTING.value
     said = f"yours, on {twin} twins"
     if runs.once:
         said += f", only: {runs.once}"

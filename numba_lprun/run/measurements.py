@@ -15,8 +15,9 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
+from ..twin_kind import COUNTING, PLAIN, PROBED, TwinKind  # noqa: F401 (the run stage names twins by these)
+
 Key = tuple[str, int, str]  # a function, keyed as line_profiler keys it: (filename, first line, name)
-PLAIN, COUNTING, PROBED = "plain", "counting", "probed"  # the three kinds of twin a phase runs
 
 T = TypeVar("T")
 
@@ -66,7 +67,7 @@ class FunctionCounts:
 class Counted:
     """The counters of one run (or several runs of one kind), per profiled function."""
 
-    twin: str  # PLAIN, COUNTING or PROBED
+    twin: TwinKind
     user: bool  # the user's own run (its effects and result are the user's)
     functions: dict[Key, FunctionCounts] = field(default_factory=dict)
     runs: int = 1  # executions of the statement these counters add up

@@ -6,7 +6,7 @@ through ``sys.stdout``/``sys.stderr`` (Numba's ``print`` in jitted code too:
 it calls ``PySys_WriteStdout``); C-level writes (``printf`` from a library)
 go to file descriptors 1 and 2. Both are redirected for the duration, and
 warnings are ignored there without touching the registries that make Python
-show a warning once, so the instrumented run still shows them.
+show a warning once, so the user's run still shows them.
 """
 
 from __future__ import annotations

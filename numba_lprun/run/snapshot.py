@@ -1,7 +1,7 @@
 """Put back what a baseline run changed, so every run starts from the user's state.
 
 A profile runs the user's call more than once (a plain run for the overhead figure,
-sampled repeats for the probe-free view, the instrumented run). Real kernels sort
+sampled repeats for the probe-free view, the user's run on counting twins). Real kernels sort
 in place, push onto heaps, advance random generators and step simulations, so
 each run would otherwise start where the previous one stopped, and the table
 would describe a call the user never made. Before the first run (the user's) we

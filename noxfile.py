@@ -35,6 +35,7 @@ error, not a skip.
     nox -s tests-3.13        # one Python, newest Numba, whole suite
     nox -s "numba(0.61)"     # one older Numba: demo and internals tests
     nox -s suite -- -k fuzz  # arguments after -- go to pytest
+    nox -s docs              # the documentation site, warnings as errors
 """
 
 from __future__ import annotations
@@ -149,7 +150,7 @@ LINE_PROFILER_TESTS = [
 ]
 
 #: Fuzz examples per nox session (tests/test_fuzz.py runs 8 when run alone; more with
-#: NUMBA_LPRUN_FUZZ_EXAMPLES, and the long runs are campaigns: README, Tests); every program a
+#: NUMBA_LPRUN_FUZZ_EXAMPLES, and the long runs are campaigns: docs/tests.md); every program a
 #: fuzz run ever failed on is kept in tests/test_fuzz_regressions.py, which runs on every Python.
 FUZZ_EXAMPLES = "12"
 
@@ -291,6 +292,20 @@ def line_profiler_floor(session: nox.Session) -> None:
     session.run("python", "-m", "pytest", "-q", *LINE_PROFILER_TESTS, *session.posargs)
 
 
+#: The documentation's build (README and CONTRIBUTING.md say the same command).
+SPHINX_BUILD = ("-W", "--keep-going", "-b", "html", "docs", "docs/_build/html")
+
+
+@nox.session(python=PYTHONS[0], tags=["docs", "lane"])
+def docs(session: nox.Session) -> None:
+    """The documentation site (``docs/``, Sphinx and MyST), built with warnings as errors: the
+    option reference is generated from ``numba_lprun/options.py`` and the API read from the
+    docstrings, so a broken link, docstring or option shows here (importing the package is the
+    only Numba work: nothing compiles)."""
+    session.install("--only-binary=numba,llvmlite,numpy", "-e", ".[docs]")
+    session.run("python", "-m", "sphinx", *SPHINX_BUILD, *session.posargs)
+
+
 #: CI's sessions in two lanes of about equal length (about 16 minutes each on 2 cores, one pytest
 #: worker per session).
 #: Each lane is one nox process; they run at once, so one lane's installs, interpreter start-ups
@@ -299,6 +314,7 @@ def line_profiler_floor(session: nox.Session) -> None:
 LANES = (
     [
         "suite(first)",
+        "docs",
         "lines-3.12",
         "numba(0.61)",
         "line_profiler_floor",

@@ -362,14 +362,22 @@ def test_a_thread_whose_walks_outlast_the_period_still_runs():
     sampled one place over and over and ran 8% of its time (and in whole-suite runs a
     10-element call read 100-245 samples). Each timer is now one shot, re-armed at least as
     far ahead as its handler took: the thread keeps about half its time (47-60% measured).
-    Counted in this thread's CPU time, so a busy machine does not move it."""
+
+    The wait is wall time and the handler's cost CPU time, so a thread that gets a share s
+    of a core meanwhile keeps at least s / (1 + s) of its CPU time for its own work: a half
+    at s = 1, a quarter at s = 1/3 (CI with both lanes busy kept 23%, where this test once
+    asked for 30% whatever the load). It asks for 60% of that bound, with s measured over
+    the sampled run; a periodic timer kept 8% on a quiet machine, and less under load."""
     sys.setrecursionlimit(max(sys.getrecursionlimit(), 20_000))
     _spin_for(0.02)
     alone = _deep(400, lambda: _spin_for(0.1))
     with Sampler(rate_hz=8000.0, walk_budget=1.0, depth=5000, max_samples=3000) as sampler:
+        wall, cpu = time.perf_counter(), time.thread_time()
         sampled = _deep(400, lambda: _spin_for(0.1))
+        share = min(1.0, (time.thread_time() - cpu) / (time.perf_counter() - wall))
     assert sampler.unavailable is None and sampler.samples.count >= 10, sampler.samples.count
-    assert sampled >= 0.3 * alone, (sampled, alone)
+    floor = 0.6 * share / (1.0 + share)
+    assert sampled >= floor * alone, (sampled, alone, round(share, 2))
 
 
 def _spin_wall(seconds: float) -> None:

@@ -370,6 +370,24 @@ def test_a_stencil_is_sampled_and_its_loop_nest_reads_no_clock(caller):
     assert not any("Clock probes on every line" in n.text for n in stats.notes), stats.notes
 
 
+def test_a_second_profile_of_a_stencil_and_its_jitted_caller_compiles_no_twin():
+    """A stencil keeps its twins between profilers, as a dispatcher does: rebuilt each time,
+    the new twin made its jitted caller's twins compile again (2.4 s a profile for the
+    benchmarks' 4-line ``relax``). The second profile counts the same hits."""
+    data = np.linspace(0.0, 1.0, 2_000)
+    profiles = []
+    for _ in range(2):
+        prof = numba_lprun.LineProfiler(kinds.weigh, kinds.weigh_twice, repeat=False)
+        assert np.allclose(prof.runcall(kinds.weigh_twice, data), kinds.weigh_twice(data))
+        profiles.append(prof.profile)
+    first, second = ({f.name: f for f in p.functions} for p in profiles)
+    assert all(sec == 0.0 for f in second.values() for sec in f.compile_seconds.values()), {
+        name: f.compile_seconds for name, f in second.items()
+    }
+    assert {n: f.hits for n, f in second.items()} == {n: f.hits for n, f in first.items()}
+    assert second["weigh"].hits, second["weigh"]
+
+
 def test_a_stencil_a_parallel_caller_inlines_is_timed_by_probes():
     """A ``parallel=True`` caller inlines a stencil's kernel into its own loops (Numba's
     parfor pass), where no line table names the kernel's lines: there the stencil's lines

@@ -275,10 +275,11 @@ _TWIN_CACHE = "_numba_lprun_targets"
 def _holder(dispatcher: object) -> object:
     """Where a function's targets are kept: on its dispatcher, or for a ufunc on the kernel
     dispatcher Numba keeps inside it (the object the user holds is left exactly as it was).
-    A stencil has none: its twins are rebuilt per profiler."""
+    A stencil keeps them on itself, as a dispatcher does: rebuilt per profiler, its new twin
+    made every jitted caller's twins compile again (2.4 s a profile for a 4-line caller)."""
     if is_cpu_ufunc(dispatcher):
         return ufunc_dispatcher(dispatcher)
-    return None if is_kernel_object(dispatcher) else dispatcher
+    return dispatcher
 
 
 def cached_target(dispatcher: CPUDispatcher, clock: str) -> Target | None:

@@ -64,8 +64,12 @@ def test_a_kernel_run_by_worker_processes_has_the_exact_hits_of_every_task(run, 
     assert [p.label for p in profile.parts][0] == "main" and len(profile.parts) >= 2
     assert sum(p.profile.functions[0].calls for p in profile.parts[1:]) == TASKS
     assert not profile.missing
-    for part in profile.parts[1:]:  # each worker sampled its whole life (its waits weigh nothing)
-        assert part.profile.sampling.unavailable is None and part.profile.sampling.total > 0, part
+    # each worker is sampled its whole life (its waits weigh nothing); one that ran no task may
+    # have taken no sample (CI: a spawned worker that lived 31 ms on a busy machine took none)
+    for part in profile.parts[1:]:
+        assert part.profile.sampling.unavailable is None, part
+        assert part.profile.sampling.total > 0 or not part.profile.functions[0].calls, part
+    assert sum(p.profile.sampling.total for p in profile.parts[1:]) > 0
     assert dict(stats.header_rows)["Processes"].startswith(f"main + {len(profile.parts) - 1} worker")
     assert "not called during the run" not in [n.text for n in stats.notes]
     # the saved profile holds the merged figures and each process's part

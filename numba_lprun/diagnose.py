@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from .run.page_faults import PAGE_BYTES
 from .stats import PROBES, SAMPLES, FunctionStats, Note
 from .twin_kind import COUNTING, PLAIN, PROBED
 
@@ -21,7 +22,6 @@ PROBE_DOMINATED = 0.25  # corrected/raw probe total below this: the probes' cost
 # are blamed only where even the dearest of them could explain the excess
 FAULT_SECONDS = 10e-6
 FRESH_PAGES = 256  # page faults (1 MiB) beyond the plain runs' under which first touch is not worth saying
-PAGE_BYTES = 4096
 
 
 @dataclass(frozen=True)

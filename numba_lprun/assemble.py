@@ -194,6 +194,7 @@ def _function(
         overhead_spread=(min(vs_plain.lows), max(vs_plain.highs)) if vs_plain.lows else None,
         overhead_unmeasured=_unmeasured(vs_plain),
         probe_overhead=vs_probed.ticks / vs_probed.baseline if vs_probed.baseline > 0 else None,
+        probe_unmeasured=_unmeasured(vs_probed) if probed.line_ticks and run_twin != PROBED else None,
         lost_vectorization=frozenset(lost),
         page_faults=_page_faults(vs_plain),
     )

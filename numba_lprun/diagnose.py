@@ -229,6 +229,8 @@ def _overhead_notes(stats: FunctionStats, threshold: float, unit: float) -> list
         level = "warning" if stats.probe_overhead > threshold else "info"
         tail = ": probe times of lines in tight loops are inflated" if level == "warning" else ""
         notes.append(Note(level, f"probed run {stats.probe_overhead:.2f}x the plain run{tail}"))
+    elif stats.probe_unmeasured is not None and twin != PROBED:  # probe times, but no figure: say why
+        notes.append(Note("info", f"probed run not compared with the plain run: {stats.probe_unmeasured}"))
     for line in sorted(stats.lost_vectorization):
         notes.append(
             Note(

@@ -128,6 +128,7 @@ class FunctionStats:
     overhead_spread: tuple[float, float] | None = None  # fastest and slowest plain run / their median
     overhead_unmeasured: str | None = None  # why not
     probe_overhead: float | None = None  # probed run / plain run
+    probe_unmeasured: str | None = None  # why a probed run's times have no such figure
     lost_vectorization: frozenset[int] = frozenset()  # loops SIMD in the plain twin, not in the user's
     # the process's minor page faults in the user's run and the plain runs' median, over the calls
     # compared (None: unknown): a first run touching fresh memory is slower for that alone

@@ -68,7 +68,10 @@ def test_html_outputs_are_self_contained_tables_with_every_hit_count(executed):
 
 def test_reduction_warns(executed):
     (report,) = bundles(outputs_of(executed, "%nlprun --probes -f sum_sq"))
-    assert "WARNING: probed run" in report["text/plain"]
+    text = report["text/plain"]
+    # the probed run is compared with the plain runs and warned about; on a loaded machine the
+    # sampled repeats may leave fewer plain runs than a figure needs, and then the note says why
+    assert "WARNING: probed run" in text or "probed run not compared with the plain run: " in text, text
     assert "distortion warning" in report["text/html"] and "Probe %" in report["text/html"]
 
 

@@ -20,7 +20,7 @@ import pytest
 from numba_lprun import LineProfiler
 from numba_lprun.merge import WORKERS_UNTIMED
 from numba_lprun.stats import ProfileStats
-from tests.process_kernels import both, collatz_steps, die_after, exact_hits, spread, weight
+from tests.process_kernels import both, collatz_steps, die_after, exact_hits, spread, weight, worker_state
 
 N = 40  # each task's argument: a short task (a few thousand hits)
 TASKS = 4
@@ -167,6 +167,28 @@ def test_joblib_workers_kept_for_later_send_their_counts_when_the_run_ends():
     profile = profiler.profile
     assert _hits(profile) == _expected()  # loky's workers still run: asked for their counts
     assert not profile.missing
+    # they go on running for the program, on its own code again: no twin, no sampler
+    states = joblib.Parallel(n_jobs=2)(joblib.delayed(worker_state)(i) for i in range(TASKS))
+    assert all(own and not sampled for _, sampled, own in states), states
+    # a later profile cannot reach them, and says so instead of showing a silent zero
+    again = LineProfiler(collatz_steps)
+    try:
+        again.runcall(run)
+    finally:  # as the warning advises; and the tests after this one get no kept worker
+        joblib.externals.loky.get_reusable_executor().shutdown(wait=True)
+    (warning,) = again.profile.missing
+    assert "started before this profile" in warning and "joblib" in warning
+
+
+def test_a_pool_made_before_the_profile_is_named_not_silently_missed():
+    with mp.get_context("fork").Pool(2) as pool:
+        profiler = LineProfiler(collatz_steps)
+        assert profiler.runcall(pool.map, collatz_steps, [N] * TASKS) == [collatz_steps.py_func(N)] * TASKS
+        workers = [p.pid for p in pool._pool]
+    (warning,) = profiler.profile.missing  # (joblib's workers kept from an earlier test are in it too)
+    assert "worker processes started before this profile were running" in warning
+    assert all(f"(pid {pid})" in warning for pid in workers), warning
+    assert not _hits(profiler.profile)  # the main process ran none of it: the warning says why
 
 
 def test_a_dask_local_cluster_started_in_the_run_sends_every_workers_counts():

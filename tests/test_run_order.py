@@ -4,6 +4,7 @@ enough plain runs of calls long enough to time; results that fastmath let differ
 
 import subprocess
 import sys
+from dataclasses import replace
 from pathlib import Path
 
 import numpy as np
@@ -126,3 +127,16 @@ def test_an_overhead_figure_a_first_touch_explains_is_a_caution_not_a_warning():
     assert said.level == "warning" and "fresh memory" in said.text and "not by that alone" in said.text
     lost = diagnose(_stats_with(1.8, (4000, 20), frozenset({3})), unit).notes
     assert "warning" in [n.level for n in lost if "x the plain run" in n.text]
+
+
+def test_probe_times_without_a_probed_run_figure_say_why():
+    """A probed run that could not be compared with the plain runs leaves a note with the
+    reason (it was silent: a table with probe times and no word on their distortion)."""
+    why = "one plain run only, too few to tell the counters' cost from the machine's noise"
+    stats = replace(_stats_with(1.0, None), probe_ticks={2: 500}, probe_hits={2: 1}, probe_unmeasured=why)
+    texts = [n.text for n in diagnose(stats, 1e-9).notes]
+    assert f"probed run not compared with the plain run: {why}" in texts
+    measured = replace(stats, probe_overhead=3.0)  # a figure: it is given, not the reason
+    texts = [n.text for n in diagnose(measured, 1e-9).notes]
+    assert any(t.startswith("probed run 3.00x") for t in texts)
+    assert not any("not compared" in t for t in texts)

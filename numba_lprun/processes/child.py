@@ -30,6 +30,7 @@ from ..assemble import assemble, assembly_settings
 from ..diagnose import DEFAULT_THRESHOLD
 from ..instrument.clock import current_clock
 from ..run.measurements import Counted, Sampled, close_call
+from ..run.phase_run import PhaseRun
 from ..run.phases import CallContext, Plan, RunSettings, UserRun, run_phases
 from ..run.runner import Runner
 from ..run.sampled_run import line_maps, measured
@@ -86,11 +87,20 @@ def profiled_target(spec: ChildSpec, label: str, functions: list[object], call: 
     kind = spec.twin
     planned = Plan(UserRun(kind, spec.sampled, boost=spec.sampled))
     concurrent = any(may_run_on_threads(d) for d in functions)
-    ctx = CallContext(runner, lambda _: call(), [], None, settings, concurrent)
+    phases: list[PhaseRun] = []
+
+    def execute(run: PhaseRun) -> Any:
+        phases.append(run)
+        return call()
+
+    ctx = CallContext(runner, execute, [], None, settings, concurrent)
     lock = threading.Lock()  # one writer at a time: each part written replaces the one before
+    detached = threading.Event()  # the parent's run is over: nothing more is counted or written
 
     def part(made: list) -> None:
         with lock:
+            if detached.is_set():
+                return
             record = close_call(made, runner.facts(kind), kind)
             profile = assemble(record, assembly_settings(settings, clock, DEFAULT_THRESHOLD, True, record))
             write_part(spec.directory, label, profile)
@@ -105,7 +115,18 @@ def profiled_target(spec: ChildSpec, label: str, functions: list[object], call: 
             made.append(measured(ctx.last_sampling.so_far(), maps, kind, True, 1, seconds))
         part(made)
 
-    with _parts_on_request(spec.directory, now):
+    def last() -> None:
+        """The parent's run ended while this process goes on (a pool kept for later: joblib's):
+        send the part, then run the plain code unsampled, as if the profile had never reached here."""
+        now()
+        with lock:
+            detached.set()
+            if ctx.last_sampling is not None:
+                ctx.last_sampling.stop()
+            for run in phases:
+                run.swap.restore()
+
+    with _parts_on_request(spec.directory, now, last):
         try:
             return run_phases(ctx, planned, once)
         finally:
@@ -113,11 +134,11 @@ def profiled_target(spec: ChildSpec, label: str, functions: list[object], call: 
 
 
 @contextlib.contextmanager
-def _parts_on_request(directory: str, write: Callable[[], None]) -> Iterator[None]:
-    """While the block runs, a thread writes the part so far when the parent asks (a
-    ``flush-<pid>`` file: a worker a pool keeps for later, such as joblib's, is still running
-    when the user's run ends) and when SIGTERM comes (``Pool.terminate``), after which the
-    process dies of SIGTERM as it would have.
+def _parts_on_request(directory: str, write: Callable[[], None], last: Callable[[], None]) -> Iterator[None]:
+    """While the block runs, a thread calls ``last`` when the parent asks (a ``flush-<pid>``
+    file: a worker a pool keeps for later, such as joblib's, is still running when the user's
+    run ends; it is asked once) and ``write`` when SIGTERM comes (``Pool.terminate``), after
+    which the process dies of SIGTERM as it would have.
 
     Why a thread for SIGTERM: a Python handler runs only when the main thread runs Python, and
     a pool worker waits for its next task in ``sem_wait``, which a signal landing just before
@@ -127,7 +148,7 @@ def _parts_on_request(directory: str, write: Callable[[], None]) -> Iterator[Non
     or the wake-up fd is the program's own (an asyncio loop's), or this is not the main
     thread, SIGTERM is left alone.
     """
-    asked = os.path.join(directory, f"flush-{os.getpid()}")
+    asked: str | None = os.path.join(directory, f"flush-{os.getpid()}")
     read = _sigterm_pipe()
     done = threading.Event()
 
@@ -137,16 +158,18 @@ def _parts_on_request(directory: str, write: Callable[[], None]) -> Iterator[Non
         os.kill(os.getpid(), signal.SIGTERM)
 
     def wait() -> None:
+        nonlocal asked
         while not done.is_set():
             if read is not None and select.select([read], [], [], 0.05)[0]:
                 if signal.SIGTERM in os.read(read, 512):
                     die()
             elif read is None:
                 done.wait(0.05)
-            if os.path.exists(asked):
-                write()
+            if asked is not None and os.path.exists(asked):
+                last()
                 with contextlib.suppress(OSError):
                     os.remove(asked)
+                asked = None  # only SIGTERM is listened for now
 
     waiter = threading.Thread(target=wait, name="numba_lprun-parts", daemon=True)
     waiter.start()

@@ -13,6 +13,7 @@ own ``run`` never calls a target) and removes the run's directory.
 from __future__ import annotations
 
 import contextlib
+import multiprocessing
 import os
 import shutil
 import signal
@@ -43,6 +44,7 @@ class Launches:
     processes: list[BaseProcess] = field(default_factory=list)
     directory: str | None = None
     dask: object | None = None  # the Dask workers that already existed (``dask_workers``), if any
+    existing: list[BaseProcess] = field(default_factory=list)  # started before the run (a pool kept)
 
     @contextlib.contextmanager
     def watching(self) -> Iterator[None]:
@@ -66,6 +68,7 @@ class Launches:
                 set_process_target(process, target)
             self.processes.append(process)
 
+        self.existing = multiprocessing.active_children()  # their work cannot be counted: said at the end
         if "distributed" in sys.modules:  # a Dask client in use reaches workers started before the run
             from .dask_workers import ExistingWorkers
 
@@ -117,6 +120,11 @@ class Launches:
                     found.append(_read_part(text))
             missing += self.dask.missing
             self.dask = None
+        reached = {part.pid for part in found}
+        kept = [p for p in self.existing if p.pid not in reached and _exit_code(p) is None]
+        if kept:
+            missing.append(_started_before(kept))
+        self.existing = []
         return found, missing
 
     def _ask_running(self, directory: str) -> None:
@@ -177,3 +185,17 @@ def _why_missing(process: BaseProcess) -> str:
             name = f"signal {-code}"
         return f"{who} was killed by {name} before it could send its counts: its work is not counted"
     return f"{who} exited with status {code} without sending its counts: its work is not counted"
+
+
+def _started_before(processes: list[BaseProcess]) -> str:
+    """The warning for processes already running when the run began (a pool made in an earlier
+    cell, joblib's workers kept from an earlier call): what they did for the run is unseen."""
+    n = len(processes)
+    names = ", ".join(f"{p.name} (pid {p.pid})" for p in processes[:4]) + (" ..." if n > 4 else "")
+    were = "was" if n == 1 else "were"
+    return (
+        f"{n} worker process{'es' if n > 1 else ''} started before this profile {were} running, "
+        f"which numba_lprun cannot reach: {names}; if they ran the profiled functions, that work is "
+        "not counted (make the pool inside the profiled code; joblib keeps its workers between "
+        "calls: joblib.externals.loky.get_reusable_executor().shutdown() before profiling)"
+    )

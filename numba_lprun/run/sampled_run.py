@@ -49,6 +49,12 @@ class SegmentedSampling:
                 sampler.__exit__(None, None, None)
                 self.segments.append(sampler.samples)
 
+    def stop(self) -> None:
+        """Disarm for good, from any thread (a kept worker whose profile is over)."""
+        with self._lock:
+            self._running = False
+            self.pause()
+
     def resume(self) -> None:
         with self._lock:
             self._resume()

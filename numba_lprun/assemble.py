@@ -194,7 +194,8 @@ def _function(
         overhead_spread=(min(vs_plain.lows), max(vs_plain.highs)) if vs_plain.lows else None,
         overhead_unmeasured=_unmeasured(vs_plain),
         probe_overhead=vs_probed.ticks / vs_probed.baseline if vs_probed.baseline > 0 else None,
-        probe_unmeasured=_unmeasured(vs_probed) if probed.line_ticks and run_twin != PROBED else None,
+        # probe times from a probed run of their own (not the user's run): why it has no figure
+        probe_unmeasured=_unmeasured(vs_probed) if probed.line_ticks and not user.line_ticks else None,
         lost_vectorization=frozenset(lost),
         page_faults=_page_faults(vs_plain),
     )

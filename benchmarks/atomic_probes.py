@@ -44,14 +44,14 @@ def coarse(a):
     return s
 
 
-def instrumented_seconds(func, args, timing: bool) -> float:
-    """Instrumented seconds per call (the best of RUNS calls)."""
+def profiled_seconds(func, args, timing: bool) -> float:
+    """Seconds per call on the twin the profile runs (the best of RUNS calls)."""
     best = float("inf")
     for _ in range(RUNS):
         prof = numba_lprun.LineProfiler(func, timing=timing, sample=False, repeat=False)
         prof.runcall(func, *args)
         (stats,) = prof.profile.functions
-        best = min(best, stats.instrumented_ticks * prof.profile.unit / stats.calls)
+        best = min(best, stats.run_ticks * prof.profile.unit / stats.calls)
     return best
 
 
@@ -77,8 +77,8 @@ def main() -> None:
         plain, atomic = numba.njit(py_func), numba.njit(nogil=True)(py_func)
         plain(a), atomic(a)
         for timing in (True, False):
-            p = instrumented_seconds(plain, (a,), timing)
-            t = instrumented_seconds(atomic, (a,), timing)
+            p = profiled_seconds(plain, (a,), timing)
+            t = profiled_seconds(atomic, (a,), timing)
             mode = "timing" if timing else "hits"
             print(f"{py_func.__name__:<14}{mode:<10}{p * 1e3:>14.2f}{t * 1e3:>12.2f}{t / p:>13.2f}x")
     print("\ncontended: overhead of the nogil kernel, 2 calls in sequence vs 2 threads at once")

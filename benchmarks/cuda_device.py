@@ -12,7 +12,7 @@ whose trip count varies by thread, a shared-memory block reduction with barriers
    reconvergence decides them);
 2. the user's arrays after ``profile_launch`` (6 launches, arguments restored before
    each extra one) against one plain launch: must be equal;
-3. large launch: instrumented / plain launch time (CUDA events, best of 5 each) of
+3. large launch: probed / plain launch time (CUDA events, best of 5 each) of
    the hits-only twin (goal <= 1.2x) and the timed twin (goal <= 3x), and the timed
    twin's table (cycle shares per line).
 

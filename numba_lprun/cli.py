@@ -51,7 +51,7 @@ def build_parser() -> argparse.ArgumentParser:
         "@numba_lprun.profile, only the marked ones. The script runs exactly once, on counting twins "
         "under the sampler: exact hits, and each line's time from its share of the samples. CUDA kernels "
         "and device functions named with -f MODULE:FUNC: the script runs once, each launch of the kernel "
-        "profiled on an instrumented twin (hits, warps and active lanes per line, GPU cycles on a GPU).",
+        "profiled on a probed twin (hits, warps and active lanes per line, GPU cycles on a GPU).",
     )
     add_to_parser(parser, CLI)
     parser.add_argument("script", nargs="?", help="the script to run")

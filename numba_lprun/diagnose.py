@@ -147,9 +147,16 @@ def _time_notes(stats: FunctionStats, sampling_unavailable: str | None) -> list[
     return []
 
 
-def _first_touch(stats: FunctionStats, ratio: float, unit: float) -> tuple[str, bool] | None:
-    """(what the fresh memory the user's run touched says of the figure, whether it can explain
-    all of the excess), or None where the run faulted no more than the plain runs.
+@dataclass(frozen=True)
+class FirstTouch:
+    """What the fresh memory the user's run touched says of its overhead figure."""
+
+    said: str  # the clause the note adds
+    explains_all: bool  # the faults can account for the whole excess over the plain runs
+
+
+def _first_touch(stats: FunctionStats, ratio: float, unit: float) -> FirstTouch | None:
+    """None where the run faulted no more than the plain runs.
 
     The user's run comes first and often is the call's first in the process: a kernel that
     allocates large arrays pays for fresh pages there, and the plain runs after it reuse them
@@ -165,7 +172,7 @@ def _first_touch(stats: FunctionStats, ratio: float, unit: float) -> tuple[str, 
         f"; but that run was the first to touch {fresh * PAGE_BYTES / 1e6:,.0f} MB of fresh memory "
         f"({mine:,} page faults, the plain runs after it {plain:,} each), which slows a first run by itself"
     )
-    return said, fresh * FAULT_SECONDS >= excess
+    return FirstTouch(said, fresh * FAULT_SECONDS >= excess)
 
 
 def _overhead_notes(stats: FunctionStats, threshold: float, unit: float) -> list[Note]:
@@ -198,12 +205,12 @@ def _overhead_notes(stats: FunctionStats, threshold: float, unit: float) -> list
             within = ", so within the noise" if low <= ratio <= high else ""
             noise = f" (plain runs: {low:.2f}-{high:.2f}x their median{within})"
         touch = _first_touch(stats, ratio, unit) if ratio > threshold else None
-        if touch is not None and touch[1] and not clocked and not stats.lost_vectorization:
+        if touch is not None and touch.explains_all and not clocked and not stats.lost_vectorization:
             notes.append(
                 Note(
                     "caution",
-                    f"{twin} run {ratio:.2f}x the plain run{noise}{touch[0]}: part or all of the difference "
-                    "is that, not the counters (the machine code shows no loop that lost SIMD)",
+                    f"{twin} run {ratio:.2f}x the plain run{noise}{touch.said}: part or all of the "
+                    "difference is that, not the counters (the machine code shows no loop that lost SIMD)",
                 )
             )
         elif ratio > threshold and (spread is None or ratio > spread[1]):
@@ -211,7 +218,7 @@ def _overhead_notes(stats: FunctionStats, threshold: float, unit: float) -> list
                 Note(
                     "warning",
                     f"{twin} run {ratio:.2f}x the plain run{noise}, above {threshold:g}x"
-                    + (touch[0] + ", but not by that alone" if touch is not None else "")
+                    + (touch.said + ", but not by that alone" if touch is not None else "")
                     + ": the "
                     f"{'probes' if clocked else 'counters'} hinder the optimizer (vectorization, "
                     "hoisting, keeping values in registers), so "

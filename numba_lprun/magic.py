@@ -182,7 +182,7 @@ class NlprunMagics(Magics):
 
         CUDA kernels and device functions (``@cuda.jit``) named with -f: the
         statement runs once, each launch of a named kernel (or of a kernel that
-        calls a named device function) on an instrumented twin: hits, warp
+        calls a named device function) on a probed twin: hits, warp
         executions and active lanes per line, and GPU cycles where there is a GPU.
         Options of the CPU's sampler and probes are refused for them.
         """

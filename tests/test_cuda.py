@@ -71,16 +71,16 @@ def test_twins_compile_to_ptx_with_line_info(ptx_tools, timing):
     for result in (kern, dev):
         rows = set(result.planned.rows)
         assert loc_lines(result.plain) & rows, "plain twin without .loc lines"
-        assert rows <= loc_lines(result.instrumented) | {0}, "a probed line has no .loc in the twin"
-        assert "activemask.b32" in result.instrumented and "redux.sync.add.u32" in result.instrumented
-        assert ("%clock64" in result.instrumented) == timing
+        assert rows <= loc_lines(result.probed) | {0}, "a probed line has no .loc in the twin"
+        assert "activemask.b32" in result.probed and "redux.sync.add.u32" in result.probed
+        assert ("%clock64" in result.probed) == timing
         assert "activemask" not in result.plain and "%clock64" not in result.plain
         if find_ptxas():  # the probes' inline assembly is valid PTX for sm_90
-            assemble(result.instrumented)
+            assemble(result.probed)
     # atomics only where the counts are flushed: at the return (the def's last line)
     src = kern.planned.source
     last = src.tree.body[-1].lineno
-    atomics = atomic_lines(kern.instrumented)
+    atomics = atomic_lines(kern.probed)
     n_rows = len(kern.planned.rows)
     assert atomics and set(atomics) == {last}
     assert len(atomics) == 2 * n_rows + 2 + (n_rows + 1 if timing else 0)  # one per counter, not per line

@@ -30,7 +30,7 @@ def timed_profile(overhead_ms: float = 1.5) -> ProfileStats:
         timing=True,
         device="test GPU (compute capability 9.0)",
         plain_ms=1.0,
-        instrumented_ms=overhead_ms,
+        probed_ms=overhead_ms,
         launches=6,
         restored=("argument 0",),
     )
@@ -96,9 +96,9 @@ def test_timed_launch_in_cycles_with_the_distortion_warning():
     assert row_pattern(4, "100", "100000.0", "1000.0", "25.0", "4", "25.0").search(text), text
     assert "restored: argument 0 (device copies) before each extra launch" in text
     assert "overlaps with other warps" in text
-    assert "WARNING: instrumented launch 1.50x the plain launch" in text
+    assert "WARNING: probed launch 1.50x the plain launch" in text
     calm = TextRenderer(width=0).render(timed_profile(overhead_ms=1.1))
-    assert "WARNING" not in calm and "instrumented launch 1.10x the plain launch" in calm
+    assert "WARNING" not in calm and "probed launch 1.10x the plain launch" in calm
 
 
 def test_extra_columns_fold_last_and_never_the_time_columns():
@@ -122,6 +122,6 @@ def test_html_explains_the_extra_columns():
     assert '<th class="n" title="warp executions of the line' in html
     assert '<th class="n" title="mean active lanes per warp execution' in html
     assert "<dt>Times in</dt><dd>cycles</dd>" in html and "<dt>Launch</dt>" in html
-    assert '<td class="n">32.0</td>' in html and "instrumented launch 1.50x" in html
+    assert '<td class="n">32.0</td>' in html and "probed launch 1.50x" in html
     simulated = HTMLRenderer().render(cuda_simulated_profile())
     assert "modelled in the simulator" in simulated and '<td class="n">15.8</td>' in simulated

@@ -1,6 +1,6 @@
 """Line profiles of Numba CUDA kernels and device functions (``@cuda.jit``).
 
-``profile_launch(kernel, grid, block, *args)`` runs one launch on an instrumented
+``profile_launch(kernel, grid, block, *args)`` runs one launch on a probed
 twin and returns a :class:`CudaProfile`; ``profile_stats`` turns it into the common
 profile value that the renderers show (``numba_lprun.renderers``);
 ``CudaLineProfiler`` keeps profiles of several launches and prints them in

@@ -51,12 +51,12 @@ def launch_text(launches: Sequence[CudaLaunch]) -> str:
 
 
 def overhead_of(launches: Sequence[CudaLaunch]) -> tuple[float, float, float] | None:
-    """(instrumented / plain, instrumented ms, plain ms) over the launches that timed both."""
-    timed = [x for x in launches if x.plain_ms and x.instrumented_ms]
+    """(probed / plain, probed ms, plain ms) over the launches that timed both."""
+    timed = [x for x in launches if x.plain_ms and x.probed_ms]
     if not timed:
         return None
-    instr, plain = sum(x.instrumented_ms for x in timed), sum(x.plain_ms for x in timed)
-    return instr / plain, instr, plain
+    probed, plain = sum(x.probed_ms for x in timed), sum(x.plain_ms for x in timed)
+    return probed / plain, probed, plain
 
 
 def launch_notes(launches: Sequence[CudaLaunch], timed: bool, threshold: float) -> tuple[Note, ...]:
@@ -72,11 +72,11 @@ def launch_notes(launches: Sequence[CudaLaunch], timed: bool, threshold: float) 
         if not last.simulator and not any("no overhead figure" in text for text in said):
             notes.append(Note("info", "no overhead figure: only the user's launch ran"))
         return tuple(notes)
-    ratio, instr, plain = overhead
+    ratio, probed, plain = overhead
     how = "wall time in the simulator" if last.simulator else "CUDA events"
     text = (
-        f"instrumented launch {ratio:.2f}x the plain launch "
-        f"({instr:.3f} ms / {plain:.3f} ms, best of each, {how})"
+        f"probed launch {ratio:.2f}x the plain launch "
+        f"({probed:.3f} ms / {plain:.3f} ms, best of each, {how})"
     )
     if ratio > threshold and not last.simulator:
         text += (

@@ -2,9 +2,9 @@
 
 Order of launches (as on the CPU, the user's run comes last, and its effects are
 the user's): with ``overhead`` and arguments that can be saved, the plain twin is
-launched ``repeat`` times and the instrumented twin ``repeat - 1`` times, each
+launched ``repeat`` times and the probed twin ``repeat - 1`` times, each
 after the arguments are put back and timed with CUDA events (compiles happen
-before, not inside, a timed launch); then the user's launch on the instrumented
+before, not inside, a timed launch); then the user's launch on the probed
 twin, whose counts make the profile. Without ``overhead``, or when an argument
 cannot be saved, only the user's launch is made.
 """
@@ -19,7 +19,7 @@ import numpy as np
 from .kernels import called_device_functions, in_simulator, is_cuda_function, is_device_function
 from .model import CudaFunctionProfile, CudaLaunch, CudaLine, CudaProfile
 from .state import LaunchState
-from .twins import Planned, instrumented_twin, plain_twin, plan
+from .twins import Planned, plain_twin, plan, probed_twin
 
 AUTO = "auto"
 
@@ -145,13 +145,13 @@ def profile_launch(
     shared_mem: int = 0,
 ) -> CudaProfile:
     """Launch ``kernel[grid, block, stream, shared_mem](*args)`` once for the user,
-    on its instrumented twin, and return the per-line profile of the kernel and of
+    on its probed twin, and return the per-line profile of the kernel and of
     ``device_functions`` (default: all the device functions it calls).
 
     ``timing`` (default: on a GPU yes, in the simulator no, where there is no
     clock) reads ``%clock64`` at every line; without it the twin counts hits,
     warp executions and lanes only. ``overhead`` (default: on a GPU yes) makes the
-    extra launches that time the plain twin against the instrumented one; they
+    extra launches that time the plain twin against the probed one; they
     start from the saved arguments, so the arrays end as after one launch.
     """
     simulator = in_simulator()
@@ -162,13 +162,13 @@ def profile_launch(
     counters = _Counters(plans, timing, simulator)
     twins_of: dict[int, object] = {}
     for index in reversed(range(len(plans))):  # callees first: their twins are linked in
-        twins_of[id(plans[index].original)] = instrumented_twin(
+        twins_of[id(plans[index].original)] = probed_twin(
             plans[index], counters.probes(index), twins_of
         )
     twin = twins_of[id(kernel)]
     state = LaunchState(args)
     notes = _notes(simulator, timing, overhead, state)
-    plain_ms, instr_ms, launches = None, [], 0
+    plain_ms, probed_ms, launches = None, [], 0
     config = (g, b, stream, shared_mem)
     if overhead and state.can_restore:
         plain = plain_twin(kernel)
@@ -178,10 +178,10 @@ def profile_launch(
         plain_ms = min(_run(plain, config, state, simulator, restore=True) for _ in range(max(repeat, 1)))
         for _ in range(max(repeat, 1) - 1):
             counters.reset(g)
-            instr_ms.append(_run(twin, config, state, simulator, restore=True))
+            probed_ms.append(_run(twin, config, state, simulator, restore=True))
         launches = 2 * max(repeat, 1) - 1
     counters.reset(g)
-    instr_ms.append(_run(twin, config, state, simulator, restore=launches > 0))
+    probed_ms.append(_run(twin, config, state, simulator, restore=launches > 0))
     state.finish()
     functions = tuple(_function_profile(p, *counters.read(i)) for i, p in enumerate(plans))
     launch = CudaLaunch(
@@ -192,7 +192,7 @@ def profile_launch(
         timing=counters.timing,
         device=_device_name(simulator),
         plain_ms=plain_ms,
-        instrumented_ms=min(instr_ms) if plain_ms is not None else None,
+        probed_ms=min(probed_ms) if plain_ms is not None else None,
         launches=launches + 1,
         restored=state.names() if launches else (),
         notes=notes,

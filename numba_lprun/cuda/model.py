@@ -77,7 +77,7 @@ class CudaLaunch:
     timing: bool  # the user's launch ran the timed twin (clock reads per line)
     device: str = ""
     plain_ms: float | None = None  # best of the plain twin's launches
-    instrumented_ms: float | None = None  # the instrumented twin's launch(es), best
+    probed_ms: float | None = None  # the probed twin's launch(es), best
     launches: int = 1  # launches made in all (the user's, last, included)
     restored: tuple[str, ...] = ()  # arguments put back before each extra launch
     notes: tuple[str, ...] = ()
@@ -89,8 +89,8 @@ class CudaLaunch:
     @property
     def overhead(self) -> float | None:
         """Instrumented / plain launch time over the same launches (None: not measured)."""
-        if self.plain_ms and self.instrumented_ms:
-            return self.instrumented_ms / self.plain_ms
+        if self.plain_ms and self.probed_ms:
+            return self.probed_ms / self.plain_ms
         return None
 
 

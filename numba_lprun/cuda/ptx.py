@@ -1,7 +1,7 @@
 """PTX of both twins, compiled without a GPU (NVVM from the ``cuda`` extra's wheels).
 
 For checks that need no device: that both twins carry ``.loc`` line directives
-(``lineinfo=True``), and where the instrumented twin's atomics are (in the flush
+(``lineinfo=True``), and where the probed twin's atomics are (in the flush
 at return only, never in a line probe). Counter addresses are placeholders: this
 code is never launched.
 """
@@ -12,7 +12,7 @@ import re
 from dataclasses import dataclass
 
 from .gpu_probes import GpuProbeConfig, make_gpu_probes
-from .twins import Planned, instrumented_twin, plan
+from .twins import Planned, plan, probed_twin
 
 _PLACEHOLDER = 0x7F00_0000_0000  # never dereferenced: the PTX is not launched
 _LOC = re.compile(r"^\s*\.loc\s+\d+\s+(\d+)\s+\d+")
@@ -22,12 +22,12 @@ _ATOMIC = re.compile(r"^\s*(atom|red)\.")
 @dataclass(frozen=True)
 class TwinPtx:
     plain: str
-    instrumented: str
+    probed: str
     planned: Planned
 
 
 def twin_ptx(func: object, argtypes: tuple, *, timing: bool = True, cc=(9, 0)) -> TwinPtx:
-    """PTX of the plain and the instrumented twin of one kernel or device function.
+    """PTX of the plain and the probed twin of one kernel or device function.
 
     Without a GPU, numba-cuda compiles a call to a device function only with a
     CUDA context (it asks the current device for its compute capability), so a
@@ -38,16 +38,16 @@ def twin_ptx(func: object, argtypes: tuple, *, timing: bool = True, cc=(9, 0)) -
 
     planned = plan(func)
     cfg = GpuProbeConfig(_PLACEHOLDER, len(planned.rows), timing)
-    twin = instrumented_twin(planned, make_gpu_probes(cfg), {})
+    twin = probed_twin(planned, make_gpu_probes(cfg), {})
     options = {
         "lineinfo": True,
         "cc": cc,
         "device": planned.device,
         "fastmath": bool(func.targetoptions.get("fastmath")),
     }
-    instrumented, _ = cuda.compile_ptx(twin.py_func, argtypes, **options)
+    probed, _ = cuda.compile_ptx(twin.py_func, argtypes, **options)
     plain, _ = cuda.compile_ptx(func.py_func, argtypes, **options)
-    return TwinPtx(plain, instrumented, planned)
+    return TwinPtx(plain, probed, planned)
 
 
 def loc_lines(ptx: str) -> set[int]:

@@ -1,6 +1,6 @@
 """Twins of CUDA kernels and device functions.
 
-The instrumented twin is the original's source rewritten by the CPU rewriter
+The probed twin is the original's source rewritten by the CPU rewriter
 (``instrument(tree, lines=True)``: one ``_nlp_line(k)`` per Python line event,
 so hits follow line_profiler's model), executed in a copy of the original's
 globals where the probe names are bound to the GPU intrinsics or, under the
@@ -82,8 +82,8 @@ def _jit(original: object, py_func: pytypes.FunctionType) -> object:
     return cuda.jit(**cuda_options(original))(py_func)
 
 
-def instrumented_twin(p: Planned, probes: dict, twins_of: dict[int, object]) -> object:
-    """Compile-ready dispatcher of ``p``'s instrumented twin; ``twins_of`` maps
+def probed_twin(p: Planned, probes: dict, twins_of: dict[int, object]) -> object:
+    """Compile-ready dispatcher of ``p``'s probed twin; ``twins_of`` maps
     id(original device function) -> its twin, for every profiled device function."""
     namespace = dict(p.source.py_func.__globals__)
     for name, value in list(namespace.items()):

@@ -1,6 +1,6 @@
 """Which thread executions of a line a warp makes together: the simulator's model.
 
-On a GPU the instrumented twin reads ``activemask()`` at each probe, so a warp
+On a GPU the probed twin reads ``activemask()`` at each probe, so a warp
 execution is whatever the hardware ran together. The simulator runs each CUDA
 thread as a Python thread, with no lockstep, so there it is modelled: lanes of
 one warp execute a line together when they reach it in the same *dynamic

@@ -88,14 +88,17 @@ def profiled_target(spec: ChildSpec, label: str, functions: list[object], call: 
     planned = Plan(UserRun(kind, spec.sampled, boost=spec.sampled))
     concurrent = any(may_run_on_threads(d) for d in functions)
     phases: list[PhaseRun] = []
+    lock = threading.Lock()  # one writer at a time: each part written replaces the one before
+    detached = threading.Event()  # the parent's run is over: nothing more is counted or written
 
     def execute(run: PhaseRun) -> Any:
-        phases.append(run)
+        with lock:
+            phases.append(run)
+            if detached.is_set():  # asked before the work began: the plain code from the start
+                _plain_again(ctx, phases)
         return call()
 
     ctx = CallContext(runner, execute, [], None, settings, concurrent)
-    lock = threading.Lock()  # one writer at a time: each part written replaces the one before
-    detached = threading.Event()  # the parent's run is over: nothing more is counted or written
 
     def part(made: list) -> None:
         with lock:
@@ -121,16 +124,21 @@ def profiled_target(spec: ChildSpec, label: str, functions: list[object], call: 
         now()
         with lock:
             detached.set()
-            if ctx.last_sampling is not None:
-                ctx.last_sampling.stop()
-            for run in phases:
-                run.swap.restore()
+            _plain_again(ctx, phases)
 
     with _parts_on_request(spec.directory, now, last):
         try:
             return run_phases(ctx, planned, once)
         finally:
             part(ctx.made)
+
+
+def _plain_again(ctx: CallContext, phases: list[PhaseRun]) -> None:
+    """Put the original functions back and stop sampling for good (from any thread)."""
+    if ctx.last_sampling is not None:
+        ctx.last_sampling.stop()
+    for run in phases:
+        run.swap.restore()
 
 
 @contextlib.contextmanager

@@ -1,7 +1,9 @@
 """What profiling a kernel run by worker processes costs: the script unprofiled and under ``nlprun``.
 
-Run ``python benchmarks/processes.py``. A script runs a jitted kernel in a process pool
-(4 tasks of 20M iterations on 2 workers; a fork pool and a spawn pool), once as
+Run ``python benchmarks/processes.py [CASE...]`` (cases: fork, spawn, forkserver, joblib,
+dask; default all). A script runs a jitted kernel in worker processes (4 tasks of 20M
+iterations on 2 workers: a multiprocessing pool of each start method, joblib's default
+loky backend, a Dask ``LocalCluster`` with worker processes made in the script), once as
 ``python script.py`` and once as ``nlprun -f kern:work script.py``, alternating, three
 times each; the medians are compared side by side in one run. The goal (issue 30): at
 most 1.5x the unprofiled run + 4 s, with hits equal to the exact sum over the tasks.
@@ -36,11 +38,29 @@ import multiprocessing as mp
 import sys
 from kern import work
 
+TASKS = [20_000_000] * 4
+
+
+def run(case):
+    if case == "joblib":
+        from joblib import Parallel, delayed
+
+        return Parallel(n_jobs=2)(delayed(work)(n) for n in TASKS)
+    if case == "dask":
+        from distributed import Client, LocalCluster
+
+        with LocalCluster(n_workers=2, threads_per_worker=1, processes=True, dashboard_address=None) as c:
+            with Client(c) as client:
+                return client.gather(client.map(work, TASKS, pure=False))
+    with mp.get_context(case).Pool(2) as pool:
+        return pool.map(work, TASKS)
+
+
 if __name__ == "__main__":
-    with mp.get_context(sys.argv[1]).Pool(2) as pool:
-        out = pool.map(work, [20_000_000] * 4)
-    print("sum", round(sum(out), 3))
+    print("sum", round(sum(run(sys.argv[1])), 3))
 """
+
+CASES = ("fork", "spawn", "forkserver", "joblib", "dask")
 
 
 def timed(command: list[str], folder: str) -> tuple[float, str]:
@@ -57,7 +77,7 @@ def main() -> None:
     with open(os.path.join(folder, "script.py"), "w") as handle:
         handle.write(SCRIPT)
     nlprun = [sys.executable, "-m", "numba_lprun", "-f", "kern:work"]
-    for method in ("fork", "spawn"):
+    for method in sys.argv[1:] or CASES:
         plain, profiled, out = [], [], ""
         for _ in range(3):
             plain.append(timed([sys.executable, "script.py", method], folder)[0])
@@ -66,7 +86,7 @@ def main() -> None:
         a, b = statistics.median(plain), statistics.median(profiled)
         hits = next((line.split()[1] for line in out.splitlines() if line.strip().startswith("8 ")), "?")
         print(
-            f"{method} pool: unprofiled {a:.2f} s, nlprun {b:.2f} s: {b / a:.2f}x, +{b - a:.2f} s "
+            f"{method}: unprofiled {a:.2f} s, nlprun {b:.2f} s: {b / a:.2f}x, +{b - a:.2f} s "
             f"(goal: <= 1.5x + 4 s = {1.5 * a + 4:.2f} s); loop-line hits {hits} (exact: 80000004)"
         )
 

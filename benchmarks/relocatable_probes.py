@@ -87,7 +87,7 @@ def twin_of(original, timing: bool, variant: str):
     src = read_source(original)
     rewritten = instrument(src.tree, lines=True, objmode_names=objmode_names(src.py_func))
     counters = P.new_counters(len(rewritten.rows))
-    cfg = P.ProbeConfig(counters.ctypes.data, len(rewritten.rows), current_clock().kind, timing=timing)
+    cfg = P.ProbeConfig(counters.address, len(rewritten.rows), current_clock().kind, timing=timing)
     twin = make_twin(original, src, rewritten.tree, P.make_probes(cfg), "instrumented", line_tables=True)
     saved = P._Emitter.base
     P._Emitter.base = VARIANTS[variant]

@@ -88,7 +88,7 @@ def _twins(kernel, clock: str) -> None:
     for timing, kind in ((False, "plain"), (True, "instrumented")):
         rewritten = instrument(src.tree, lines=True, objmode_names=objmode_names(src.py_func))
         counters = P.new_counters(len(rewritten.rows))
-        cfg = P.ProbeConfig(counters.ctypes.data, len(rewritten.rows), clock, timing=timing)
+        cfg = P.ProbeConfig(counters.address, len(rewritten.rows), clock, timing=timing)
         twin = make_twin(kernel, src, rewritten.tree, P.make_probes(cfg), kind, line_tables=True)
         compile_like_original(twin, src)
 

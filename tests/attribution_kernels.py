@@ -193,10 +193,11 @@ def calls_inlined(n):
 @njit
 def calls_not_inlined(n):
     acc = 0.0
+    u = 1 + (n < 0)  # one, unknown to the compiler: literal units let LLVM inline the calls (AVX-512 CPU)
     for i in range(n):
-        acc += kept_apart(1, i)  # 1
-        acc += kept_apart(3, i)  # 3
-        acc += kept_apart(6, i)  # 6
+        acc += kept_apart(u, i)  # 1
+        acc += kept_apart(3 * u, i)  # 3
+        acc += kept_apart(6 * u, i)  # 6
     return acc
 
 

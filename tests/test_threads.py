@@ -7,8 +7,14 @@ import pytest
 from numba import njit, stencil
 
 import numba_lprun
+from numba_lprun.instrument import probes as P
+from numba_lprun.instrument.rewrite import instrument
+from numba_lprun.instrument.source import read_source
+from numba_lprun.instrument.stripes import CounterTable, stripes_supported
+from numba_lprun.instrument.twins import compile_like_original, make_twin, objmode_names
 from numba_lprun.sampling import Sampler
 from numba_lprun.sampling import _native as N
+from numba_lprun.twin_kind import COUNTING
 from tests import kinds
 from tests.conftest import hits_of, reference_hits
 
@@ -149,3 +155,38 @@ def test_a_stencil_that_only_serial_code_calls_keeps_plain_counters():
     assert hits_of(prof.get_stats(), "blur") == {blur.kernel_ir.func_id.func.__code__.co_firstlineno + 2: 48}
     (target,) = prof._runner.targets.values()
     assert target.atomic == {"counting": False}
+
+
+@pytest.mark.skipif(not stripes_supported(), reason="no per-thread stripes on this platform")
+def test_threads_that_share_a_stripe_slot_lose_no_count():
+    """Counters with one per-thread stripe: the first of four threads alive at once claims it
+    and adds without a lock, the other three find its slot held and add atomically to the shared
+    stripe; the sum over stripes is exact, and both paths took counts (a stripe that lost adds,
+    or a thread that wrote another's stripe, would show as a wrong sum)."""
+    src = read_source(kinds.nogil_body)
+    rewritten = instrument(src.tree, lines=True, objmode_names=objmode_names(src.py_func))
+    table = CounterTable(len(rewritten.rows), stripes=1)
+    cfg = P.ProbeConfig(table.address, len(rewritten.rows), "tsc", timing=False, atomic=True, stripes=1)
+    twin = make_twin(kinds.nogil_body, src, rewritten.tree, P.make_probes(cfg), COUNTING, line_tables=False)
+    compile_like_original(twin, src)
+    body = twin.dispatcher
+    chunk = np.ones(200_000)
+    body(chunk)  # compiled; this thread now holds the slot, so the owner table is cleared too
+    table.array[:] = 0
+    start = threading.Barrier(4)
+
+    def work():
+        start.wait()  # all four alive together: four thread pointers, one slot
+        for _ in range(20):
+            body(chunk)
+
+    threads = [threading.Thread(target=work) for _ in range(4)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    text = {i: src.lines[line - src.first_lineno] for i, line in enumerate(rewritten.rows)}
+    loop_row = next(i for i, line in text.items() if "s +=" in line)
+    assert table.read()[loop_row, 0] == 4 * 20 * chunk.size
+    assert table.read()[-1, 0] == 80  # calls
+    assert table.array[1, loop_row, 0] > 0 and table.array[0, loop_row, 0] > 0

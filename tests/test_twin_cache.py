@@ -36,10 +36,10 @@ def _counting_twin(original):
     src = read_source(original)
     rewritten = instrument(src.tree, lines=True, objmode_names=objmode_names(src.py_func))
     counters = P.new_counters(len(rewritten.rows))
-    cfg = P.ProbeConfig(counters.ctypes.data, len(rewritten.rows), "tsc", timing=False)
+    cfg = P.ProbeConfig(counters.address, len(rewritten.rows), "tsc", timing=False)
     twin = make_twin(original, src, rewritten.tree, P.make_probes(cfg), "instrumented", line_tables=True)
     compile_like_original(twin, src)
-    return twin.dispatcher, counters
+    return twin.dispatcher, counters.shared
 
 
 def test_two_live_twins_of_one_function_count_into_their_own_counters():

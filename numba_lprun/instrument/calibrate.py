@@ -47,8 +47,9 @@ def probe_cost_ticks(clock: str, repeats: int = 5, n: int = 200_000) -> float:
 def _measure(clock: str, repeats: int, n: int) -> float:
     from numba import njit
 
-    counters = P.new_counters(2)
-    namespace = P.make_probes(P.ProbeConfig(counters.ctypes.data, 2, clock))
+    table = P.new_counters(2)
+    counters = table.shared
+    namespace = P.make_probes(P.ProbeConfig(table.address, 2, clock))
     exec(compile(_SPIN_SOURCE, "<numba_lprun calibration>", "exec"), namespace)
     spin = njit(namespace["spin"])
     spin(10)

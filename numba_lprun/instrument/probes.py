@@ -26,11 +26,11 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 
-import numpy as np
 from llvmlite import ir
 from numba import types
 from numba.extending import intrinsic
 
+from ..internals import branching_here
 from .clock import emit_read
 from .counter_slots import (  # noqa: F401  (the symbol helpers, re-exported for twin_cache and twin_identity)
     CounterSlot,
@@ -40,15 +40,22 @@ from .counter_slots import (  # noqa: F401  (the symbol helpers, re-exported for
     symbols_in,
 )
 from .exits import exits_flushed, flush_on_exit
+from .stripes import STRIPES, CounterTable, emit_own_stripe, layout, stripes_supported
 
 _I64 = ir.IntType(64)
 _I32 = ir.IntType(32)
 PREV_ROW, PREV_T, ENTRY_T, LOCAL_HITS = 0, 1, 2, 3  # fields of the state slot
 
 
-def new_counters(n_lines: int) -> np.ndarray:
-    """Zeroed counters for ``n_lines`` lines plus the trash and totals rows."""
-    return np.zeros((n_lines + 2, 2), dtype=np.int64)
+def stripes_for(concurrent: bool) -> int:
+    """Per-thread stripes of a twin's counters: where it runs on several threads at once and the
+    platform lets a thread find its own."""
+    return STRIPES if concurrent and stripes_supported() else 0
+
+
+def new_counters(n_lines: int, concurrent: bool = False) -> CounterTable:
+    """Zeroed counters for ``n_lines`` lines plus the trash and totals rows (``stripes_for``)."""
+    return CounterTable(n_lines, stripes_for(concurrent))
 
 
 @dataclass(frozen=True)
@@ -63,6 +70,7 @@ class ProbeConfig:
     suspends: bool = False  # a generator: its stack slot is made afresh at every resume
     call_clock: bool = True  # read the clock at each call's entry and exit (False: calls counted only)
     per_point: bool = False  # a stencil's kernel: its body runs, inlined, once per point of a loop nest
+    stripes: int = 0  # per-thread copies of the counters (``stripes``): flushes add to the thread's own
 
     @property
     def clocks_calls(self) -> bool:
@@ -89,7 +97,8 @@ class ProbeConfig:
     def token(self) -> str:
         """Everything in the config that shapes the code (all but the counters' address)."""
         shape = (self.n_lines, self.clock, self.timing, self.atomic, self.suspends, self.clocks_calls)
-        return ":".join(map(str, shape)) + (":per-point" if self.per_point else "")
+        token = ":".join(map(str, shape)) + (":per-point" if self.per_point else "")
+        return token + (f":stripes{self.stripes}" if self.stripes else "")
 
     @property
     def totals_row(self) -> int:
@@ -113,12 +122,15 @@ class _Emitter:
             symbol.linkage = "external"
         return builder.bitcast(symbol, _I64.as_pointer())
 
-    def cell(self, builder: ir.IRBuilder, row, column: int) -> ir.Value:
+    def cell(self, builder: ir.IRBuilder, row, column: int, stripe: ir.Value | None = None) -> ir.Value:
         base = self.base(builder)
         if isinstance(row, int):
             index = ir.Constant(_I64, 2 * row + column)
         else:
             index = builder.add(builder.shl(row, ir.Constant(_I64, 1)), ir.Constant(_I64, column))
+        if stripe is not None:
+            cells = layout(self.cfg.n_lines, self.cfg.stripes)[1]
+            index = builder.add(index, builder.mul(stripe, ir.Constant(_I64, cells)))
         return builder.gep(base, [index])
 
     def add(self, builder: ir.IRBuilder, row, column: int, amount: ir.Value) -> None:
@@ -229,9 +241,29 @@ class _Emitter:
             return
         slot = self.state(builder)
         rows = list(range(self.cfg.n_lines)) + ([self.cfg.totals_row] if self.cfg.local_calls else [])
-        for field, row in enumerate(rows, LOCAL_HITS):
-            self.add(builder, row, 0, self.get(builder, slot, field))
+        if self.cfg.atomic and self.cfg.stripes:  # a thread's own stripe takes plain adds
+            self.flush_striped(builder, slot, rows)
+        else:
+            for field, row in enumerate(rows, LOCAL_HITS):
+                self.add(builder, row, 0, self.get(builder, slot, field))
+        for field in range(LOCAL_HITS, LOCAL_HITS + len(rows)):
             self.set(builder, slot, field, ir.Constant(_I64, 0))
+
+    def flush_striped(self, builder: ir.IRBuilder, slot: ir.Value, rows: list[int]) -> None:
+        """The flush of concurrent counters with stripes: plain adds to the thread's own stripe,
+        or atomic adds to the shared one where its slot is another thread's (``stripes``)."""
+        with branching_here(builder):
+            owners = layout(self.cfg.n_lines, self.cfg.stripes)[2]
+            stripe = emit_own_stripe(builder, self.base(builder), owners, self.cfg.stripes)
+            owned = builder.icmp_unsigned("!=", stripe, ir.Constant(_I64, 0))
+            with builder.if_else(owned, likely=True) as (mine, shared):
+                with mine:
+                    for field, row in enumerate(rows, LOCAL_HITS):
+                        ptr = self.cell(builder, row, 0, stripe)
+                        builder.store(builder.add(builder.load(ptr), self.get(builder, slot, field)), ptr)
+                with shared:
+                    for field, row in enumerate(rows, LOCAL_HITS):
+                        self.add(builder, row, 0, self.get(builder, slot, field))
 
     def leave(self, builder: ir.IRBuilder, context: object) -> None:
         """A return: the hits held in registers go to memory, the last line is charged; the
@@ -340,10 +372,11 @@ PROBE_ATTR = "_nlp_probe"
 PYHIT = "_nlp_pyhit"  # a plain Python hit counter, for lines inside objmode blocks
 
 
-def make_python_hit(counters: np.ndarray):
+def make_python_hit(counters: CounterTable):
     """A Python-level hit counter for lines that run in object mode (objmode blocks)."""
+    shared = counters.shared
 
     def nlp_pyhit(row: int) -> None:
-        counters[row, 0] += 1
+        shared[row, 0] += 1
 
     return nlp_pyhit

@@ -48,7 +48,7 @@ from .dispatchers import (
     pipeline_class,
     unpickle_as,
 )
-from .irbuilder import counted_loop, stack_slot, stack_value
+from .irbuilder import branching_here, counted_loop, stack_slot, stack_value
 from .jitclasses import (
     box_class,
     box_instance_type,
@@ -105,6 +105,7 @@ __all__ = [
     "allocation_statistics_on",
     "before_lowering",
     "box_class",
+    "branching_here",
     "box_instance_type",
     "cached_dispatchers",
     "can_compile",

@@ -7,6 +7,9 @@ lowering does; it is ``numba.core``, so the code generators reach it here.
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+from contextlib import contextmanager
+
 from .registry import touches
 
 
@@ -44,3 +47,39 @@ def counted_loop(builder, count):
     from numba.core import cgutils
 
     return cgutils.for_range(builder, count)
+
+
+
+@touches(
+    "llvmlite.ir.builder",
+    "IRBuilder",
+    "instrument/probes.py: branch where the builder stands inside a block (before an exit's ret)",
+    instance_attribute="_anchor",
+    package="llvmlite",
+)
+@contextmanager
+def branching_here(builder) -> Iterator[None]:
+    """Let the code emitted inside branch, wherever the builder stands: llvmlite appends blocks
+    and branches only at a block's end, so what follows the builder's position in its block
+    (an exit's ``ret``, where flushes go) is moved to a new block, branched to afterwards,
+    and the builder left before it. Phi nodes of the moved terminator's successors are told."""
+    block, anchor = builder.block, builder._anchor
+    if anchor >= len(block.instructions):
+        yield
+        return
+    rest = block.function.append_basic_block(name=f"{block.name}.rest")
+    moved = block.instructions[anchor:]
+    del block.instructions[anchor:]
+    for instruction in moved:
+        instruction.parent = rest
+        rest.instructions.append(instruction)
+    rest.terminator, block.terminator = block.terminator, None
+    for other in block.function.blocks:
+        for instruction in other.instructions:
+            incomings = getattr(instruction, "incomings", None)
+            if incomings is not None:
+                instruction.incomings = [(v, rest if b is block else b) for v, b in incomings]
+    builder.position_at_end(block)
+    yield
+    builder.branch(rest)
+    builder.position_before(rest.instructions[0])

@@ -229,7 +229,7 @@ class Runner:
                 # globals (the statement's imports, say) exist only while the statement runs
                 self.switch(run, [t for t in self.targets.values() if id(t) not in self.adopted])
                 for target in self.targets.values():  # counters are shared with earlier profilers
-                    target.counters[kind][:] = 0
+                    target.counters[kind].zero()
                 yield run
         finally:
             run.swap.restore()
@@ -322,9 +322,7 @@ class Runner:
         out = []
         self.settled.update(id(t) for t in self.targets.values())
         for key, target in self.targets.items():
-            totals = target.counters[kind][-1]
-            out.append((key, int(totals[0]), int(totals[1])))
-            totals[:] = 0
+            out.append((key, *target.counters[kind].take_totals()))
         return out
 
     def twin_code(self, kind: str) -> dict[Key, Where]:

@@ -20,8 +20,6 @@ from __future__ import annotations
 import inspect
 from dataclasses import dataclass, field
 
-import numpy as np
-
 from ..instrument import probes as P
 from ..instrument.kinds import owning_jitclass, templates_holding
 from ..instrument.rewrite import Rewritten, instrument
@@ -44,7 +42,7 @@ class Target:
     original: CPUDispatcher
     source: FunctionSource
     rewrites: dict[str, Rewritten]  # PLAIN or LINES -> rewritten def
-    counters: dict[str, np.ndarray]  # twin kind -> its counters
+    counters: dict[str, P.CounterTable]  # twin kind -> its counters
     twins: dict[str, Twin] = field(default_factory=dict)
     links: dict[str, frozenset] = field(default_factory=dict)  # kind -> callee twins it was linked with
     owner: type | None = None  # the jitclass it is a member of (found before any swap)
@@ -249,12 +247,14 @@ def build_twin(
     ``times_calls`` False (a helper, see ``called_from_jitted``): no clock at entry and exit,
     unless its lines are timed (then the call's time is theirs)."""
     rewritten = target.rewrite(kind)
-    counters = target.counters[kind]
     atomic = concurrent or runs_concurrently(target.original)
+    counters = target.counters[kind]
+    if counters.stripes != P.stripes_for(atomic):  # per-thread stripes where concurrent
+        counters = target.counters[kind] = P.new_counters(counters.n_lines, atomic)
     timing, call_clock = _clocks(target, kind, shows_times, concurrent, times_calls)
     target.atomic[kind], target.clocks[kind] = concurrent, (timing, call_clock)
     cfg = P.ProbeConfig(
-        address=counters.ctypes.data,
+        address=counters.address,
         n_lines=len(rewritten.rows),
         clock=clock,
         timing=timing,
@@ -262,6 +262,7 @@ def build_twin(
         suspends=bool(target.source.py_func.__code__.co_flags & inspect.CO_GENERATOR),
         call_clock=call_clock,
         per_point=is_stencil(target.original),
+        stripes=counters.stripes,
     )
     extra = P.make_probes(cfg)
     extra[P.PYHIT] = P.make_python_hit(counters)
@@ -308,7 +309,7 @@ def drop_target(dispatcher: CPUDispatcher, clock: str) -> None:
 def counts_of(target: Target, kind: str, keep: bool = False) -> FunctionCounts:
     """The target's counters of ``kind`` as a ``FunctionCounts`` (copied), then zeroed (``keep``:
     left as they are, for a read while the twin may still run)."""
-    table = target.counters[kind]
+    table = target.counters[kind].read()
     calls, ticks = (int(v) for v in table[-1])
     hits: dict[int, int] = {}
     line_ticks: dict[int, int] = {}
@@ -320,5 +321,5 @@ def counts_of(target: Target, kind: str, keep: bool = False) -> FunctionCounts:
             if t:
                 line_ticks[line] = line_ticks.get(line, 0) + t
     if not keep:
-        table[:] = 0
+        target.counters[kind].zero()
     return FunctionCounts(calls, ticks, hits, line_ticks)

@@ -15,7 +15,7 @@ HEAVY_SHARE = 10.0  # % Time at or above which a line is highlighted
 DEFAULT_OUTPUT_UNIT = 1e-9  # nanoseconds, as line_profiler 5 reports by default
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class LineView:
     lineno: int
     text: str
@@ -194,21 +194,22 @@ def function_view(
         if with_probes and hits:
             probe_time = stats.probe_line_ticks(lineno) * scale
             probe_percent = stats.probe_share(lineno)
+        probe_timed = stats.time_source == PROBES
         lines.append(
             LineView(
-                lineno,
-                text,
-                hits or None,
-                time,
-                time / hits if time is not None and hits else None,
-                percent,
-                interval,
-                lineno in stats.below_resolution and (stats.time_source == PROBES or with_probes),
-                percent is not None and percent >= HEAVY_SHARE,
-                probe_time,
-                probe_percent,
-                lineno in stats.disagree,
-                tuple(column.cells.get(lineno, "") for column in extras),
+                lineno=lineno,
+                text=text,
+                hits=hits or None,
+                time=time,
+                per_hit=time / hits if time is not None and hits else None,
+                percent=percent,
+                interval=interval,
+                below_resolution=lineno in stats.below_resolution and (probe_timed or with_probes),
+                heavy=percent is not None and percent >= HEAVY_SHARE,
+                probe_time=probe_time,
+                probe_percent=probe_percent,
+                disagree=lineno in stats.disagree,
+                extra=tuple(column.cells.get(lineno, "") for column in extras),
             )
         )
     total = stats.total_ticks() * unit

@@ -46,18 +46,18 @@ def target_facts(
         }
         out.append(
             FunctionFacts(
-                key[0],
-                key[1],
-                key[2],
-                src.py_func.__qualname__,
-                tuple(src.lines),
-                frozenset(target.rewrite(user_kind).objmode_lines),
-                tuple(signatures),
-                compiled,
-                vectorized,
-                sampled_lines(target, user_kind),
-                heading,
-                all(target.clocks[k][1] for k in (user_kind, PLAIN) if k in target.clocks),
+                filename=key[0],
+                first_lineno=key[1],
+                name=key[2],
+                qualname=src.py_func.__qualname__,
+                source_lines=tuple(src.lines),
+                objmode_lines=frozenset(target.rewrite(user_kind).objmode_lines),
+                signatures=tuple(signatures),
+                compile_seconds=compiled,
+                vectorized=vectorized,
+                sampleable=sampled_lines(target, user_kind),
+                title=heading,
+                calls_timed=all(target.clocks[k][1] for k in (user_kind, PLAIN) if k in target.clocks),
             )
         )
     return tuple(out)

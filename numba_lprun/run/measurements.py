@@ -158,7 +158,7 @@ class Allocations:
     unavailable: str | None = None
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class FunctionFacts:
     """What is known about a profiled function without running it: source, twins, code."""
 

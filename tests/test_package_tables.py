@@ -173,7 +173,8 @@ def test_many_signatures_take_at_most_two_lines_and_name_the_count(profile, widt
     assert f"{len(DTYPES)} signatures: (array(int8, 1d, C), int64) and {len(DTYPES) - 1} more" in said
     stats = function(profile, "spread")
     assert len(stats.signatures) == len(DTYPES)  # the profile keeps them all: JSON and HTML show them
-    saved = {f["name"]: f["signatures"] for f in json.loads(profile.to_json())["functions"]}
+    sources = [f["source"] for f in json.loads(profile.to_json())["functions"]]
+    saved = {source["name"]: source["signatures"] for source in sources}
     assert saved["spread"] == list(stats.signatures)
     page = profile_html(profile)
     assert all(f"({sig})" in page for sig in stats.signatures)

@@ -3,8 +3,10 @@
 Each profiled call leaves a ``CallRecord`` (what its phases measured, and what
 is known of each function's twins), and the profiler adds each one to what it
 holds (``merge_records``); :func:`assemble` turns that record into a
-``ProfileStats``, diagnosis and machine-code hints included. Nothing here runs
-code or reads a twin, so the same measurements always give the same profile (only
+``ProfileStats``: per function the measured parts first, then the diagnosis judged
+from them, then the machine code and its hints on the hot lines, and the
+``FunctionStats`` made once of them all. Nothing here runs code or reads a twin,
+so the same measurements always give the same profile (only
 :func:`assembly_settings` reads something: the probes' cost, measured once per
 process, where probes ran).
 """
@@ -183,7 +185,14 @@ def _measured(
         objmode_lines=fact.objmode_lines,
         title=fact.title if fact.title != fact.qualname else "",
     )
-    counts = Counts(dict(user.hits), user.calls, run_ticks, fact.calls_timed, run_twin, time_source)
+    counts = Counts(
+        hits=dict(user.hits),
+        calls=user.calls,
+        ticks=run_ticks,
+        calls_timed=fact.calls_timed,
+        twin=run_twin,
+        time_source=time_source,
+    )
     samples = Samples(dict(sampled.counts), dict(sampled.seconds), dict(sampled.addresses))
     cost = settings.probe_cost if probed.line_ticks else 0.0
     probes = Probes(dict(probed.line_ticks), dict(probed.hits), cost)

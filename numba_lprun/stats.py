@@ -62,6 +62,7 @@ __all__ = [
     "Diagnosis",
     "Distortion",
     "ExtraColumn",
+    "FORMAT",
     "Extras",
     "FunctionStats",
     "Hint",

@@ -60,7 +60,7 @@ def compile_seconds(kernel, ns: dict) -> float:
     total = 0.0
     for options in MODES.values():
         _, profile = profile_seconds(kernel, "target(*args)", ns, options)
-        total += sum(profile.functions[0].compile_seconds.values())
+        total += sum(profile.functions[0].source.compile_seconds.values())
     return total
 
 
@@ -78,7 +78,7 @@ def kernel_rows(name: str, kernel, args) -> list[str]:
             plain = timed(lambda statement=statement: exec(statement, ns))
             wall, profile = profile_seconds(kernel, statement, ns, options)
             stats = profile.functions[0]
-            cells.append((wall, plain, stats.samples, stats.overhead))
+            cells.append((wall, plain, stats.samples.total, stats.overhead))
         plain_s = cells[0][1]
         text = f"{name[:22]:22} {label:5} {plain_s:8.3f}"
         for wall, plain, samples, _ in cells:
@@ -108,7 +108,8 @@ def shares(func, args, truth: dict) -> list[str]:
             probe = sum(s.probe_share(line) or 0.0 for line in lines) if s.has_probes else None
             said = f"{got:5.1f}% [{low:4.1f},{high:5.1f}] vs {want:4.1f}%"
             parts.append(said + (f" (probes {probe:5.1f}%)" if probe is not None else ""))
-        out.append(f"  {label:8} {s.samples:6d} samples, worst {worst:4.1f} points: " + "; ".join(parts))
+        head = f"  {label:8} {s.samples.total:6d} samples, worst {worst:4.1f} points: "
+        out.append(head + "; ".join(parts))
     return out
 
 

@@ -45,7 +45,7 @@ def probe_correction() -> float:
     prof = numba_lprun.LineProfiler(coarse, probes=True, sample_time=0.05)
     prof.runcall(coarse, 200)
     (stats,) = prof.profile.functions
-    return stats.probe_total() / stats.plain_ticks
+    return stats.probe_total() / stats.distortion.plain_ticks
 
 
 def overhead(probes: bool) -> float:

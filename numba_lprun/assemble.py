@@ -3,8 +3,10 @@
 Each profiled call leaves a ``CallRecord`` (what its phases measured, and what
 is known of each function's twins), and the profiler adds each one to what it
 holds (``merge_records``); :func:`assemble` turns that record into a
-``ProfileStats``, diagnosis and machine-code hints included. Nothing here runs
-code or reads a twin, so the same measurements always give the same profile (only
+``ProfileStats``: per function the measured parts first, then the diagnosis judged
+from them, then the machine code and its hints on the hot lines, and the
+``FunctionStats`` made once of them all. Nothing here runs code or reads a twin,
+so the same measurements always give the same profile (only
 :func:`assembly_settings` reads something: the probes' cost, measured once per
 process, where probes ran).
 """
@@ -16,7 +18,7 @@ from dataclasses import dataclass, replace
 from .diagnose import DEFAULT_THRESHOLD, diagnose
 from .instrument.calibrate import probe_cost_ticks
 from .instrument.clock import ClockInfo
-from .machine import CodeFacts, CodeReading, function_hints, hot_lines, with_allocations
+from .machine import CodeFacts, CodeReading, function_hints, with_allocations
 from .run.measurements import (
     COUNTING,
     PLAIN,
@@ -40,7 +42,22 @@ from .run.measurements import (
 )
 from .run.phases import RunSettings
 from .sampling import sampler_unavailable
-from .stats import PROBES, SAMPLES, FunctionStats, ProfileStats, RunsSummary, SamplingSummary
+from .stats import (
+    PROBES,
+    SAMPLES,
+    Counts,
+    Diagnosis,
+    Distortion,
+    FunctionStats,
+    MachineCode,
+    Measured,
+    Probes,
+    ProfileStats,
+    RunsSummary,
+    Samples,
+    SamplingSummary,
+    Source,
+)
 
 HINTED_LINES = 3  # hot lines the hints describe
 
@@ -92,25 +109,14 @@ def assemble(
     record = record or CallRecord()
     allocations = fold(record.of(Allocations))
     sampling = _sampling(record, settings)
+    unavailable = sampling.unavailable if sampling is not None else settings.sampler_unavailable
     functions = []
     for fact in record.facts:
-        stats = _function(fact, record, settings, sampling)
-        stats = _with_code(stats, (readings or {}).get(fact.key), allocations, record)
-        verdict = diagnose(
-            stats,
-            settings.unit,
-            settings.threshold,
-            settings.corrected,
-            sampling.unavailable if sampling is not None else settings.sampler_unavailable,
-        )
-        stats = replace(
-            stats,
-            notes=verdict.notes,
-            below_resolution=verdict.below_resolution,
-            disagree=verdict.disagree,
-            probes_corrected=verdict.probes_corrected,
-        )
-        functions.append(stats)
+        measured = _measured(fact, record, settings, sampling)
+        verdict = diagnose(measured, settings.unit, settings.threshold, settings.corrected, unavailable)
+        machine = _machine(measured, verdict, (readings or {}).get(fact.key), allocations, record)
+        parts = (measured.counts, measured.samples, measured.probes, measured.distortion, machine)
+        functions.append(FunctionStats(measured.source, *parts, diagnosis=verdict))
     return ProfileStats(
         settings.unit, settings.clock, tuple(functions), sampling, _runs(record), settings.threshold
     )
@@ -139,60 +145,69 @@ def _user_twin(record: CallRecord) -> str:
     return users[-1] if users else COUNTING
 
 
-def _function(
+def _measured(
     fact: FunctionFacts, record: CallRecord, settings: AssemblySettings, sampling: SamplingSummary | None
-) -> FunctionStats:
+) -> Measured:
+    """Every measured part of one function's profile: what its diagnosis is judged from."""
     key, run_twin = fact.key, _user_twin(record)
     user = _counts(record, key, None, True)
     # clock probes: the user's run carried them for this function, or an extra probed run did
     probed = user if user.line_ticks else _counts(record, key, PROBED, False)
-    samples = fold(m.functions[key] for m in _sampled(record) if key in m.functions) or LineSamples()
+    sampled = fold(m.functions[key] for m in _sampled(record) if key in m.functions) or LineSamples()
     if not settings.timing:
-        source = None
+        time_source = None
     elif sampling is not None and sampling.unavailable is None and fact.sampleable:
-        source = SAMPLES
+        time_source = SAMPLES
     elif probed.line_ticks:
-        source = PROBES
+        time_source = PROBES
     else:
-        source = None
+        time_source = None
     run_ticks = user.ticks
-    if not fact.calls_timed and source == SAMPLES:  # a helper: its time is its user-run samples'
+    if not fact.calls_timed and time_source == SAMPLES:  # a helper: its time is its user-run samples'
         mine = [m.functions[key] for m in _sampled(record) if m.user and key in m.functions]
         run_ticks = round(sum(sum(s.seconds.values()) for s in mine) / settings.unit)
     vs_plain = _too_short(_compared(record, key, run_twin, True), settings.unit)
-    if not fact.calls_timed and source == SAMPLES:
+    if not fact.calls_timed and time_source == SAMPLES:
         vs_plain = Compared(skipped=vs_plain.calls + vs_plain.skipped, why=UNTIMED_CALLS)
     vs_probed = _compared(record, key, PROBED, False)
     vectorized = fact.vectorized
     lost = frozenset()
     if PLAIN in vectorized:
         lost = vectorized[PLAIN] - vectorized.get(run_twin, frozenset())
-    return FunctionStats(
+    source = Source(
         filename=fact.filename,
         first_lineno=fact.first_lineno,
         name=fact.name,
         qualname=fact.qualname,
-        title=fact.title if fact.title != fact.qualname else "",
-        source_lines=fact.source_lines,
+        lines=fact.source_lines,
         signatures=fact.signatures,
         compile_seconds=dict(fact.compile_seconds),
         objmode_lines=fact.objmode_lines,
+        title=fact.title if fact.title != fact.qualname else "",
+    )
+    counts = Counts(
         hits=dict(user.hits),
         calls=user.calls,
-        run_ticks=run_ticks,
+        ticks=run_ticks,
         calls_timed=fact.calls_timed,
-        run_twin=run_twin,
-        time_source=source,
-        sample_counts=dict(samples.counts),
-        sample_seconds=dict(samples.seconds),
-        sample_addresses=dict(samples.addresses),
-        probe_ticks=dict(probed.line_ticks),
-        probe_hits=dict(probed.hits),
-        probe_cost=settings.probe_cost if probed.line_ticks else 0.0,
+        twin=run_twin,
+        time_source=time_source,
+    )
+    samples = Samples(dict(sampled.counts), dict(sampled.seconds), dict(sampled.addresses))
+    cost = settings.probe_cost if probed.line_ticks else 0.0
+    probes = Probes(dict(probed.line_ticks), dict(probed.hits), cost)
+    return Measured(source, counts, samples, probes, _distortion(vs_plain, vs_probed, probed, user, lost))
+
+
+def _distortion(
+    vs_plain: Compared, vs_probed: Compared, probed: FunctionCounts, user: FunctionCounts, lost: frozenset
+) -> Distortion:
+    """The user's run (and a probed run) against the plain runs of the same calls."""
+    return Distortion(
         overhead=vs_plain.ticks / vs_plain.baseline if vs_plain.baseline > 0 else None,
         plain_ticks=vs_plain.baseline if vs_plain.baseline > 0 else None,
-        overhead_spread=(min(vs_plain.lows), max(vs_plain.highs)) if vs_plain.lows else None,
-        overhead_unmeasured=_unmeasured(vs_plain),
+        spread=(min(vs_plain.lows), max(vs_plain.highs)) if vs_plain.lows else None,
+        unmeasured=_unmeasured(vs_plain),
         probe_overhead=vs_probed.ticks / vs_probed.baseline if vs_probed.baseline > 0 else None,
         # probe times from a probed run of their own (not the user's run): why it has no figure
         probe_unmeasured=_unmeasured(vs_probed) if probed.line_ticks and not user.line_ticks else None,
@@ -240,38 +255,39 @@ def _unmeasured(compared: Compared) -> str | None:
     return compared.why or "no call of it completed"
 
 
-def _with_code(
-    stats: FunctionStats, reading: CodeReading | None, allocations: Allocations | None, record: CallRecord
-) -> FunctionStats:
-    """The machine code by line (``asm=True``), allocations, the hot lines and their hints."""
-    shares = {line: stats.time_share(line) or 0.0 for line in set(stats.hits) | set(stats.sample_seconds)}
-    hot = tuple(hot_lines(shares))
+def _machine(
+    measured: Measured,
+    verdict: Diagnosis,
+    reading: CodeReading | None,
+    allocations: Allocations | None,
+    record: CallRecord,
+) -> MachineCode:
+    """The machine code by line (``asm=True``), allocations, and the hints on the hot lines."""
     if reading is None:
-        return replace(stats, hot_lines=hot)
+        return MachineCode()
+    key, hits = measured.source.key, measured.counts.hits
     unavailable = None
     counts = None
     if allocations is not None and allocations.lines is not None:
-        counts = allocations.lines.get(stats.key, {})
+        counts = allocations.lines.get(key, {})
     elif allocations is not None:
         unavailable = allocations.unavailable
     elif record.of(RanOnce):
         unavailable = "the statement ran once, so no counted run was made"
-    code = with_allocations(reading.code, counts, stats.hits)
+    code = with_allocations(reading.code, counts, hits)
     hints = ()
     if reading.unavailable is None:
-        facts = CodeFacts(code, stats.hits, stats.calls, unavailable)
-        hints = tuple(function_hints(facts, list(hot[:HINTED_LINES])))
-    key, twin = stats.key, reading.twin
+        facts = CodeFacts(code, hits, measured.counts.calls, unavailable)
+        hints = tuple(function_hints(facts, list(verdict.hot_lines[:HINTED_LINES])))
+    twin = reading.twin
     counts = fold(m.functions[key].counts for m in _sampled(record) if m.twin == twin and key in m.functions)
-    return replace(
-        stats,
-        code=code,
-        code_twin=reading.twin,
-        code_sample_counts=counts or {},
-        code_seconds=reading.seconds,
-        code_unavailable=reading.unavailable,
+    return MachineCode(
+        lines=code,
+        twin=reading.twin,
+        sample_counts=counts or {},
+        seconds=reading.seconds,
+        unavailable=reading.unavailable,
         allocations_unavailable=unavailable,
-        hot_lines=hot,
         hints=hints,
     )
 

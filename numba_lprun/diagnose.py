@@ -1,15 +1,16 @@
 """Judge how far a function's profile can be trusted, in sentences for the user.
 
-A pure function of the numbers: ``assemble`` calls it once per function and
-stores what it returns in the frozen profile; renderers only show it.
+A pure function of the measured parts (``Measured``): ``assemble`` calls it once per
+function and makes the frozen profile with what it returns; renderers only show it.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 
+from .machine import hot_lines
 from .run.page_faults import PAGE_BYTES
-from .stats import PROBES, SAMPLES, FunctionStats, Note
+from .stats import PROBES, SAMPLES, Counts, Diagnosis, Distortion, Measured, Note, Probes, Samples, time_share
 from .twin_kind import COUNTING, PLAIN, PROBED
 
 DEFAULT_THRESHOLD = 1.2  # run/plain ratio above which a view is only a guide
@@ -24,25 +25,15 @@ FAULT_SECONDS = 10e-6
 FRESH_PAGES = 256  # page faults (1 MiB) beyond the plain runs' under which first touch is not worth saying
 
 
-@dataclass(frozen=True)
-class Diagnosis:
-    """What :func:`diagnose` decides about one function."""
-
-    notes: tuple[Note, ...]
-    below_resolution: frozenset[int]
-    disagree: frozenset[int]
-    probes_corrected: bool
-
-
-def disagreeing_lines(stats: FunctionStats, margin: float = DISAGREE_POINTS) -> frozenset[int]:
+def disagreeing_lines(samples: Samples, probes: Probes, margin: float = DISAGREE_POINTS) -> frozenset[int]:
     """Lines whose probe share lies outside their sampled 95% interval by more than ``margin``.
 
     The interval carries the sampling error; the small margin keeps differences
     that no reader would act on (a fraction of a point) out of the marks.
     """
     found = set()
-    for line in set(stats.probe_ticks) | set(stats.sample_seconds):
-        probed, interval = stats.probe_share(line), stats.sample_interval(line)
+    for line in set(probes.ticks) | set(samples.seconds):
+        probed, interval = probes.share(line), samples.interval(line)
         if probed is None or interval is None:
             continue
         low, high = interval
@@ -52,21 +43,22 @@ def disagreeing_lines(stats: FunctionStats, margin: float = DISAGREE_POINTS) -> 
 
 
 def diagnose(
-    stats: FunctionStats,
+    measured: Measured,
     unit: float,
     threshold: float = DEFAULT_THRESHOLD,
     correct: bool = True,
     sampling_unavailable: str | None = None,
 ) -> Diagnosis:
-    """Notes and marks for ``stats`` (whose diagnosis fields are not read)."""
+    """Notes, marks and hot lines for what was ``measured`` of one function."""
+    counts, samples, probes = measured.counts, measured.samples, measured.probes
     notes: list[Note] = []
-    if not stats.calls and not stats.hits:
+    if not counts.calls and not counts.hits:
         notes.append(Note("info", "not called during the run"))
-    notes += _time_notes(stats, sampling_unavailable)
-    notes += _overhead_notes(stats, threshold, unit)
-    below = _below_resolution(stats)
+    notes += _time_notes(counts, samples, sampling_unavailable)
+    notes += _overhead_notes(measured, threshold, unit)
+    below = _below_resolution(probes)
     if below:
-        cost_ns = stats.probe_cost * unit * 1e9
+        cost_ns = probes.cost * unit * 1e9
         notes.append(
             Note(
                 "info",
@@ -74,12 +66,10 @@ def diagnose(
                 f"({cost_ns:.0f} ns): below the timer's resolution",
             )
         )
-    corrected = correct and stats.has_probes
-    raw_total = stats.probe_total(raw=True)
+    corrected = correct and bool(probes.ticks)
+    raw_total = probes.total(raw=True)
     if corrected and raw_total > 0:
-        kept = sum(
-            max(0.0, t - stats.probe_hits.get(n, 0) * stats.probe_cost) for n, t in stats.probe_ticks.items()
-        )
+        kept = probes.total()
         if kept < PROBE_DOMINATED * raw_total:
             corrected = False
             notes.append(
@@ -89,11 +79,11 @@ def diagnose(
                     "time, so probe times are shown raw (probe cost included) rather than corrected",
                 )
             )
-    elif stats.has_probes and not correct:
+    elif probes.ticks and not correct:
         notes.append(Note("info", "probe times are raw: they include the probes' own cost"))
     disagree = frozenset()
-    if stats.has_probes and stats.samples >= MIN_SAMPLES:
-        disagree = disagreeing_lines(stats)
+    if probes.ticks and samples.total >= MIN_SAMPLES:  # the shares of corrected probe times
+        disagree = disagreeing_lines(samples, probes)
         if disagree:
             notes.append(
                 Note(
@@ -103,21 +93,27 @@ def diagnose(
                     "the sampled Time (probe-free, optimized code) is the better guide",
                 )
             )
-    if stats.objmode_lines:
+    if measured.source.objmode_lines:
         notes.append(Note("info", "lines inside objmode blocks: their time is charged to the with line"))
-    return Diagnosis(tuple(notes), below, disagree, corrected)
+    return Diagnosis(tuple(notes), below, disagree, corrected, hottest(counts, samples, probes))
 
 
-def _time_notes(stats: FunctionStats, sampling_unavailable: str | None) -> list[Note]:
+def hottest(counts: Counts, samples: Samples, probes: Probes) -> tuple[int, ...]:
+    """The lines by their share of the Time column (of corrected probe times), hottest first."""
+    lines = set(counts.hits) | set(samples.seconds)
+    return tuple(hot_lines({line: time_share(line, counts, samples, probes) or 0.0 for line in lines}))
+
+
+def _time_notes(counts: Counts, samples: Samples, sampling_unavailable: str | None) -> list[Note]:
     """Where the Time column comes from, when that needs saying, and how sure it is."""
-    if not stats.hits:
+    if not counts.hits:
         return []
-    if stats.time_source is None:
+    if counts.time_source is None:
         return [Note("info", "hits only: no clock and no sampler, so no times are shown")]
-    if stats.time_source == PROBES:
+    if counts.time_source == PROBES:
         if sampling_unavailable:
             why = f"sampling unavailable: {sampling_unavailable}"
-        elif stats.run_twin == PROBED:
+        elif counts.twin == PROBED:
             why = "--no-sample"
         else:  # a ufunc's kernel, or a stencil a parallel caller inlines: no line table names its lines
             why = (
@@ -125,7 +121,7 @@ def _time_notes(stats: FunctionStats, sampling_unavailable: str | None) -> list[
                 "parallel caller's loops: no sample can be placed on their lines"
             )
         return [Note("info", f"times come from clock probes ({why}); they include the probes' distortion")]
-    n = stats.samples
+    n = samples.total
     if n == 0:
         return [
             Note(
@@ -155,19 +151,19 @@ class FirstTouch:
     explains_all: bool  # the faults can account for the whole excess over the plain runs
 
 
-def _first_touch(stats: FunctionStats, ratio: float, unit: float) -> FirstTouch | None:
+def _first_touch(distortion: Distortion, ratio: float, unit: float) -> FirstTouch | None:
     """None where the run faulted no more than the plain runs.
 
     The user's run comes first and often is the call's first in the process: a kernel that
     allocates large arrays pays for fresh pages there, and the plain runs after it reuse them
     (``run.page_faults``), so the figure charges that to the counters."""
-    if stats.page_faults is None or not stats.plain_ticks:
+    if distortion.page_faults is None or not distortion.plain_ticks:
         return None
-    mine, plain = stats.page_faults
+    mine, plain = distortion.page_faults
     fresh = mine - plain
     if fresh < max(FRESH_PAGES, plain):
         return None
-    excess = (ratio - 1.0) * stats.plain_ticks * unit
+    excess = (ratio - 1.0) * distortion.plain_ticks * unit
     said = (
         f"; but that run was the first to touch {fresh * PAGE_BYTES / 1e6:,.0f} MB of fresh memory "
         f"({mine:,} page faults, the plain runs after it {plain:,} each), which slows a first run by itself"
@@ -175,21 +171,22 @@ def _first_touch(stats: FunctionStats, ratio: float, unit: float) -> FirstTouch 
     return FirstTouch(said, fresh * FAULT_SECONDS >= excess)
 
 
-def _overhead_notes(stats: FunctionStats, threshold: float, unit: float) -> list[Note]:
+def _overhead_notes(measured: Measured, threshold: float, unit: float) -> list[Note]:
     """How much the user's run was distorted, measured or not (never silent)."""
-    if not stats.calls:
+    counts, distortion = measured.counts, measured.distortion
+    if not counts.calls:
         return []
     notes = []
-    twin = PROBED if stats.run_twin == PROBED else COUNTING
+    twin = PROBED if counts.twin == PROBED else COUNTING
     # a ufunc's or stencil's counting twin times its lines with clock probes (no line tables)
-    clocked = twin == PROBED or stats.time_source == PROBES
-    ratio = stats.overhead
+    clocked = twin == PROBED or counts.time_source == PROBES
+    ratio = distortion.overhead
     if ratio is None:
-        why = stats.overhead_unmeasured or "no plain run of the same calls"
+        why = distortion.unmeasured or "no plain run of the same calls"
         said = f"overhead not measured: {why}"
-        if stats.lost_vectorization:
+        if distortion.lost_vectorization:
             said += f"; the machine code shows the {'probes' if twin == PROBED else 'counters'} cost SIMD"
-        elif stats.compile_seconds.get(PLAIN) is not None:
+        elif measured.source.compile_seconds.get(PLAIN) is not None:
             said += f"; the {twin} twin's loops vectorized as the plain twin's did"
         if clocked:  # a clock read per line costs 10-100x in tight loops: never silent
             said += (
@@ -198,14 +195,14 @@ def _overhead_notes(stats: FunctionStats, threshold: float, unit: float) -> list
             )
         notes.append(Note("warning" if clocked else "info", said))
     else:
-        spread = stats.overhead_spread
+        spread = distortion.spread
         noise = ""
         if spread is not None:
             low, high = spread
             within = ", so within the noise" if low <= ratio <= high else ""
             noise = f" (plain runs: {low:.2f}-{high:.2f}x their median{within})"
-        touch = _first_touch(stats, ratio, unit) if ratio > threshold else None
-        if touch is not None and touch.explains_all and not clocked and not stats.lost_vectorization:
+        touch = _first_touch(distortion, ratio, unit) if ratio > threshold else None
+        if touch is not None and touch.explains_all and not clocked and not distortion.lost_vectorization:
             notes.append(
                 Note(
                     "caution",
@@ -232,13 +229,14 @@ def _overhead_notes(stats: FunctionStats, threshold: float, unit: float) -> list
             )
         else:
             notes.append(Note("info", f"{twin} run {ratio:.2f}x the plain run{noise}"))
-    if stats.probe_overhead is not None and twin != PROBED:
-        level = "warning" if stats.probe_overhead > threshold else "info"
+    if distortion.probe_overhead is not None and twin != PROBED:
+        level = "warning" if distortion.probe_overhead > threshold else "info"
         tail = ": probe times of lines in tight loops are inflated" if level == "warning" else ""
-        notes.append(Note(level, f"probed run {stats.probe_overhead:.2f}x the plain run{tail}"))
-    elif stats.probe_unmeasured is not None and twin != PROBED:  # probe times, but no figure: say why
-        notes.append(Note("info", f"probed run not compared with the plain run: {stats.probe_unmeasured}"))
-    for line in sorted(stats.lost_vectorization):
+        notes.append(Note(level, f"probed run {distortion.probe_overhead:.2f}x the plain run{tail}"))
+    elif distortion.probe_unmeasured is not None and twin != PROBED:  # probe times, but no figure: say why
+        why = distortion.probe_unmeasured
+        notes.append(Note("info", f"probed run not compared with the plain run: {why}"))
+    for line in sorted(distortion.lost_vectorization):
         notes.append(
             Note(
                 "warning",
@@ -249,15 +247,12 @@ def _overhead_notes(stats: FunctionStats, threshold: float, unit: float) -> list
     return notes
 
 
-def _below_resolution(stats: FunctionStats) -> frozenset[int]:
-    if not stats.has_probes or stats.probe_cost <= 0:
+def _below_resolution(probes: Probes) -> frozenset[int]:
+    if not probes.ticks or probes.cost <= 0:
         return frozenset()
-    limit = RESOLUTION_FACTOR * stats.probe_cost
-    return frozenset(
-        line
-        for line, hits in stats.probe_hits.items()
-        if hits and stats.probe_ticks.get(line, 0) / hits < limit
-    )
+    limit = RESOLUTION_FACTOR * probes.cost
+    ticks = probes.ticks
+    return frozenset(line for line, hits in probes.hits.items() if hits and ticks.get(line, 0) / hits < limit)
 
 
-__all__ = ["DEFAULT_THRESHOLD", "SAMPLES", "Diagnosis", "diagnose", "disagreeing_lines"]
+__all__ = ["DEFAULT_THRESHOLD", "SAMPLES", "Diagnosis", "diagnose", "disagreeing_lines", "hottest"]

@@ -15,12 +15,20 @@ from __future__ import annotations
 
 import os
 from collections.abc import Sequence
-from dataclasses import replace
+from dataclasses import dataclass, replace
 
 from .diagnose import diagnose
-from .machine import hot_lines
 from .run.measurements import fold
-from .stats import FunctionStats, Note, ProcessPart, ProfileStats, SamplingSummary
+from .stats import (
+    Diagnosis,
+    Extras,
+    FunctionStats,
+    Measured,
+    Note,
+    ProcessPart,
+    ProfileStats,
+    SamplingSummary,
+)
 
 
 def merged(
@@ -36,17 +44,17 @@ def merged(
     for part in parts:
         for stats in part.profile.functions:
             found.setdefault(stats.key, []).append((part, stats))
-    functions = [_function(f, found.pop(f.key, []), main.unit, len(parts)) for f in main.functions]
+    sums = [_summed(f, found.pop(f.key, []), main.unit, len(parts)) for f in main.functions]
     for rest in found.values():  # a function only workers knew (defined in a worker's code)
-        first = replace(rest[0][1], hits={}, calls=0, run_ticks=0, sample_counts={}, sample_seconds={})
-        functions.append(_function(first, rest, main.unit, len(parts)))
+        first = rest[0][1]
+        counts = replace(first.counts, hits={}, calls=0, ticks=0)
+        first = replace(first, counts=counts, samples=replace(first.samples, counts={}, seconds={}))
+        sums.append(_summed(first, rest, main.unit, len(parts)))
     sampling = _sampling(main.sampling, [p.profile.sampling for p in parts])
     unavailable = sampling.unavailable if sampling is not None else None
     lost = tuple(Note("warning", why) for why in missing)
-    functions = [_diagnosed(f, main, corrected, unavailable, lost) for f in functions]
-    return replace(
-        main, functions=tuple(functions), sampling=sampling, parts=(own, *parts), missing=tuple(missing)
-    )
+    functions = tuple(_diagnosed(s, main, corrected, unavailable, lost) for s in sums)
+    return replace(main, functions=functions, sampling=sampling, parts=(own, *parts), missing=tuple(missing))
 
 
 def _scaled(ticks: dict[int, int], scale: float) -> dict[int, int]:
@@ -54,13 +62,23 @@ def _scaled(ticks: dict[int, int], scale: float) -> dict[int, int]:
     return {line: round(value * scale) for line, value in ticks.items()}
 
 
-def _function(
+@dataclass(frozen=True)
+class Summed:
+    """One function's figures added up over the processes, before they are diagnosed again."""
+
+    main: FunctionStats  # the main process's (its machine code, its diagnosis' hot lines)
+    measured: Measured  # the sums
+    extras: Extras  # the main process's, and a row on the processes
+    untimed: bool  # the workers' calls took no sample (``WORKERS_UNTIMED``)
+
+
+def _summed(
     stats: FunctionStats, others: list[tuple[ProcessPart, FunctionStats]], unit: float, workers: int
-) -> FunctionStats:
+) -> Summed:
     """``stats`` (the main process's) plus each worker's figures of the same function."""
     hits, calls, ticks = dict(stats.hits), stats.calls, stats.run_ticks
-    counts, seconds = dict(stats.sample_counts), dict(stats.sample_seconds)
-    probe_ticks, probe_hits = dict(stats.probe_ticks), dict(stats.probe_hits)
+    counts, seconds = dict(stats.samples.counts), dict(stats.samples.seconds)
+    probe_ticks, probe_hits = dict(stats.probes.ticks), dict(stats.probes.hits)
     signatures = list(stats.signatures)
     source = stats.time_source
     worker_calls = worker_samples = 0
@@ -69,39 +87,34 @@ def _function(
         hits = fold((hits, other.hits))
         calls += other.calls
         ticks += round(other.run_ticks * scale)
-        counts = fold((counts, other.sample_counts))
-        seconds = fold((seconds, other.sample_seconds))
-        probe_ticks = fold((probe_ticks, _scaled(other.probe_ticks, scale)))
-        probe_hits = fold((probe_hits, other.probe_hits))
+        counts = fold((counts, other.samples.counts))
+        seconds = fold((seconds, other.samples.seconds))
+        probe_ticks = fold((probe_ticks, _scaled(other.probes.ticks, scale)))
+        probe_hits = fold((probe_hits, other.probes.hits))
         signatures += [s for s in other.signatures if s not in signatures]
         source = source or other.time_source
         worker_calls += other.calls
-        worker_samples += other.samples
+        worker_samples += other.samples.total
     row = (
         "Processes",
         f"main + {workers} worker{'s' if workers != 1 else ''}; in the workers: {worker_calls:,} of "
         f"{calls:,} calls, {worker_samples:,} of {sum(counts.values()):,} samples",
     )
-    notes = stats.notes
-    unmeasured = stats.overhead_unmeasured
-    if worker_calls and not worker_samples and stats.time_source is not None:
-        notes = (Note("caution", WORKERS_UNTIMED),)
+    unmeasured = stats.distortion.unmeasured
     if worker_calls and not stats.calls:
         unmeasured = "its calls ran in worker processes, which run once (no plain run to compare with)"
-    return replace(
-        stats,
-        hits=hits,
-        calls=calls,
-        run_ticks=ticks,
-        sample_counts=counts,
-        sample_seconds=seconds,
-        probe_ticks=probe_ticks,
-        probe_hits=probe_hits,
-        signatures=tuple(signatures),
-        time_source=source,
-        header_rows=(*stats.header_rows, row),
-        overhead_unmeasured=unmeasured,
-        notes=notes,
+    measured = Measured(
+        source=replace(stats.source, signatures=tuple(signatures)),
+        counts=replace(stats.counts, hits=hits, calls=calls, ticks=ticks, time_source=source),
+        samples=replace(stats.samples, counts=counts, seconds=seconds),
+        probes=replace(stats.probes, ticks=probe_ticks, hits=probe_hits),
+        distortion=replace(stats.distortion, unmeasured=unmeasured),
+    )
+    return Summed(
+        main=stats,
+        measured=measured,
+        extras=replace(stats.extras, rows=(*stats.extras.rows, row)),
+        untimed=bool(worker_calls and not worker_samples and stats.time_source is not None),
     )
 
 
@@ -114,22 +127,22 @@ WORKERS_UNTIMED = (
 
 
 def _diagnosed(
-    stats: FunctionStats, main: ProfileStats, corrected: bool, unavailable: str | None, lost: tuple[Note, ...]
+    summed: Summed, main: ProfileStats, corrected: bool, unavailable: str | None, lost: tuple[Note, ...]
 ) -> FunctionStats:
-    verdict = diagnose(stats, main.unit, main.threshold, corrected, unavailable)
-    kept = tuple(n for n in stats.notes if n.text == WORKERS_UNTIMED)
+    """The function's profile of every process: its sums, and a diagnosis of them."""
+    measured = summed.measured
+    verdict = diagnose(measured, main.unit, main.threshold, corrected, unavailable)
+    kept = (Note("caution", WORKERS_UNTIMED),) if summed.untimed else ()
     said = verdict.notes
     if kept:  # the note above says why the workers' calls have no samples
         said = tuple(n for n in said if not n.text.startswith("no samples landed"))
-    shares = {line: stats.time_share(line) or 0.0 for line in set(stats.hits) | set(stats.sample_seconds)}
-    return replace(
-        stats,
-        notes=lost + kept + said,
-        below_resolution=verdict.below_resolution,
-        disagree=verdict.disagree,
-        probes_corrected=verdict.probes_corrected,
-        hot_lines=tuple(hot_lines(shares)) if not stats.hints else stats.hot_lines,
+    machine = summed.main.machine  # the hot lines its hints describe stay the main process's
+    hot = summed.main.diagnosis.hot_lines if machine.hints else verdict.hot_lines
+    diagnosis = Diagnosis(
+        lost + kept + said, verdict.below_resolution, verdict.disagree, verdict.probes_corrected, hot
     )
+    parts = (measured.counts, measured.samples, measured.probes, measured.distortion)
+    return FunctionStats(measured.source, *parts, machine, summed.extras, diagnosis)
 
 
 def _sampling(main: SamplingSummary | None, others: list[SamplingSummary | None]) -> SamplingSummary | None:

@@ -2,27 +2,29 @@
 
 Nothing here knows how the numbers were measured or how they will be shown: run
 phases return measurements, ``assemble`` folds them into these values once, and
-renderers read them. ``to_line_stats`` hands a profile to line_profiler (``.lprof``
-files, ``python -m line_profiler``); ``to_json``/``from_json`` save and load it.
+renderers read them. A function's profile (``FunctionStats``) is made of small parts
+(``stats_parts``): its source, the user's run's counts, the samples, the probes, the
+distortion, the machine code, the extras, and the diagnosis judged from the others.
+``to_line_stats`` hands a profile to line_profiler (``.lprof`` files, ``python -m
+line_profiler``); ``to_json``/``from_json`` save and load it (older formats migrated).
 
 What Time means: by default each line's time is its share of the function's
 samples times the function's measured time in the user's run (``time_source ==
 "samples"``): probe-free, from the optimized code. Where there are no samples
 (sampling unavailable, ``--no-sample``) the times come from clock probes
 (``"probes"``), and in hits-only mode there are none (``None``). With ``--probes``
-the probe times are kept beside the sampled ones (``probe_ticks``).
+the probe times are kept beside the sampled ones (``probes``).
 
 Profiles of other hardware use the same value, so one set of renderers shows
 them all: ``ProfileStats.tick`` keeps times in named ticks ("cycle": a GPU's
-clock, with no fixed length in seconds), ``FunctionStats.header_rows`` adds rows
+clock, with no fixed length in seconds), ``FunctionStats.extras.rows`` adds rows
 to a function's header (a launch's geometry and device), and
-``FunctionStats.extra_columns`` adds per-line columns after % Time (warps, lanes).
+``FunctionStats.extras.columns`` adds per-line columns after % Time (warps, lanes).
 """
 
 from __future__ import annotations
 
 import json
-import math
 import pickle
 from dataclasses import dataclass, field
 
@@ -33,134 +35,154 @@ except ImportError:  # line_profiler 4.x: the C extension's, pickled as line_pro
 
 from .codec import from_data, to_data
 from .machine.values import Hint, Instruction, LineCode
+from .stats_parts import (
+    PROBES,
+    SAMPLES,
+    Counts,
+    Diagnosis,
+    Distortion,
+    ExtraColumn,
+    Extras,
+    MachineCode,
+    Measured,
+    Note,
+    Probes,
+    Samples,
+    Source,
+    from_flat,
+    share_interval,
+    time_share,
+)
 from .twin_kind import COUNTING, TwinKind
 
 __all__ = [
+    "PROBES",
+    "SAMPLES",
+    "Counts",
+    "Diagnosis",
+    "Distortion",
     "ExtraColumn",
+    "FORMAT",
+    "Extras",
     "FunctionStats",
     "Hint",
     "Instruction",
     "LineCode",
     "LineStats",
+    "MachineCode",
+    "Measured",
     "Note",
+    "Probes",
     "ProcessPart",
     "ProfileStats",
     "RunsSummary",
+    "Samples",
     "SamplingSummary",
+    "Source",
     "read_line_stats",
     "share_interval",
+    "time_share",
     "write_line_stats",
 ]
 
-Z95 = 1.959964  # two-sided 95% normal quantile
-SAMPLES, PROBES = "samples", "probes"  # where a function's Time column comes from
-
-
-def share_interval(share: float, n: int) -> tuple[float, float]:
-    """95% Wilson score interval, in %, of a share (in %) measured with ``n`` samples.
-
-    Each sample lands on a line or not, so the count is binomial in the
-    function's sample total; the Wilson interval stays inside 0-100% and is
-    honest for lines with few or no samples.
-    """
-    p = share / 100.0
-    centre = (p + Z95**2 / (2 * n)) / (1 + Z95**2 / n)
-    half = Z95 * math.sqrt(p * (1 - p) / n + Z95**2 / (4 * n * n)) / (1 + Z95**2 / n)
-    return (100.0 * max(0.0, centre - half), 100.0 * min(1.0, centre + half))
-
-
-@dataclass(frozen=True)
-class Note:
-    """One diagnostic sentence about a function's profile.
-
-    ``level``: "warning" (the run was distorted: read the figures as a guide),
-    "caution" (the figures are uncertain: few samples), or "info"."""
-
-    level: str
-    text: str
-
-
-@dataclass(frozen=True)
-class ExtraColumn:
-    """A per-line figure line_profiler has no column for, shown after % Time.
-
-    Why: profiles measured on other hardware carry per-line figures of their own
-    (a GPU's warp executions and active lanes); the renderers show them as text
-    cells without knowing what they mean, so one set of renderers serves all.
-    """
-
-    header: str
-    cells: dict[int, str] = field(default_factory=dict)  # line -> the cell as shown
-    explanation: str = ""  # what the figure means (a hover in HTML)
+FORMAT = 2  # the JSON format ``to_json`` writes (1: no "format" key, flat FunctionStats)
 
 
 @dataclass(frozen=True)
 class FunctionStats:
-    """Per-line hits and times of one profiled function, over the profiled calls."""
+    """Per-line hits and times of one profiled function, over the profiled calls.
 
-    filename: str
-    first_lineno: int
-    name: str
-    qualname: str
-    source_lines: tuple[str, ...]  # the source from first_lineno to the end of the def
-    signatures: tuple[str, ...] = ()
-    compile_seconds: dict[str, float] = field(default_factory=dict)  # twin kind -> seconds (0: reused)
-    objmode_lines: frozenset[int] = frozenset()
-    # the user's run: exact counts, and the function's own measured time
-    hits: dict[int, int] = field(default_factory=dict)  # line -> hits
-    calls: int = 0  # completed calls in the user's run(s)
-    run_ticks: int = 0  # entry-to-return clock ticks of those calls (calls_timed False: their samples')
-    calls_timed: bool = True  # False: a helper other jitted code calls, whose calls read no clock
-    run_twin: TwinKind = COUNTING  # what the user's run ran on: counting or probed twins
-    time_source: str | None = SAMPLES  # SAMPLES, PROBES, or None (no times)
-    # samples of every sampled run (extra plain runs and the user's)
-    sample_counts: dict[int, int] = field(default_factory=dict)  # line -> samples
-    sample_seconds: dict[int, float] = field(default_factory=dict)  # line -> CPU seconds they stand for
-    sample_addresses: dict[int, int] = field(default_factory=dict)  # address charged -> samples
-    # clock probes (the user's run with --no-sample, or an extra run with --probes)
-    probe_ticks: dict[int, int] = field(default_factory=dict)  # line -> raw ticks
-    probe_hits: dict[int, int] = field(default_factory=dict)  # line -> hits of the probed run
-    probe_cost: float = 0.0  # ticks one probe adds to the line it charges, per hit
-    probes_corrected: bool = True  # probe times have probe_cost per hit taken out
-    # distortion: the user's run against a plain run of the same calls
-    overhead: float | None = None  # user's run / the plain runs' median (None: not measured)
-    plain_ticks: float | None = None  # that median: the plain twin's time for the same calls
-    overhead_spread: tuple[float, float] | None = None  # fastest and slowest plain run / their median
-    overhead_unmeasured: str | None = None  # why not
-    probe_overhead: float | None = None  # probed run / plain run
-    probe_unmeasured: str | None = None  # why a probed run's times have no such figure
-    lost_vectorization: frozenset[int] = frozenset()  # loops SIMD in the plain twin, not in the user's
-    # the process's minor page faults in the user's run and the plain runs' median, over the calls
-    # compared (None: unknown): a first run touching fresh memory is slower for that alone
-    page_faults: tuple[int, int] | None = None
-    # judgement (diagnose)
-    notes: tuple[Note, ...] = ()
-    below_resolution: frozenset[int] = frozenset()  # probe times too quick for a probe to time
-    disagree: frozenset[int] = frozenset()  # probe share outside the sampled interval
-    # the optimized code (asm=True)
-    code: dict[int, LineCode] = field(default_factory=dict)
-    code_twin: str | None = None  # whose code was read
-    code_sample_counts: dict[int, int] = field(default_factory=dict)  # line -> samples of that twin's runs
-    code_seconds: float = 0.0
-    code_unavailable: str | None = None
-    allocations_unavailable: str | None = None
-    hot_lines: tuple[int, ...] = ()  # hottest first: what the hints and listings describe
-    hints: tuple[Hint, ...] = ()
-    # what other hardware adds (a GPU launch): header rows after "Function", columns after % Time
-    header_rows: tuple[tuple[str, str], ...] = ()  # (label, value)
-    extra_columns: tuple[ExtraColumn, ...] = ()
-    # what the table is headed with: the function as the user holds it, where that is not its
-    # qualified name ("fast_sum_log_nz (sum_log_nz, fastmath)"); "": the qualified name
-    title: str = ""
+    Made of parts (``stats_parts``), each from one kind of measurement, and the
+    diagnosis judged from them; the most-read figures have properties of their own."""
+
+    source: Source
+    counts: Counts = field(default_factory=Counts)
+    samples: Samples = field(default_factory=Samples)
+    probes: Probes = field(default_factory=Probes)
+    distortion: Distortion = field(default_factory=Distortion)
+    machine: MachineCode = field(default_factory=MachineCode)
+    extras: Extras = field(default_factory=Extras)
+    diagnosis: Diagnosis = field(default_factory=Diagnosis)
+
+    # -- who it is ------------------------------------------------------------------
+    @property
+    def filename(self) -> str:
+        return self.source.filename
+
+    @property
+    def first_lineno(self) -> int:
+        return self.source.first_lineno
+
+    @property
+    def name(self) -> str:
+        return self.source.name
+
+    @property
+    def qualname(self) -> str:
+        return self.source.qualname
+
+    @property
+    def source_lines(self) -> tuple[str, ...]:
+        return self.source.lines
+
+    @property
+    def signatures(self) -> tuple[str, ...]:
+        return self.source.signatures
 
     @property
     def key(self) -> tuple[str, int, str]:
-        return (self.filename, self.first_lineno, self.name)
+        return self.source.key
 
     @property
     def heading(self) -> str:
         """The function's name as its table shows it."""
-        return self.title or self.qualname
+        return self.source.title or self.qualname
+
+    @property
+    def measured(self) -> Measured:
+        """The measured parts, as the diagnosis reads them."""
+        return Measured(self.source, self.counts, self.samples, self.probes, self.distortion)
+
+    # -- the most-read figures of the parts -----------------------------------------------
+    @property
+    def hits(self) -> dict[int, int]:
+        """Line -> hits in the user's run."""
+        return self.counts.hits
+
+    @property
+    def calls(self) -> int:
+        return self.counts.calls
+
+    @property
+    def run_ticks(self) -> int:
+        return self.counts.ticks
+
+    @property
+    def time_source(self) -> str | None:
+        return self.counts.time_source
+
+    @property
+    def sample_counts(self) -> dict[int, int]:
+        """Line -> samples."""
+        return self.samples.counts
+
+    @property
+    def probe_ticks(self) -> dict[int, int]:
+        """Line -> raw probe ticks."""
+        return self.probes.ticks
+
+    @property
+    def overhead(self) -> float | None:
+        """The user's run / the plain runs' median (None: not measured)."""
+        return self.distortion.overhead
+
+    @property
+    def notes(self) -> tuple[Note, ...]:
+        return self.diagnosis.notes
+
+    @property
+    def hints(self) -> tuple[Hint, ...]:
+        return self.machine.hints
 
     @property
     def timed(self) -> bool:
@@ -170,48 +192,32 @@ class FunctionStats:
     def has_probes(self) -> bool:
         return bool(self.probe_ticks)
 
-    # -- samples ------------------------------------------------------------------
-    @property
-    def samples(self) -> int:
-        """Samples that landed in this function."""
-        return sum(self.sample_counts.values())
-
+    # -- shares ---------------------------------------------------------------------
     def sample_share(self, line: int) -> float | None:
         """% of the function's sampled CPU time on ``line`` (None without samples)."""
-        total = sum(self.sample_seconds.values())
-        return 100.0 * self.sample_seconds.get(line, 0.0) / total if total > 0 else None
+        return self.samples.share(line)
 
     def sample_interval(self, line: int) -> tuple[float, float] | None:
         """95% interval of ``line``'s sampled share, in % (Wilson score interval)."""
-        share, n = self.sample_share(line), self.samples
-        if share is None or n == 0:
-            return None
-        return share_interval(share, n)
+        return self.samples.interval(line)
 
-    # -- probes -------------------------------------------------------------------
     def probe_line_ticks(self, line: int, raw: bool = False) -> float:
-        """Probe ticks of ``line``, the probes' own cost taken out (unless raw), never below 0."""
-        ticks = self.probe_ticks.get(line, 0)
-        if raw or not self.probes_corrected:
-            return float(ticks)
-        return max(0.0, ticks - self.probe_hits.get(line, 0) * self.probe_cost)
+        """Probe ticks of ``line``, the probes' own cost taken out (unless raw, or the diagnosis
+        shows them raw), never below 0."""
+        return self.probes.line_ticks(line, raw or not self.diagnosis.probes_corrected)
 
     def probe_total(self, raw: bool = False) -> float:
-        return sum(self.probe_line_ticks(line, raw) for line in self.probe_ticks)
+        return self.probes.total(raw or not self.diagnosis.probes_corrected)
 
     def probe_share(self, line: int) -> float | None:
         """% of the function's probe time on ``line`` (None without probes)."""
-        total = self.probe_total()
-        return 100.0 * self.probe_line_ticks(line) / total if total > 0 else None
+        return self.probes.share(line, not self.diagnosis.probes_corrected)
 
     # -- the Time column ----------------------------------------------------------
     def time_share(self, line: int) -> float | None:
         """% of the function's time on ``line``, from the Time column's source."""
-        if self.time_source == SAMPLES:
-            return self.sample_share(line)
-        if self.time_source == PROBES:
-            return self.probe_share(line)
-        return None
+        raw = not self.diagnosis.probes_corrected
+        return time_share(line, self.counts, self.samples, self.probes, raw)
 
     def line_ticks(self, line: int) -> float | None:
         """Time of ``line`` in ticks (None: not measured)."""
@@ -301,11 +307,24 @@ class ProfileStats:
         return LineStats({f.key: f.timings() for f in self.functions}, self.unit)
 
     def to_json(self) -> str:
-        return json.dumps(to_data(self), indent=1)
+        """The profile as JSON, in format ``FORMAT`` (its ``"format"`` key)."""
+        return json.dumps({"format": FORMAT, **to_data(self)}, indent=1)
 
     @classmethod
     def from_json(cls, text: str) -> ProfileStats:
-        return from_data(cls, json.loads(text))
+        """The profile ``to_json`` wrote, in this format or an earlier one (migrated)."""
+        data = json.loads(text)
+        version = data.pop("format", 1)
+        if version > FORMAT:
+            raise ValueError(f"a profile in JSON format {version}: this numba_lprun reads up to {FORMAT}")
+        return from_data(cls, data if version == FORMAT else _from_format_1(data))
+
+
+def _from_format_1(profile: dict) -> dict:
+    """A profile's data in format 1 (flat functions, in its processes' parts too) as format 2's."""
+    functions = [from_flat(f) for f in profile.get("functions", ())]
+    parts = [{**p, "profile": _from_format_1(p["profile"])} for p in profile.get("parts", ())]
+    return {**profile, "functions": functions, "parts": parts}
 
 
 @dataclass(frozen=True)

@@ -62,7 +62,7 @@ def check_table(text: str, stats, reference: dict, launches: int = 1) -> None:
     for f in stats.functions:
         want = {line: n * launches for line, n in total_hits(reference[f.qualname]).items()}
         assert f.hits == want, f.name
-        warps, lanes = (column.cells for column in f.extra_columns)
+        warps, lanes = (column.cells for column in f.extras.columns)
         for line, hits in f.hits.items():
             assert row_pattern(line, str(hits), warps[line], lanes[line]).search(text), (f.name, line, text)
 

@@ -57,15 +57,15 @@ def test_probe_cost_is_taken_out_per_hit():
     prof = numba_lprun.LineProfiler(coarse, probes=True, sample_time=0.05)
     prof.runcall(coarse, 200)
     (stats,) = prof.profile.functions
-    assert stats.probes_corrected and stats.calls == 1
-    assert stats.probe_cost == probe_cost_ticks(current_clock().kind) > 0
+    assert stats.diagnosis.probes_corrected and stats.calls == 1
+    assert stats.probes.cost == probe_cost_ticks(current_clock().kind) > 0
     for line, ticks in stats.probe_ticks.items():
-        expected = max(0.0, ticks - stats.probe_hits.get(line, 0) * stats.probe_cost)
+        expected = max(0.0, ticks - stats.probes.hits.get(line, 0) * stats.probes.cost)
         assert stats.probe_line_ticks(line) == expected and stats.probe_line_ticks(line, raw=True) == ticks
     loop_body = coarse.py_func.__code__.co_firstlineno + 4
-    assert stats.probe_hits[loop_body] == 200
+    assert stats.probes.hits[loop_body] == 200
     assert stats.probe_total(raw=True) > stats.probe_total() > 0
-    assert stats.plain_ticks > 0
+    assert stats.distortion.plain_ticks > 0
 
 
 @pytest.mark.parametrize(
@@ -115,8 +115,8 @@ def test_a_function_first_compiled_by_the_profile_gets_the_same_evidence():
     prof.runcall(fresh, A)
     (stats,) = prof.profile.functions
     loop_line = fresh.py_func.__code__.co_firstlineno + 3
-    assert set(stats.compile_seconds) == {"plain", "probed"} and not fresh.overloads
-    assert stats.lost_vectorization == {loop_line}
+    assert set(stats.source.compile_seconds) == {"plain", "probed"} and not fresh.overloads
+    assert stats.distortion.lost_vectorization == {loop_line}
 
 
 def test_vectorization_loss_is_detected_and_named():
@@ -128,10 +128,10 @@ def test_vectorization_loss_is_detected_and_named():
     assert vectorized_lines(twins["plain"]) == {loop_line}
     assert vectorized_lines(twins["probed"]) == set()
     (stats,) = probed.profile.functions
-    assert stats.run_twin == "probed" and stats.lost_vectorization == {loop_line}
+    assert stats.counts.twin == "probed" and stats.distortion.lost_vectorization == {loop_line}
     assert any("vectorized" in note.text and str(loop_line) in note.text for note in stats.notes)
     counting = numba_lprun.LineProfiler(vectorizable, repeat=False)
     counting.runcall(vectorizable, A)
     (h,) = counting.profile.functions
-    assert h.lost_vectorization == set()  # counters in registers leave the loop vectorized
+    assert h.distortion.lost_vectorization == set()  # counters in registers leave the loop vectorized
     assert "loops vectorized as the plain twin's did" in " ".join(n.text for n in h.notes)

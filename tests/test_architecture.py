@@ -26,7 +26,7 @@ STAGES: list[set[str]] = [
     {"sampling"},
     {"machine"},
     {"run"},  # run phases -> measurements
-    {"codec", "stats", "diagnose", "assemble", "merge"},  # the immutable profile
+    {"codec", "stats_parts", "stats", "diagnose", "assemble", "merge"},  # the immutable profile
     {"renderers"},
     {"processes"},  # worker processes: their runs, their parts of the profile
     {"profiler", "decorator", "cuda"},  # the Python API
@@ -303,3 +303,24 @@ def test_the_package_docstring_lists_the_stages_in_their_enforced_order():
     stages = [stage_of(f"numba_lprun.{name}") for name in listed]
     assert stages == sorted(stages), list(zip(listed, stages, strict=True))
     assert {"internals", "instrument", "sampling", "machine", "run", "renderers"} <= set(listed)
+
+
+#: The most fields ``FunctionStats`` may have of its own: the rest live in its parts (``stats_parts``).
+MAX_FUNCTION_STATS_FIELDS = 12
+
+
+def test_a_function_profile_is_made_of_a_few_parts():
+    """``FunctionStats`` holds small frozen parts (its source, the counts, the samples, the probes,
+    the distortion, the machine code, the extras, the diagnosis), not a field per figure: it had
+    48, and the diagnosis was written into it after it was made."""
+    import dataclasses
+    import typing
+
+    from numba_lprun.stats import FunctionStats
+
+    fields = dataclasses.fields(FunctionStats)
+    assert len(fields) <= MAX_FUNCTION_STATS_FIELDS, [f.name for f in fields]
+    hints = typing.get_type_hints(FunctionStats)
+    loose = [f.name for f in fields if not dataclasses.is_dataclass(hints[f.name])]
+    assert not loose, loose  # each field a part
+    assert all(hints[f.name].__dataclass_params__.frozen for f in fields)

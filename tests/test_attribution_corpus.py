@@ -85,7 +85,7 @@ def sampled_shares(case: K.Case) -> tuple[dict[str, float], int, dict[str, float
     for marker, lines in K.marked_lines(case.profiled).items():
         shares[marker] = sum(stats.sample_share(line) or 0.0 for line in lines)
         counted[marker] = round(
-            100.0 * sum(stats.sample_counts.get(line, 0) for line in lines) / max(1, stats.samples), 1
+            100.0 * sum(stats.sample_counts.get(line, 0) for line in lines) / max(1, stats.samples.total), 1
         )
     s = prof.profile.sampling
     how = (
@@ -93,7 +93,7 @@ def sampled_shares(case: K.Case) -> tuple[dict[str, float], int, dict[str, float
         f"{s.runs} runs at {s.achieved_hz:.0f} Hz of {s.rate_hz:.0f} ({s.lowered or 'rate not lowered'}); "
         f"{s.outside} elsewhere, stopped {s.stopped}"
     )
-    return shares, stats.samples, counted, how
+    return shares, stats.samples.total, counted, how
 
 
 def sampled_in_a_fresh_process(case: K.Case) -> tuple[dict[str, float], int, dict[str, float], str]:

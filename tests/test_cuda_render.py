@@ -64,13 +64,13 @@ def test_simulated_launch_in_the_terminal_table(width):
     assert re.search(r"Line #\s+Hits\s+Warps\s+Lanes\s+Line Contents", text)
     assert "warp executions are modelled" in " ".join(text.split())
     for f in profile.functions:
-        warps, lanes = (column.cells for column in f.extra_columns)
+        warps, lanes = (column.cells for column in f.extras.columns)
         assert f.hits and set(warps) == set(f.hits)
         for line, hits in f.hits.items():
             assert row_pattern(line, str(hits), warps[line], lanes[line]).search(text), (line, text)
     walk, step = profile.functions
     loop = walk.first_lineno + 6  # for k in range(i % 8): 442 thread executions in 28 warp executions
-    assert walk.hits[loop] == 442 and walk.extra_columns[0].cells[loop] == "28"
+    assert walk.hits[loop] == 442 and walk.extras.columns[0].cells[loop] == "28"
     assert step.notes == ()  # the launch's notes are the kernel's
     assert "(device function, in launches of walk)" in text or width < 80
 
@@ -82,7 +82,7 @@ def test_simulated_launch_in_line_profilers_layout():
     assert "Total time: not measured (hits only)" in text
     assert "launch: walk[2, 64]: 128 threads" in text and "calls: 342 thread calls" in text
     for f in cuda_simulated_profile().functions:
-        warps, lanes = (column.cells for column in f.extra_columns)
+        warps, lanes = (column.cells for column in f.extras.columns)
         for line, hits in f.hits.items():
             assert row_pattern(line, str(hits), warps[line], lanes[line]).search(text), line
 

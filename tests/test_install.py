@@ -63,5 +63,5 @@ def test_print_stats_marks_sub_resolution_lines_like_the_rich_table():
     profile = prof.profile
     text = profile_text(profile)
     marked = {ln.split()[0] for ln in text.splitlines() if "~" in ln and ln.split()[0].isdigit()}
-    assert marked == {str(line) for stats in profile.functions for line in stats.below_resolution}
+    assert marked == {str(line) for stats in profile.functions for line in stats.diagnosis.below_resolution}
     assert marked

@@ -129,7 +129,7 @@ def test_ufunc_api(name, call, reference):
     assert stats.hits == python_hits([kernel(u)], reference)[kernel(u).__name__]
     # the user's run is probed (a ufunc's loops have no line tables): no separate probed run
     # was made, so no note says one was not compared
-    assert stats.probe_ticks and stats.probe_unmeasured is None
+    assert stats.probe_ticks and stats.distortion.probe_unmeasured is None
     assert ufunc_state(u) == before and getattr(kinds, name) is u
     assert np.array_equal(call(kinds), expected)  # the user's ufunc still works
 
@@ -361,7 +361,7 @@ def test_a_stencil_is_sampled_and_its_loop_nest_reads_no_clock(caller):
     prof = numba_lprun.LineProfiler(kinds.weigh, sample_time=0.3)
     assert np.allclose(prof.runcall(call, big), call(big))
     (stats,) = prof.profile.functions
-    assert stats.time_source == "samples" and not stats.calls_timed
+    assert stats.time_source == "samples" and not stats.counts.calls_timed
     first = kinds.weigh.kernel_ir.func_id.func.__code__.co_firstlineno  # the decorator's line
     body = set(range(first + 2, first + 6))
     assert stats.sample_counts and set(stats.sample_counts) <= body, stats.sample_counts
@@ -384,8 +384,8 @@ def test_a_second_profile_of_a_stencil_and_its_jitted_caller_compiles_no_twin():
         assert np.allclose(prof.runcall(kinds.weigh_twice, data), kinds.weigh_twice(data))
         profiles.append(prof.profile)
     first, second = ({f.name: f for f in p.functions} for p in profiles)
-    assert all(sec == 0.0 for f in second.values() for sec in f.compile_seconds.values()), {
-        name: f.compile_seconds for name, f in second.items()
+    assert all(sec == 0.0 for f in second.values() for sec in f.source.compile_seconds.values()), {
+        name: f.source.compile_seconds for name, f in second.items()
     }
     assert {n: f.hits for n, f in second.items()} == {n: f.hits for n, f in first.items()}
     assert second["weigh"].hits, second["weigh"]

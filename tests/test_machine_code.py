@@ -67,34 +67,35 @@ def inlined():
 def test_hot_line_allocates_on_every_iteration_with_the_exact_count(conv):
     stats, n, _ = conv
     hot = line_of(K.conv, "HOT")
-    code = stats.code[hot]
+    code = stats.machine.lines[hot]
     assert code.allocations == n and code.executions == n
     assert any(c.startswith("NRT_MemInfo_alloc") for c in code.calls)
     said = [h.text for h in stats.hints if h.kind == "alloc" and h.line == hot]
     assert said and f"allocates on each of its {n:,} executions" in said[0]
-    assert stats.code[line_of(K.conv, "HOT") - 3].allocations == 1  # out = np.empty(n), once
+    assert stats.machine.lines[line_of(K.conv, "HOT") - 3].allocations == 1  # out = np.empty(n), once
 
 
 @needs_samples
 def test_instruction_samples_add_up_to_the_line(conv, inlined):
     for stats in (conv[0], inlined["three_lines"], inlined["spin"]):
-        assert stats.samples > 0 and stats.code_twin == "plain"
-        for line, count in stats.code_sample_counts.items():  # the samples of the plain twin's runs
-            assert stats.code[line].samples == count, (stats.name, line)
-        assert sum(c.samples for c in stats.code.values()) == sum(stats.code_sample_counts.values())
+        assert stats.samples.total > 0 and stats.machine.twin == "plain"
+        for line, count in stats.machine.sample_counts.items():  # the samples of the plain twin's runs
+            assert stats.machine.lines[line].samples == count, (stats.name, line)
+        code = stats.machine
+        assert sum(c.samples for c in code.lines.values()) == sum(code.sample_counts.values())
 
 
 def test_packed_instructions_on_a_vectorized_loop_not_on_a_scalar_one():
     _, vec = profiled(K.sum_squares, args=(np.random.default_rng(2).random(50_000),))
     _, scalar = profiled(K.scalar_chain, args=(50_000,))
     body = line_of(K.sum_squares, "BODY")
-    packed = {line for line, code in vec["sum_squares"].code.items() if code.packed}
-    assert body in packed, {line: c.packed for line, c in vec["sum_squares"].code.items()}
+    packed = {line for line, code in vec["sum_squares"].machine.lines.items() if code.packed}
+    assert body in packed, {line: c.packed for line, c in vec["sum_squares"].machine.lines.items()}
     chain = scalar["scalar_chain"]
-    assert not any(code.packed for code in chain.code.values())
+    assert not any(code.packed for code in chain.machine.lines.values())
     # the hint as said of the loop's line (which lines are hinted, the hottest by samples, is
     # the sampler's business: a loaded machine may leave this 50 us call a handful of samples)
-    facts = CodeFacts(chain.code, chain.hits, chain.calls)
+    facts = CodeFacts(chain.machine.lines, chain.hits, chain.calls)
     said = line_hints(facts, line_of(K.scalar_chain, "BODY"))
     assert any(h.kind == "simd" and "scalar arithmetic only" in h.text for h in said), said
 
@@ -102,7 +103,7 @@ def test_packed_instructions_on_a_vectorized_loop_not_on_a_scalar_one():
 def test_a_line_calling_math_sin_names_the_libm_call():
     _, got = profiled(K.sines, args=(np.random.default_rng(3).random(20_000),))
     stats = got["sines"]
-    code = stats.code[line_of(K.sines, "SIN")]
+    code = stats.machine.lines[line_of(K.sines, "SIN")]
     assert "sin" in code.calls and "libm" in code.call_origins["sin"]
     assert any(h.kind == "call" and "sin (libm" in h.text for h in stats.hints) or not stats.hints
 
@@ -113,18 +114,18 @@ def test_inlined_callee_gets_its_own_samples_and_the_caller_keeps_them(inlined):
     assert "three_lines" in inlined["inlined into"]  # LLVM did inline spin into the caller
     calling = {line_of(K.three_lines, m) for m in ("ONE", "TWO", "THREE")}
     loop = line_of(K.spin, "LOOP")
-    assert callee.samples > 0.5 * caller.samples, (callee.sample_counts, caller.sample_counts)
+    assert callee.samples.total > 0.5 * caller.samples.total, (callee.sample_counts, caller.sample_counts)
     in_loop = callee.sample_counts.get(loop, 0) + callee.sample_counts.get(loop - 1, 0)  # body or header
-    assert in_loop > 0.5 * callee.samples
+    assert in_loop > 0.5 * callee.samples.total
     in_calls = sum(caller.sample_counts.get(line, 0) for line in calling)
-    assert in_calls >= callee.samples  # every callee sample also counts on a calling line
+    assert in_calls >= callee.samples.total  # every callee sample also counts on a calling line
 
 
 def test_a_line_without_code_says_so(conv):
     stats, _, _ = conv
     from numba_lprun.machine import line_hints
 
-    lines = [line for line in stats.hits if line not in stats.code]
+    lines = [line for line in stats.hits if line not in stats.machine.lines]
     for line in lines:
         assert line_hints(stats, line)[0].kind == "no-code"
 
@@ -149,7 +150,8 @@ def test_html_expands_every_line_with_code_to_its_instructions(conv):
 
     stats, _, prof = conv
     page = profile_html(prof.profile, page=True)
-    assert page.count('<details class="asm">') == len([c for c in stats.code.values() if c.instructions])
+    listed = [c for c in stats.machine.lines.values() if c.instructions]
+    assert page.count('<details class="asm">') == len(listed)
     assert "NRT_MemInfo_alloc_aligned" in page and "allocates on each of its" in page
     assert "<script" not in page
 
@@ -158,12 +160,12 @@ def test_prange_body_code_is_attributed_to_its_line():
     _, got = profiled(K.par_roots, args=(np.random.default_rng(4).random(200_000), 20))
     stats = got["par_roots"]
     body = line_of(K.par_roots, "BODY")
-    assert stats.code_unavailable is None
-    code = stats.code[body]
+    assert stats.machine.unavailable is None
+    code = stats.machine.lines[body]
     assert "sin" in code.calls  # the gufunc's call of libm, on the body's own line
-    assert any(c.calls and "numba_parallel_for" in c.calls for c in stats.code.values())
-    for line, count in stats.code_sample_counts.items():
-        assert stats.code[line].samples == count
+    assert any(c.calls and "numba_parallel_for" in c.calls for c in stats.machine.lines.values())
+    for line, count in stats.machine.sample_counts.items():
+        assert stats.machine.lines[line].samples == count
 
 
 def test_off_by_default_and_on_demand():
@@ -172,7 +174,7 @@ def test_off_by_default_and_on_demand():
     prof = numba_lprun.LineProfiler(K.sum_squares, sample=False)
     prof.runcall(K.sum_squares, a)
     (stats,) = prof.profile.functions
-    assert not stats.code and not stats.hints
+    assert not stats.machine.lines and not stats.hints
     assert all(twin.kind != "plain" or twin.compiled for twin in prof.twins())
     assert not any("allocations" in said for said in prof.profile.runs.extra)  # no counted run
 
@@ -230,8 +232,8 @@ def test_a_helper_called_from_jitted_code_reads_no_clock_when_sampled():
     assert prof.runcall(kernels.uses_helpers, a) == kernels.uses_helpers(a)
     stats = {f.name: f for f in prof.profile.functions}
     assert stats["helper"].calls == a.size and stats["uses_helpers"].calls == 1
-    assert not stats["helper"].calls_timed and stats["uses_helpers"].calls_timed
-    assert stats["helper"].overhead is None and "not timed" in stats["helper"].overhead_unmeasured
+    assert not stats["helper"].counts.calls_timed and stats["uses_helpers"].counts.calls_timed
+    assert stats["helper"].overhead is None and "not timed" in stats["helper"].distortion.unmeasured
     assert stats["uses_helpers"].run_ticks > 0
     clock = current_clock().kind
     for kind in ("counting", "plain"):

@@ -82,7 +82,7 @@ def test_distortion_warning_on_tight_reduction(ip, capsys):
     out = capsys.readouterr().out
     assert "distortion warning" not in out and "counting run" in out, out
     (stats,) = prof.profile.functions
-    assert stats.run_twin == "counting" and stats.lost_vectorization == set()
+    assert stats.counts.twin == "counting" and stats.distortion.lost_vectorization == set()
     ip.run_line_magic("nlprun", "--probes -f reduce_sq reduce_sq(np.ones(200_000))")
     out = capsys.readouterr().out  # its ratio (a warning on a quiet machine) is the benchmark's
     assert "probed run" in out and "Probe %" in out
@@ -236,7 +236,7 @@ def test_hits_only_and_raw_options(ip, capsys):
     assert "   201 " in out  # the loop header: 200 iterations + 1
     prof = ip.run_line_magic("nlprun", "--probes --raw -r -f conv conv(x, k)")
     (stats,) = prof.profile.functions
-    assert not stats.probes_corrected and stats.has_probes
+    assert not stats.diagnosis.probes_corrected and stats.has_probes
     assert "probe times are raw" in capsys.readouterr().out
 
 

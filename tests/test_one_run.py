@@ -44,7 +44,7 @@ def test_bound_method_with_a_log_runs_once_and_says_why():
     profile = prof.profile
     assert profile.runs.once is not None and "log" in profile.runs.once
     stats = profile.functions[0]
-    assert stats.overhead is None and "log" in stats.overhead_unmeasured
+    assert stats.overhead is None and "log" in stats.distortion.unmeasured
     assert stats.hits == reference_hits(K.step, np.linspace(0.0, 1.0, 2000), 3)
 
 
@@ -81,9 +81,9 @@ def test_magic_on_package_code_holding_a_dataframe_samples_one_long_run(ipshell)
     profile = prof.profile
     stats = profile.functions[0]
     assert stats.run_ticks * profile.unit >= 0.5  # a long statement, run once
-    assert stats.samples >= 1000, stats.samples
+    assert stats.samples.total >= 1000, stats.samples.total
     assert stats.hits == linear_reference_hits(K.step, lambda r: (np.linspace(0.0, 1.0, 20_000), r), n)
-    assert stats.overhead is None and "log" in stats.overhead_unmeasured
+    assert stats.overhead is None and "log" in stats.distortion.unmeasured
     notes = " ".join(n.text for n in stats.notes)
     assert "overhead not measured" in notes
 
@@ -101,12 +101,12 @@ def test_default_time_shares_follow_the_plain_twins_samples():
     plain = numba_lprun.LineProfiler(K.tight, sample_time=1.0, min_samples=3000)
     plain.runcall(K.tight, a, 30)
     one, many = once.profile.functions[0], plain.profile.functions[0]
-    assert one.time_source == "samples" and one.samples > 1000
+    assert one.time_source == "samples" and one.samples.total > 1000
     first = K.tight.py_func.__code__.co_firstlineno
     for line in range(first + 2, first + 6):
         got, want = one.time_share(line) or 0.0, many.time_share(line) or 0.0
         p = min(max(want / 100.0, 0.01), 0.99)
-        error = 100.0 * (p * (1 - p) * (1 / one.samples + 1 / max(many.samples, 1))) ** 0.5
+        error = 100.0 * (p * (1 - p) * (1 / one.samples.total + 1 / max(many.samples.total, 1))) ** 0.5
         assert abs(got - want) <= 4.4 * error + 1.0, (line, got, want, error)
     assert hits_of(once.get_stats(), "tight") == linear_reference_hits(K.tight, lambda n: (a, n), 8000)
 

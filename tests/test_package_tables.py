@@ -97,7 +97,8 @@ def test_the_profile_and_the_lprof_keep_every_line(profile, tmp_path):
     assert f"{first}-{last}" in text_table(profile, "documented", 80)  # the table folds it...
     assert profile.to_line_stats().timings[stats.key] == stats.timings()  # ...the data does not
     # a path that is not on disk: the .lprof gets the source from the profile, beside it
-    moved = dataclasses.replace(stats, filename=str(tmp_path / "gone" / "package_code.py"))
+    gone = str(tmp_path / "gone" / "package_code.py")
+    moved = dataclasses.replace(stats, source=dataclasses.replace(stats.source, filename=gone))
     lprof = tmp_path / "p.lprof"
     write_lprof(dataclasses.replace(profile, functions=(moved,)), str(lprof))
     out = io.StringIO()
@@ -121,8 +122,8 @@ def test_a_docstring_line_with_a_figure_is_never_hidden(profile):
     first, last = docstring_lines(stats)
     assert f"{first}-{last}" in text_table(profile, "documented", 80)
     for changed in (
-        {"hits": {**stats.hits, first + 3: 1}},
-        {"sample_counts": {**stats.sample_counts, first + 3: 2}},
+        {"counts": dataclasses.replace(stats.counts, hits={**stats.hits, first + 3: 1})},
+        {"samples": dataclasses.replace(stats.samples, counts={**stats.sample_counts, first + 3: 2})},
     ):
         odd = dataclasses.replace(profile, functions=(dataclasses.replace(stats, **changed),))
         rows = rows_by_label(text_table(odd, "documented", 80))
@@ -135,7 +136,8 @@ def test_source_that_does_not_parse_shows_every_line(profile):
     first, last = docstring_lines(stats)
     assert f"{first}-{last}" in text_table(profile, "documented", 80)
     broken = ("@njit\n", "def documented(a:\n") + stats.source_lines[2:]
-    odd = dataclasses.replace(profile, functions=(dataclasses.replace(stats, source_lines=broken),))
+    source = dataclasses.replace(stats.source, lines=broken)
+    odd = dataclasses.replace(profile, functions=(dataclasses.replace(stats, source=source),))
     rows = rows_by_label(text_table(odd, "documented", 80))
     assert all(str(n) in rows for n in range(first, last + 1)) and f"{first}-{last}" not in rows
 
@@ -171,7 +173,8 @@ def test_many_signatures_take_at_most_two_lines_and_name_the_count(profile, widt
     assert f"{len(DTYPES)} signatures: (array(int8, 1d, C), int64) and {len(DTYPES) - 1} more" in said
     stats = function(profile, "spread")
     assert len(stats.signatures) == len(DTYPES)  # the profile keeps them all: JSON and HTML show them
-    saved = {f["name"]: f["signatures"] for f in json.loads(profile.to_json())["functions"]}
+    sources = [f["source"] for f in json.loads(profile.to_json())["functions"]]
+    saved = {source["name"]: source["signatures"] for source in sources}
     assert saved["spread"] == list(stats.signatures)
     page = profile_html(profile)
     assert all(f"({sig})" in page for sig in stats.signatures)
@@ -185,7 +188,8 @@ def test_long_signatures_are_cut_to_two_lines(profile, width):
         tuple(f"array({dtype}, 2d, A), {record}, int64" for dtype in DTYPES * 2),  # 12, one very long
         (", ".join(f"array(float64, {n}d, C)" for n in range(1, 30)),),  # one, with many arguments
     ):
-        odd = dataclasses.replace(profile, functions=(dataclasses.replace(stats, signatures=signatures),))
+        source = dataclasses.replace(stats.source, signatures=signatures)
+        odd = dataclasses.replace(profile, functions=(dataclasses.replace(stats, source=source),))
         rows = signatures_rows(rich_text(odd, "spread", width))
         assert len(rows) <= 2 and max(len(row) for row in rows) <= width, rows
         said = " ".join(" ".join(rows).split())

@@ -70,7 +70,7 @@ def test_a_kernel_run_by_worker_processes_has_the_exact_hits_of_every_task(run, 
         assert part.profile.sampling.unavailable is None, part
         assert part.profile.sampling.total > 0 or not part.profile.functions[0].calls, part
     assert sum(p.profile.sampling.total for p in profile.parts[1:]) > 0
-    assert dict(stats.header_rows)["Processes"].startswith(f"main + {len(profile.parts) - 1} worker")
+    assert dict(stats.extras.rows)["Processes"].startswith(f"main + {len(profile.parts) - 1} worker")
     assert "not called during the run" not in [n.text for n in stats.notes]
     # the saved profile holds the merged figures and each process's part
     loaded = ProfileStats.from_json(profile.to_json())
@@ -88,8 +88,9 @@ def test_the_hot_lines_get_the_workers_samples():
     (stats,) = profiler.profile.functions
     first = collatz_steps.py_func.__code__.co_firstlineno
     loop = sum(stats.sample_counts.get(line, 0) for line in range(first + 5, first + 11))
-    assert loop > 0 and stats.sample_seconds, stats.sample_counts
-    assert dict(stats.header_rows)["Processes"].endswith(f"{stats.samples:,} of {stats.samples:,} samples")
+    assert loop > 0 and stats.samples.seconds, stats.sample_counts
+    n = stats.samples.total
+    assert dict(stats.extras.rows)["Processes"].endswith(f"{n:,} of {n:,} samples")
     assert WORKERS_UNTIMED not in [n.text for n in stats.notes]
 
 
@@ -223,7 +224,7 @@ def test_a_dask_client_made_before_the_profile_has_its_workers_profiled():
         profile = profiler.profile
         assert _hits(profile) == _expected() and not profile.missing
         assert [p.label.split(" tcp")[0] for p in profile.parts] == ["main", "dask worker", "dask worker"]
-        assert dict(profile.functions[0].header_rows)["Processes"].startswith("main + 2 workers")
+        assert dict(profile.functions[0].extras.rows)["Processes"].startswith("main + 2 workers")
         # afterwards the workers are as they were: no plugin, the kernel's plain calls
         plugins = client.run(lambda dask_worker: list(dask_worker.plugins))
         assert not any(PLUGIN_NAME in names for names in plugins.values()), plugins

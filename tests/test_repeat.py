@@ -47,7 +47,7 @@ def test_same_function_twice_gives_the_same_hits():
     own1 = {id(t.dispatcher) for t in twins_of(first) if t.kind != "relinked"}
     own2 = {id(t.dispatcher) for t in twins_of(second) if t.kind != "relinked"}
     assert own1 and own1 == own2
-    assert second.profile.functions[0].compile_seconds == {"plain": 0.0, "counting": 0.0}
+    assert second.profile.functions[0].source.compile_seconds == {"plain": 0.0, "counting": 0.0}
 
 
 def test_same_profiler_twice_accumulates_exactly():

@@ -11,7 +11,7 @@ import numpy as np
 
 import numba_lprun
 from numba_lprun.diagnose import diagnose
-from numba_lprun.stats import FunctionStats
+from numba_lprun.stats import Counts, Distortion, Measured, Probes, Source
 from tests import run_order_kernels as K
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -27,7 +27,7 @@ def test_a_run_over_the_extra_limit_is_the_only_run():
     assert stats.overhead is None and profile.sampling.extra_runs == 0
     assert (
         "vectorized as the plain twin's did" in " ".join(n.text for n in stats.notes)
-        or stats.lost_vectorization
+        or stats.distortion.lost_vectorization
     )
 
 
@@ -37,7 +37,7 @@ def test_a_short_run_gets_its_overhead_from_three_plain_runs_or_more():
     prof.runcall(K.millis, K.ROOTS, 5)
     (stats,) = prof.profile.functions
     assert prof.profile.runs.once is None
-    assert stats.overhead is not None and stats.overhead_spread is not None
+    assert stats.overhead is not None and stats.distortion.spread is not None
     assert prof.profile.sampling.extra_runs >= 3
 
 
@@ -47,7 +47,7 @@ def test_one_plain_run_is_no_figure():
     prof.runcall(K.millis, K.ROOTS, 5)
     (stats,) = prof.profile.functions
     assert stats.overhead is None
-    assert "one plain run only" in stats.overhead_unmeasured
+    assert "one plain run only" in stats.distortion.unmeasured
 
 
 def test_microsecond_calls_get_no_ratio():
@@ -56,7 +56,7 @@ def test_microsecond_calls_get_no_ratio():
     assert prof.runcall(K.tiny, 3.0) == 7.0
     (stats,) = prof.profile.functions
     assert stats.overhead is None
-    assert "too short for the clock to compare" in stats.overhead_unmeasured
+    assert "too short for the clock to compare" in stats.distortion.unmeasured
     assert not any("x the plain run" in n.text for n in stats.notes)
 
 
@@ -85,7 +85,7 @@ from tests import run_order_kernels as K
 prof = numba_lprun.LineProfiler(K.fresh_arrays, sample_time=1.0, extra_limit=float("inf"))
 prof.runcall(K.fresh_arrays, 1_000_000, 20)
 (stats,) = prof.profile.functions
-print(*(stats.page_faults or ("no figure:", stats.overhead_unmeasured)))
+print(*(stats.distortion.page_faults or ("no figure:", stats.distortion.unmeasured)))
 """
 
 
@@ -101,11 +101,13 @@ def test_the_first_run_in_a_process_counts_the_fresh_memory_it_touched():
     assert mine > 2000 and plain < mine / 4, (mine, plain)
 
 
-def _stats_with(overhead: float, faults: tuple[int, int] | None, lost=frozenset()) -> FunctionStats:
-    return FunctionStats(
-        filename="k.py", first_lineno=1, name="k", qualname="k", source_lines=("def k():",),
-        hits={2: 1}, calls=1, run_ticks=round(overhead * 1e6), overhead=overhead, plain_ticks=1e6,
-        overhead_spread=(0.95, 1.05), page_faults=faults, lost_vectorization=lost,
+def _stats_with(overhead: float, faults: tuple[int, int] | None, lost=frozenset()) -> Measured:
+    return Measured(
+        source=Source("k.py", 1, "k", "k", ("def k():",)),
+        counts=Counts(hits={2: 1}, calls=1, ticks=round(overhead * 1e6)),
+        distortion=Distortion(
+            overhead, plain_ticks=1e6, spread=(0.95, 1.05), page_faults=faults, lost_vectorization=lost
+        ),
     )
 
 
@@ -133,10 +135,12 @@ def test_probe_times_without_a_probed_run_figure_say_why():
     """A probed run that could not be compared with the plain runs leaves a note with the
     reason (it was silent: a table with probe times and no word on their distortion)."""
     why = "one plain run only, too few to tell the counters' cost from the machine's noise"
-    stats = replace(_stats_with(1.0, None), probe_ticks={2: 500}, probe_hits={2: 1}, probe_unmeasured=why)
+    base = _stats_with(1.0, None)
+    distortion = replace(base.distortion, probe_unmeasured=why)
+    stats = replace(base, probes=Probes(ticks={2: 500}, hits={2: 1}), distortion=distortion)
     texts = [n.text for n in diagnose(stats, 1e-9).notes]
     assert f"probed run not compared with the plain run: {why}" in texts
-    measured = replace(stats, probe_overhead=3.0)  # a figure: it is given, not the reason
+    measured = replace(stats, distortion=replace(distortion, probe_overhead=3.0))  # a figure: given, not why
     texts = [n.text for n in diagnose(measured, 1e-9).notes]
     assert any(t.startswith("probed run 3.00x") for t in texts)
     assert not any("not compared" in t for t in texts)

@@ -43,7 +43,7 @@ def test_libm_line_gets_most_samples_and_disagreement_is_marked():
     # share at or below 50% is 9.8 standard errors away (false failure below 1e-20)
     assert sum(stats.sample_counts.values()) >= 100
     assert stats.sample_share(libm_line) > 50.0
-    assert max(stats.sample_seconds, key=stats.sample_seconds.get) == libm_line
+    assert max(stats.samples.seconds, key=stats.samples.seconds.get) == libm_line
     assert stats.time_source == "samples" and stats.time_share(libm_line) == stats.sample_share(libm_line)
 
 
@@ -56,7 +56,7 @@ def test_no_sample_leaves_no_trace():
     profile = prof.profile
     assert profile.sampling is None
     (stats,) = profile.functions
-    assert not stats.sample_counts and not stats.disagree and stats.time_source == "probes"
+    assert not stats.sample_counts and not stats.diagnosis.disagree and stats.time_source == "probes"
     from numba_lprun.renderers import profile_html, profile_text
 
     assert "samples" not in profile_text(profile).lower() and "95% CI" not in profile_html(profile)
@@ -73,4 +73,4 @@ def test_once_samples_the_users_run_and_says_how_few():
     # period (62 us at the boosted 8 kHz) and as long as its handler took, so a handful at most.
     # Whole-suite runs once charged it 100 and 245: with periodic timers and walks dearer than
     # the period, signals queued behind each handler at the same pc (test_sampling, "outlast")
-    assert stats.samples < 20 and any(n.level == "caution" for n in stats.notes)
+    assert stats.samples.total < 20 and any(n.level == "caution" for n in stats.notes)

@@ -15,7 +15,19 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from ..stats import PROBES, ExtraColumn, FunctionStats, Note, ProfileStats
+from ..stats import (
+    PROBES,
+    Counts,
+    Diagnosis,
+    Distortion,
+    ExtraColumn,
+    Extras,
+    FunctionStats,
+    Note,
+    Probes,
+    ProfileStats,
+    Source,
+)
 from ..twin_kind import COUNTING, PROBED
 from .model import CudaFunctionProfile, CudaLaunch, CudaProfile, merge_profiles
 
@@ -75,8 +87,7 @@ def launch_notes(launches: Sequence[CudaLaunch], timed: bool, threshold: float) 
     ratio, probed, plain = overhead
     how = "wall time in the simulator" if last.simulator else "CUDA events"
     text = (
-        f"probed launch {ratio:.2f}x the plain launch "
-        f"({probed:.3f} ms / {plain:.3f} ms, best of each, {how})"
+        f"probed launch {ratio:.2f}x the plain launch ({probed:.3f} ms / {plain:.3f} ms, best of each, {how})"
     )
     if ratio > threshold and not last.simulator:
         text += (
@@ -115,24 +126,24 @@ def function_stats(f: CudaFunctionProfile, launches: Sequence[CudaLaunch], thres
     )
     overhead = overhead_of(launches)
     return FunctionStats(
-        filename=f.filename,
-        first_lineno=f.first_lineno,
-        name=f.name,
-        qualname=f.qualname,
-        source_lines=f.source,
-        hits=f.hits,
-        calls=f.calls,
-        run_ticks=f.total_cycles or 0,
-        run_twin=PROBED if timed else COUNTING,  # a timed GPU twin reads the clock per line
-        time_source=PROBES if timed else None,
-        probe_ticks={ln.lineno: ln.cycles for ln in ran} if timed else {},
-        probe_hits=f.hits if timed else {},
-        probes_corrected=False,  # a probe's own work is charged to no line: nothing to take out
-        overhead=None if overhead is None else overhead[0],
-        overhead_unmeasured=None if overhead is not None else "only the user's launch ran",
-        notes=launch_notes(launches, timed, threshold) if f.kind == "kernel" else (),
-        header_rows=header_rows(f, launches),
-        extra_columns=columns,
+        source=Source(f.filename, f.first_lineno, f.name, f.qualname, f.source),
+        counts=Counts(
+            hits=f.hits,
+            calls=f.calls,
+            ticks=f.total_cycles or 0,
+            twin=PROBED if timed else COUNTING,  # a timed GPU twin reads the clock per line
+            time_source=PROBES if timed else None,
+        ),
+        probes=Probes({ln.lineno: ln.cycles for ln in ran}, f.hits) if timed else Probes(),
+        distortion=Distortion(
+            overhead=None if overhead is None else overhead[0],
+            unmeasured=None if overhead is not None else "only the user's launch ran",
+        ),
+        extras=Extras(header_rows(f, launches), columns),
+        diagnosis=Diagnosis(
+            notes=launch_notes(launches, timed, threshold) if f.kind == "kernel" else (),
+            probes_corrected=False,  # a probe's own work is charged to no line: nothing to take out
+        ),
     )
 
 

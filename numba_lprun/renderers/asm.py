@@ -42,13 +42,15 @@ def listing_lines(stats: FunctionStats, count: int) -> list[str]:
     """The instructions of the ``count`` hottest lines, with samples per instruction."""
     if count <= 0:
         return []
-    if stats.code_unavailable:
-        return [f"machine code: unavailable: {stats.code_unavailable}"]
-    lines = list(stats.hot_lines[:count]) or sorted(stats.code, key=lambda n: -stats.code[n].samples)[:count]
-    out = [f"machine code of the {stats.code_twin} twin, by line:"] if stats.code_twin else []
-    total = sum(c.samples for c in stats.code.values())
+    if stats.machine.unavailable:
+        return [f"machine code: unavailable: {stats.machine.unavailable}"]
+    by_line = stats.machine.lines
+    hot = list(stats.diagnosis.hot_lines[:count])
+    lines = hot or sorted(by_line, key=lambda n: -by_line[n].samples)[:count]
+    out = [f"machine code of the {stats.machine.twin} twin, by line:"] if stats.machine.twin else []
+    total = sum(c.samples for c in by_line.values())
     for lineno in lines:
-        code = stats.code.get(lineno)
+        code = by_line.get(lineno)
         source = stats.line_text(lineno).strip()
         if code is None or not code.instructions:
             out.append(f"line {lineno}: no machine code of its own   {source}")

@@ -103,7 +103,7 @@ _PAGE = """<!DOCTYPE html>
 
 def _anchor_prefix(profile: ProfileStats) -> str:
     """Ids unique to this report, so several reports in one notebook do not share anchors."""
-    said = repr([(f.key, f.calls, f.run_ticks, f.hits, f.samples) for f in profile.functions])
+    said = repr([(f.key, f.calls, f.run_ticks, f.hits, f.samples.total) for f in profile.functions])
     return "nlp-" + hashlib.sha1(said.encode()).hexdigest()[:8]
 
 
@@ -115,10 +115,10 @@ def _summary(views: list[FunctionView], ids: list[str]) -> str:
         total = view.amount_text(view.total / view.output_unit) if s.timed else "not timed"  # total: s
         over = s.overhead
         over_text = "not measured" if over is None else f"{over:.2f}x"
-        if s.probe_overhead is not None:  # the warning colour may be the probed run's
-            over_text += f" (probes {s.probe_overhead:.2f}x)"
+        if s.distortion.probe_overhead is not None:  # the warning colour may be the probed run's
+            over_text += f" (probes {s.distortion.probe_overhead:.2f}x)"
         warn = ' class="n bang"' if any(n.level == "warning" for n in s.notes) else ' class="n"'
-        samples = str(s.samples) if view.sampled else ""
+        samples = str(s.samples.total) if view.sampled else ""
         rows.append(
             f'<tr><td><a href="#{anchor}">{escape(s.heading)}</a></td><td class="n">{s.calls}</td>'
             f'<td class="n">{total}</td><td{warn}>{over_text}</td><td class="n">{samples}</td></tr>'
@@ -170,9 +170,9 @@ def _notes(view: FunctionView) -> str:
             boxes.append(f'<div class="note">{escape(note.text)}</div>')
     for hint in view.stats.hints:
         boxes.append(f'<div class="note hint">{escape(hint.text)}</div>')
-    if view.stats.code:
+    if view.stats.machine.lines:
         boxes.append(
-            f'<div class="key">click a line for its machine code ({view.stats.code_twin} twin), '
+            f'<div class="key">click a line for its machine code ({view.stats.machine.twin} twin), '
             "hot instructions shaded</div>"
         )
     return "".join(boxes)

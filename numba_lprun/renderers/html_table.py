@@ -108,7 +108,7 @@ def _bars(line: LineView, view: FunctionView) -> str:
 def _asm(view: FunctionView, lineno: int, code_html: str, hottest: int) -> str:
     """The source cell: the line, expandable (``<details>``, no script) to its instructions,
     each with its samples and a background as hot as its share of the hottest one."""
-    code = view.stats.code.get(lineno)
+    code = view.stats.machine.lines.get(lineno)
     if code is None or not code.instructions:
         return f"<code>{code_html}</code>"
     rows = []
@@ -146,7 +146,7 @@ def _heads(view: FunctionView, human: bool) -> str:
     fold = {"95% CI": " f3", "Probe Time": " f2"}
     unit = f' title="in {view.tick}s"' if view.tick else f' title="in {view.output_unit:g} s"'
     unit = ' title="each with its unit"' if human and not view.tick else unit
-    said = {c.header: f' title="{escape(c.explanation)}"' for c in view.stats.extra_columns if c.explanation}
+    said = {c.header: f' title="{escape(c.explanation)}"' for c in view.stats.extras.columns if c.explanation}
     head = "".join(
         f'<th class="n{fold.get(h, "")}"{unit if h[-4:] in ("Time", " Hit") else said.get(h, "")}>'
         f"{escape(h)}</th>"
@@ -197,7 +197,7 @@ def _cells(view: FunctionView, line: LineView, human: bool) -> list[str]:
 def function_table(view: FunctionView, human: bool = False) -> str:
     """The per-line table: line_profiler's columns, the interval, probe times, the bars and the source."""
     rows = []
-    hottest = max((i.samples for c in view.stats.code.values() for i in c.instructions), default=0)
+    hottest = max((i.samples for c in view.stats.machine.lines.values() for i in c.instructions), default=0)
     for line, code in zip(view.lines, highlighted_lines(view), strict=True):
         cells = _cells(view, line, human)
         cells.append(f'<td class="src">{_asm(view, line.lineno, code, hottest)}</td>')

@@ -204,7 +204,7 @@ def function_renderable(view: FunctionView, width: int, asm_lines: int = 0) -> R
             parts.append(Text(note.text, style="dim"))
     for hint in hint_lines(stats):
         parts.append(Text(hint, style="cyan"))
-    if asm_lines and (stats.code or stats.code_unavailable):
+    if asm_lines and (stats.machine.lines or stats.machine.unavailable):
         listing = listing_lines(stats, asm_lines)
         parts.append(Text("\n".join(listing), style="dim", no_wrap=True, overflow="ellipsis"))
     return Group(*parts)

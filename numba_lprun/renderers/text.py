@@ -86,7 +86,7 @@ def _interval_lines(view: FunctionView) -> str:
             if line.interval is not None and line.hits
         ]
         if cells:
-            rows.append(f"95% intervals of % Time ({view.stats.samples} samples): " + ", ".join(cells))
+            rows.append(f"95% intervals of % Time ({view.stats.samples.total} samples): " + ", ".join(cells))
     if view.probes_beside:
         cells = [
             f"{line.lineno}: {'~' if line.below_resolution else ''}"
@@ -180,6 +180,6 @@ def profile_text(
         for hint in hint_lines(stats):
             below.write(hint + "\n")
         out.write(_wrapped(below.getvalue(), width))
-        listing = listing_lines(stats, asm_lines) if stats.code or stats.code_unavailable else []
+        listing = listing_lines(stats, asm_lines) if stats.machine.lines or stats.machine.unavailable else []
         out.write("".join(line + "\n" for line in listing) + "\n")
     return out.getvalue()

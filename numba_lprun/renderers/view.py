@@ -50,7 +50,7 @@ class FunctionView:
 
     @property
     def extra_headers(self) -> tuple[str, ...]:
-        return tuple(column.header for column in self.stats.extra_columns)
+        return tuple(column.header for column in self.stats.extras.columns)
 
     def amount_text(self, value: float) -> str:
         """A time in output units, written with its unit: ``24.1 ms`` or ``12.3k cycles``."""
@@ -66,7 +66,7 @@ class FunctionView:
         if not self.timed:
             return "not measured (hits only)"
         said = f"{self.total:.0f} {self.tick}s" if self.tick else f"{self.total:g} s"
-        if self.sampled and not self.stats.calls_timed:
+        if self.sampled and not self.stats.counts.calls_timed:
             said += " (its samples' CPU time; calls are not timed)"
         return said
 
@@ -92,14 +92,14 @@ class FunctionView:
             ("Total time", self.total_text),
             ("File", s.filename),
             ("Function", f"{s.heading} at line {s.first_lineno}"),
-            *s.header_rows,
+            *s.extras.rows,
         ]
         if s.signatures:
             rows.append(("Signatures", "; ".join(f"({sig})" for sig in s.signatures)))
-        if s.compile_seconds:
+        if s.source.compile_seconds:
             said = ", ".join(
                 f"{kind} twin {sec:.2f} s" if sec > 0 else f"{kind} twin reused"
-                for kind, sec in sorted(s.compile_seconds.items())
+                for kind, sec in sorted(s.source.compile_seconds.items())
             )
             rows.append(("Compile", said))
         source = time_source_text(s)
@@ -133,7 +133,7 @@ def samples_text(stats: FunctionStats, info: SamplingSummary | None) -> str:
         return ""
     outside = 100.0 * info.outside_cpu_seconds / info.cpu_seconds if info.cpu_seconds > 0 else 0.0
     said = (
-        f"{stats.samples} in this function of {info.total} ({info.achieved_hz:.0f} Hz per thread, "
+        f"{stats.samples.total} in this function of {info.total} ({info.achieved_hz:.0f} Hz per thread, "
         f"{info.runs} run{'s' if info.runs != 1 else ''}, {info.seconds:.2f} s); "
         f"{outside:.0f}% of CPU time in other code"
     )
@@ -175,7 +175,7 @@ def function_view(
     if tick:
         unit = output_unit = 1.0
     scale = unit / output_unit
-    extras = stats.extra_columns
+    extras = stats.extras.columns
     lines = []
     last = stats.first_lineno + len(stats.source_lines) - 1
     with_probes = stats.time_source == SAMPLES and stats.has_probes
@@ -183,7 +183,7 @@ def function_view(
         hits = stats.hits.get(lineno)
         text = stats.line_text(lineno)
         ticks = stats.line_ticks(lineno)
-        sampled_here = stats.sample_seconds.get(lineno) if stats.time_source == SAMPLES else False
+        sampled_here = stats.samples.seconds.get(lineno) if stats.time_source == SAMPLES else False
         sampled_here = sampled_here or hits
         if ticks is None or not sampled_here:
             time = percent = interval = None
@@ -204,11 +204,11 @@ def function_view(
                 per_hit=time / hits if time is not None and hits else None,
                 percent=percent,
                 interval=interval,
-                below_resolution=lineno in stats.below_resolution and (probe_timed or with_probes),
+                below_resolution=lineno in stats.diagnosis.below_resolution and (probe_timed or with_probes),
                 heavy=percent is not None and percent >= HEAVY_SHARE,
                 probe_time=probe_time,
                 probe_percent=probe_percent,
-                disagree=lineno in stats.disagree,
+                disagree=lineno in stats.diagnosis.disagree,
                 extra=tuple(column.cells.get(lineno, "") for column in extras),
             )
         )
@@ -264,7 +264,8 @@ def _measured(stats: FunctionStats, line: LineView) -> bool:
     """Whether a line carries any figure: such a line is never hidden in a folded row."""
     figures = (line.hits, line.time, line.percent, line.probe_time, line.probe_percent)
     n = line.lineno
-    held = stats.sample_counts.get(n) or stats.probe_hits.get(n) or n in stats.code or n in stats.hits
+    held = stats.sample_counts.get(n) or stats.probes.hits.get(n) or n in stats.machine.lines
+    held = held or n in stats.hits
     return any(f is not None for f in figures) or any(line.extra) or bool(held)
 
 

@@ -62,7 +62,7 @@ def main(pattern: str, n: int) -> None:
         "unprofiled": driver(n),
         "reference_hits": python_hits,
         "hits": by_function(prof.get_stats()),
-        "samples": sum(f.samples for f in prof.profile.functions),
+        "samples": sum(f.samples.total for f in prof.profile.functions),
         "line_tables_only": described_lines_only(prof),
     }
     print(json.dumps(report))

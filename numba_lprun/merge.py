@@ -48,7 +48,9 @@ def merged(
     for rest in found.values():  # a function only workers knew (defined in a worker's code)
         first = rest[0][1]
         counts = replace(first.counts, hits={}, calls=0, ticks=0)
-        first = replace(first, counts=counts, samples=replace(first.samples, counts={}, seconds={}))
+        samples = replace(first.samples, counts={}, seconds={})
+        probes = replace(first.probes, ticks={}, hits={})  # each worker's figures are added below, once
+        first = replace(first, counts=counts, samples=samples, probes=probes)
         sums.append(_summed(first, rest, main.unit, len(parts)))
     sampling = _sampling(main.sampling, [p.profile.sampling for p in parts])
     unavailable = sampling.unavailable if sampling is not None else None

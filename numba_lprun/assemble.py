@@ -25,6 +25,7 @@ from .run.measurements import (
     PROBED,
     Allocations,
     CallRecord,
+    CodeUncompared,
     Compared,
     Comparison,
     Counted,
@@ -196,11 +197,19 @@ def _measured(
     samples = Samples(dict(sampled.counts), dict(sampled.seconds), dict(sampled.addresses))
     cost = settings.probe_cost if probed.line_ticks else 0.0
     probes = Probes(dict(probed.line_ticks), dict(probed.hits), cost)
-    return Measured(source, counts, samples, probes, _distortion(vs_plain, vs_probed, probed, user, lost))
+    uncompared = record.of(CodeUncompared)
+    why = uncompared[-1].why if uncompared and PLAIN not in vectorized else None
+    distortion = _distortion(vs_plain, vs_probed, probed, user, lost, why)
+    return Measured(source, counts, samples, probes, distortion)
 
 
 def _distortion(
-    vs_plain: Compared, vs_probed: Compared, probed: FunctionCounts, user: FunctionCounts, lost: frozenset
+    vs_plain: Compared,
+    vs_probed: Compared,
+    probed: FunctionCounts,
+    user: FunctionCounts,
+    lost: frozenset,
+    uncompared: str | None,
 ) -> Distortion:
     """The user's run (and a probed run) against the plain runs of the same calls."""
     return Distortion(
@@ -213,6 +222,7 @@ def _distortion(
         probe_unmeasured=_unmeasured(vs_probed) if probed.line_ticks and not user.line_ticks else None,
         lost_vectorization=frozenset(lost),
         page_faults=_page_faults(vs_plain),
+        uncompared=uncompared,
     )
 
 

@@ -188,6 +188,8 @@ def _overhead_notes(measured: Measured, threshold: float, unit: float) -> list[N
             said += f"; the machine code shows the {'probes' if twin == PROBED else 'counters'} cost SIMD"
         elif measured.source.compile_seconds.get(PLAIN) is not None:
             said += f"; the {twin} twin's loops vectorized as the plain twin's did"
+        elif distortion.uncompared:
+            said += f"; {distortion.uncompared}"
         if clocked:  # a clock read per line costs 10-100x in tight loops: never silent
             said += (
                 ". Clock probes on every line slow tight loops 10-100x, so times of lines in tight "

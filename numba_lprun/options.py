@@ -203,6 +203,15 @@ OPTIONS: list[Option] = [
         not_for_cuda="a launch's plain twin is timed on the device",
     ),
     Option(
+        ("--compare-code",),
+        "compare_code",
+        "After a run that is the only one (a script, --once, a long run), compile the plain twins to "
+        "compare which loops each twin vectorized, however long that takes (by default only where it "
+        "costs at most a tenth of the profile so far, or 1 s; the note says when it was left out).",
+        action="store_true",
+        not_for_cuda="a launch's plain twin is compiled for its timed launch",
+    ),
+    Option(
         ("--snapshot-limit",),
         "snapshot_mb",
         "Memory allowed for saving the state the statement can reach, in MB (default: the smaller of "
@@ -270,6 +279,7 @@ def profiler_kwargs(opts: argparse.Namespace) -> dict[str, Any]:
         "snapshot_budget": None if opts.snapshot_mb is None else int(opts.snapshot_mb * 1e6),
         "asm": opts.asm is not None,
         "extra_limit": opts.extra_limit,
+        "compare_code": opts.compare_code,
     }
 
 

@@ -74,11 +74,11 @@ def _profiled_call(
 
 
 class LineProfiler:
-    """Line-profile Numba jitted functions: exact hits from counters, times from samples.
-
-    The user's run: counting twins under a native sampler (processes it starts count too); then
-    extra runs (a timed plain run and sampled repeats if it took at most ``extra_limit`` s, a probed
-    run for ``probes=True``) where the state it reaches can be put back (``repeat=True``)."""
+    """Line-profile Numba jitted functions: exact hits from counters, times from samples. The user's
+    run: counting twins under a native sampler (processes it starts count too); then extra runs (a
+    timed plain run and sampled repeats if it took at most ``extra_limit`` s, a probed run for
+    ``probes=True``) where the state it reaches can be put back (``repeat=True``); else the plain
+    twins only compiled, to compare vectorization, where cheap (``compare_code``: always)."""
 
     def __init__(
         self,
@@ -95,19 +95,13 @@ class LineProfiler:
         snapshot_budget: int | None = None,
         asm: bool = False,
         extra_limit: float = DEFAULT_EXTRA_LIMIT,
+        compare_code: bool = False,
     ):
-        self.settings = RunSettings(
-            timing=timing,
-            sample=sample,
-            probes=probes,
-            repeat=repeat,
-            rate_hz=sample_rate,
-            sample_time=sample_time,
-            min_samples=min_samples,
+        self.settings = RunSettings(  # by keyword, grouped: what runs, how it is sampled, what is kept
+            timing=timing, sample=sample, probes=probes, repeat=repeat, asm=asm, compare_code=compare_code,
+            rate_hz=sample_rate, sample_time=sample_time, min_samples=min_samples, extra_limit=extra_limit,
             snapshot_budget=snapshot_budget,
-            asm=asm,
-            extra_limit=extra_limit,
-        )
+        )  # fmt: skip
         self.threshold, self.corrected = threshold, corrected
         self._clock = current_clock()
         self._runner = Runner(self._clock.kind, shows_times=timing)

@@ -181,6 +181,7 @@ class Distortion:
     # the process's minor page faults in the user's run and the plain runs' median, over the calls
     # compared (None: unknown): a first run touching fresh memory is slower for that alone
     page_faults: tuple[int, int] | None = None
+    uncompared: str | None = None  # why the twins' vectorization was not compared (no plain twin compiled)
 
 
 @dataclass(frozen=True)
@@ -235,6 +236,9 @@ class Diagnosis:
     probes_corrected: bool = True  # probe times are shown with the probes' cost per hit taken out
     hot_lines: tuple[int, ...] = ()  # hottest first: what the hints and listings describe
 
+
+#: Fields of the parts that format 1 had no name for (added since: absent in a format-1 profile).
+SINCE_FORMAT_2: frozenset[tuple[str, str]] = frozenset({("distortion", "uncompared")})
 
 #: Where each field of format 1's flat FunctionStats went: its part and its name there (format 2).
 FLAT_FIELDS: dict[str, tuple[str, str]] = {

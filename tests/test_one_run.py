@@ -205,3 +205,38 @@ def test_when_nothing_ran_the_script_says_what_could_be_named(tmp_path):
     assert "what the script could have profiled: -f kern:add" in done.stdout
     named = script_output("-m", "numba_lprun", "-f", "kern:add", "main.py", cwd=tmp_path)
     assert "Function:   add at line" in named.stdout and "could have profiled" not in named.stdout
+
+
+def _vector_sum(a):
+    s = 0.0
+    for i in range(a.size):
+        s += a[i] * 1.5
+    return s
+
+
+def test_a_plain_build_dearer_than_a_tenth_of_the_profile_is_left_out_and_said():
+    """After a one-run profile the plain twins are compiled only to compare vectorization; where
+    that is expected to take long (here: a recorded 1,000 s compile of this source) it is left
+    out and the note says so and how to ask; ``compare_code=True`` compiles it anyway."""
+    from numba import njit
+
+    from numba_lprun.instrument import disk_cache
+    from numba_lprun.instrument.source import read_source
+    from numba_lprun.run import plain_build
+    from numba_lprun.twin_kind import PLAIN
+
+    func = njit(_vector_sum)
+    a = np.ones(1000)
+    key = plain_build.record_key(read_source(func))
+    assert disk_cache.update_record(plain_build.RECORDS, key, seconds=1e3)
+    first = numba_lprun.LineProfiler(func, repeat=False)
+    assert first.runcall(func, a) == 1500.0
+    (stats,) = first.profile.functions
+    said = " ".join(n.text for n in stats.notes)
+    assert "plain twins were not compiled to compare vectorization" in said and "--compare-code" in said
+    assert PLAIN not in stats.source.compile_seconds
+    second = numba_lprun.LineProfiler(func, repeat=False, compare_code=True)
+    second.runcall(func, a)
+    (stats,) = second.profile.functions
+    said = " ".join(n.text for n in stats.notes)
+    assert "vectorized as the plain twin's did" in said and "not compiled" not in said

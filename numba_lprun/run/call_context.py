@@ -35,6 +35,7 @@ class RunSettings:
     snapshot_budget: int | None = None
     asm: bool = False  # count allocations in one more run (machine-code view)
     extra_limit: float = 0.5  # seconds of the user's run above which no plain run is made for the overhead
+    compare_code: bool = False  # compile the plain twins after a one-run profile however long it takes
 
 
 class Children(Protocol):

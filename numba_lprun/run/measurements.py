@@ -141,6 +141,13 @@ class RanOnce:
 
 
 @dataclass(frozen=True)
+class CodeUncompared:
+    """The plain twins were not compiled after a one-run profile (``plain_build``), and why."""
+
+    why: str
+
+
+@dataclass(frozen=True)
 class Differed:
     """Results of the plain run that differed from the user's run's: name -> largest relative
     difference, and the profiled functions compiled with ``fastmath`` (the usual cause)."""
@@ -204,7 +211,9 @@ class Comparison:
     functions: dict[Key, Compared] = field(default_factory=dict)
 
 
-Measurement = Counted | Sampled | Restored | ExtraRun | RanOnce | Allocations | Comparison | Differed
+Measurement = (
+    Counted | Sampled | Restored | ExtraRun | RanOnce | Allocations | Comparison | Differed | CodeUncompared
+)
 
 
 @dataclass(frozen=True)
@@ -324,7 +333,7 @@ def merge_records(older: CallRecord | None, newer: CallRecord) -> CallRecord:
                     values[name] = max(found, values.get(name, 0.0))
             fastmath = tuple(dict.fromkeys(f for m in items for f in m.fastmath))
             merged.append(Differed(values, fastmath, any(m.measured for m in items)))
-        elif isinstance(items[0], RanOnce):  # said of the newest call only
+        elif isinstance(items[0], (RanOnce, CodeUncompared)):  # said of the newest call only
             merged += [m for m in items if m in newer.measurements][-1:]
         else:
             merged.append(fold(items))

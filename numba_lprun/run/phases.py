@@ -46,6 +46,7 @@ from .measurements import (
 from .naming import options_of
 from .page_faults import faults_since, minor_faults
 from .phase_run import PhaseRun
+from .plain_build import PlainBuild
 from .quiet import quiet
 from .sampled_run import line_maps, measured, samples_inside
 from .targets import sampled_lines
@@ -288,23 +289,6 @@ def user_twin(settings: RunSettings, sampler_unavailable: str | None, extra_runs
     if not sampled or (settings.probes and not extra_runs):
         return PROBED, sampled
     return COUNTING, True
-
-
-@dataclass(frozen=True)
-class PlainBuild:
-    """Compile the plain twins without running them, after a user's run that had no extra run.
-
-    The overhead cannot be measured then, but both twins carry line tables, so
-    which loops LLVM vectorized in each can still be compared: evidence of
-    distortion that needs no run.
-    """
-
-    user_kind: str = COUNTING
-
-    def run(self, ctx: CallContext) -> None:
-        with ctx.runner.phase(PLAIN, ctx.namespaces, ctx.progress, runs_nothing=True):
-            ctx.runner.compile_like_user(self.user_kind)
-        ctx.runner.take_counts(PLAIN)
 
 
 @dataclass(frozen=True)

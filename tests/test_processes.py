@@ -20,7 +20,16 @@ import pytest
 from numba_lprun import LineProfiler
 from numba_lprun.merge import WORKERS_UNTIMED
 from numba_lprun.stats import ProfileStats
-from tests.process_kernels import both, collatz_steps, die_after, exact_hits, spread, weight, worker_state
+from tests.process_kernels import (
+    both,
+    collatz_steps,
+    die_after,
+    exact_hits,
+    gather_collatz,
+    spread,
+    weight,
+    worker_state,
+)
 
 N = 40  # each task's argument: a short task (a few thousand hits)
 TASKS = 4
@@ -225,6 +234,12 @@ def test_a_dask_client_made_before_the_profile_has_its_workers_profiled():
         assert _hits(profile) == _expected() and not profile.missing
         assert [p.label.split(" tcp")[0] for p in profile.parts] == ["main", "dask worker", "dask worker"]
         assert dict(profile.functions[0].extras.rows)["Processes"].startswith("main + 2 workers")
+        # a statement whose state can be saved: no extra run either, since it would send the tasks
+        # again and the workers would count them again (they did: 37x the exact hits)
+        again = LineProfiler(collatz_steps)
+        assert again.runcall(gather_collatz, N, TASKS) == expected
+        assert _hits(again.profile) == _expected()
+        assert again.profile.runs.once == f"your run sent {TASKS} tasks to Dask workers"
         # afterwards the workers are as they were: no plugin, the kernel's plain calls
         plugins = client.run(lambda dask_worker: list(dask_worker.plugins))
         assert not any(PLUGIN_NAME in names for names in plugins.values()), plugins

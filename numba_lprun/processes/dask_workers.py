@@ -48,6 +48,7 @@ class ProfiledWorker(WorkerPlugin):
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
         self._directory: str | None = None
+        self._tasks_before = 0  # the worker's tasks run when the plugin was set up
 
     def __getstate__(self) -> dict:
         return {"spec": self.spec, "functions": self.functions}
@@ -56,6 +57,7 @@ class ProfiledWorker(WorkerPlugin):
         self.__init__(state["spec"], state["functions"])
 
     def setup(self, worker: object) -> None:
+        self._tasks_before = tasks_run(worker)
         self._directory = tempfile.mkdtemp(prefix="nlprun-dask-")
         spec = replace(self.spec, directory=self._directory)
         ready = threading.Event()
@@ -96,6 +98,21 @@ class ProfiledWorker(WorkerPlugin):
     def teardown(self, worker: object) -> None:
         self.finish()
 
+    def tasks_since(self, worker: object) -> int:
+        """Tasks the worker ran since the plugin was set up (the user's run's, if it sent any)."""
+        return tasks_run(worker) - self._tasks_before
+
+
+def tasks_run(worker: object) -> int:
+    """Tasks a worker has run (``distributed`` 2022.x+ keeps the count in its ``state``)."""
+    state = getattr(worker, "state", worker)
+    return int(getattr(state, "executed_count", 0) or 0)
+
+
+def _tasks_on(dask_worker: object) -> int:
+    plugin = getattr(dask_worker, "plugins", {}).get(PLUGIN_NAME)
+    return plugin.tasks_since(dask_worker) if plugin is not None else 0
+
 
 def _finish_on(dask_worker: object) -> str | None:
     plugin = getattr(dask_worker, "plugins", {}).get(PLUGIN_NAME)
@@ -120,6 +137,16 @@ class ExistingWorkers:
         except Exception as exc:  # never let the profile break the user's run
             why = f"{type(exc).__name__}: {exc}"
             self.missing.append(f"the Dask client's workers could not be profiled ({why})")
+
+    def tasks(self) -> int:
+        """Tasks the workers ran since the profile began (0 where they cannot be asked)."""
+        if self.client is None:
+            return 0
+        try:
+            counts = self.client.run(_tasks_on, on_error="return").values()
+            return sum(n for n in counts if isinstance(n, int))
+        except Exception:  # never let the profile break the user's run
+            return 0
 
     def parts(self) -> list[str]:
         """Each worker's part (its file's text), and the plugin removed."""

@@ -85,9 +85,16 @@ class Launches:
         """How a child is to profile: the same functions, twins and sampling as this run."""
         return ChildSpec(directory, named(self.functions), self.timing, self.twin, self.sampled, self.rate_hz)
 
-    def started(self) -> int:
-        """Processes started by the run so far."""
-        return len(self.processes)
+    def elsewhere(self) -> str | None:
+        """What the run did in other processes, in words (None: nothing): processes it started,
+        or tasks it sent to the workers of a Dask client that existed before it."""
+        if self.processes:
+            n = len(self.processes)
+            return f"your run started {n} process{'es' if n > 1 else ''}"
+        tasks = self.dask.tasks() if self.dask is not None else 0
+        if tasks:
+            return f"your run sent {tasks} task{'s' if tasks > 1 else ''} to Dask workers"
+        return None
 
     def collect(self) -> tuple[list[ProcessPart], list[str]]:
         """The parts the started processes wrote, and a sentence for each that wrote none."""

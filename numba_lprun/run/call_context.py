@@ -39,10 +39,11 @@ class RunSettings:
 
 
 class Children(Protocol):
-    """The processes the user's run starts (``processes.launch``): profiled while ``watching``."""
+    """The processes the user's run starts (``processes.launch``): profiled while ``watching``;
+    ``elsewhere``: what work the run did in other processes (a second run would do it again)."""
 
     def watching(self) -> contextlib.AbstractContextManager: ...
-    def started(self) -> int: ...
+    def elsewhere(self) -> str | None: ...
 
 
 @dataclass

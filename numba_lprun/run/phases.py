@@ -329,10 +329,10 @@ def run_phases(ctx: CallContext, planned: Plan, once: str | None) -> Any:
             ctx.made.append(RanOnce(f"your run {what}, so nothing more was run"))
         raise
     extra = list(planned.extra)
-    started = ctx.children.started() if ctx.children is not None and extra else 0
-    if started:  # a second run would start them again, and their work would be measured twice
+    elsewhere = ctx.children.elsewhere() if ctx.children is not None and extra else None
+    if elsewhere:  # a second run would do that work again, and it would be counted twice
         extra = []
-        ctx.made.append(RanOnce(f"your run started {started} process{'es' if started > 1 else ''}"))
+        ctx.made.append(RanOnce(elsewhere))
     long = too_long(ctx) if extra else None
     if long is not None:
         extra = [p for p in extra if not isinstance(p, (PlainRun, SampledRepeats))]

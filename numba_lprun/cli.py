@@ -21,7 +21,7 @@ import traceback
 import types
 from collections.abc import Callable, Iterable
 
-from .cuda import CudaLineProfiler, bound_kernels, is_cuda_function, namespaces_of
+from .cuda import CudaLineProfiler, bound_kernels, namespaces_of, split_cuda
 from .decorator import is_marked
 from .errors import NotProfilableError, TwinCompileError, profiler_failed, without_profiler_frames
 from .instrument.kinds import defined_in, import_spec, profilable_in
@@ -223,14 +223,12 @@ class _UsageError(Exception):
 def _cuda_functions(opts: argparse.Namespace, program: _Program) -> list[object]:
     """The CUDA kernels and device functions ``-f MODULE:FUNC`` names (imported now), or none;
     ``_UsageError`` where they come with CPU functions or options that mean nothing for them."""
-    named = [(spec, _resolve(spec, program)) for spec in opts.functions]
-    cuda = [func for _, func in named if func is not None and is_cuda_function(func)]
+    cuda, others = split_cuda((spec, _resolve(spec, program)) for spec in opts.functions)
     if not cuda:
         return []
-    others = [spec for spec, func in named if func is None or not is_cuda_function(func)]
     if others:
         raise _UsageError(
-            f"-f {others[0]}: CPU functions and CUDA kernels cannot be profiled together (a CUDA launch "
+            f"-f {others[0][0]}: CPU functions and CUDA kernels cannot be profiled together (a CUDA launch "
             "is profiled by its own launches; with CUDA kernels, name each one as MODULE:FUNC)"
         )
     refused = cuda_refusals(opts, CLI)
@@ -248,7 +246,7 @@ def _cuda_run(
     modules = [vars(importlib.import_module(spec.partition(":")[0])) for spec in opts.functions]
     with bound_kernels(prof, namespaces_of(functions, modules)):
         status = _run_plain(program)
-    return prof.stats, status
+    return prof.profile, status
 
 
 def split_module_args(argv: list[str]) -> tuple[list[str], list[str]]:

@@ -23,9 +23,9 @@ class NotProfilableError(TypeError):
 class CudaFunctionError(NotProfilableError):
     """The object is a ``@cuda.jit`` kernel or device function.
 
-    The CPU resolver refuses it with this error; a front end (magic, CLI) catches
-    it and profiles the kernel's launches with ``numba_lprun.cuda`` instead.
-    ``function`` is the CUDA function.
+    The CPU resolver (``LineProfiler(kern)``) refuses it with this error, which says
+    that ``numba_lprun.cuda`` profiles the kernel's launches; the front ends (magic, CLI)
+    send kernels there before (``cuda.split_cuda``). ``function`` is the CUDA function.
     """
 
     def __init__(self, message: str, function: object):

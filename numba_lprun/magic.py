@@ -18,15 +18,14 @@ from IPython.core.magic import Magics, line_cell_magic, magics_class
 from IPython.core.magic_arguments import argument, magic_arguments, parse_argstring
 from IPython.display import display
 
-from .cuda import CudaLineProfiler, bound_kernels, namespaces_of
+from .cuda import CudaLineProfiler, bound_kernels, namespaces_of, split_cuda
 from .errors import (
-    CudaFunctionError,
     NotProfilableError,
     TwinCompileError,
     profiler_failed,
     without_profiler_frames,
 )
-from .instrument.kinds import defined_in, is_dispatcher, profilable_in, resolve_expression
+from .instrument.kinds import defined_in, evaluate_expression, is_dispatcher, profilable_in, resolve
 from .instrument.packages import imported_from, package_pick, split_packages
 from .options import (
     MAGIC,
@@ -252,7 +251,7 @@ class NlprunMagics(Magics):
                 exec(code, ns)
 
         interrupted, error, progress = self._run(execute)
-        return self._finish(prof, prof.stats, args, interrupted, error, progress)
+        return self._finish(prof, prof.profile, args, interrupted, error, progress)
 
     def _finish(
         self, prof, profile: ProfileStats, args, interrupted: str | None, error: Exception | None, progress
@@ -271,15 +270,19 @@ class NlprunMagics(Magics):
 
     # -- pieces ----------------------------------------------------------------------
     def _functions(self, args) -> tuple[list[Callable], list[object]]:
-        """The CPU functions and the CUDA kernels and device functions ``-f`` names."""
-        ns = self.shell.user_ns
-        found: list[Callable] = []
-        cuda: list[object] = []
+        """The CPU functions and the CUDA kernels and device functions ``-f`` names
+        (``cuda.split_cuda`` tells them apart, as for the command line)."""
+        named = []
         for expr in args.functions:
             try:
-                found.extend(resolve_expression(expr, ns))
-            except CudaFunctionError as exc:
-                cuda.append(exc.function)
+                named.append((expr, evaluate_expression(expr, self.shell.user_ns)))
+            except NotProfilableError as exc:
+                raise UsageError(f"nlprun: -f {expr}: {exc}") from None
+        cuda, others = split_cuda(named)
+        found: list[Callable] = []
+        for expr, obj in others:
+            try:
+                found.extend(resolve(obj))
             except NotProfilableError as exc:
                 raise UsageError(f"nlprun: -f {expr}: {exc}") from None
         return found, cuda

@@ -83,8 +83,8 @@ def one_walk(a: np.ndarray) -> np.ndarray:
 def test_line_magic_on_a_kernel_and_its_device_function(ip, capsys):
     prof = ip.run_line_magic("nlprun", "-r -f walk -f step walk[2, 64](a, out)")
     text = capsys.readouterr().out
-    assert [f.name for f in prof.stats.functions] == ["walk", "step"]
-    check_table(text, prof.stats, walk_reference())
+    assert [f.name for f in prof.profile.functions] == ["walk", "step"]
+    check_table(text, prof.profile, walk_reference())
     assert "Launch:     walk[2, 64]: 128 threads; 1 launch (the user's)" in text
     assert re.search(r"Line #\s+Hits\s+Warps\s+Lanes\s+Line Contents", text)
     assert np.array_equal(ip.user_ns["out"], one_walk(ip.user_ns["a"]))
@@ -95,14 +95,14 @@ def test_device_function_alone_and_kernel_reached_through_its_module(ip, capsys)
     attribute): the kernel that calls it is bound there too, and put back."""
     prof = ip.run_line_magic("nlprun", "-r -f kernels.step kernels.walk[2, 64](a, out)")
     capsys.readouterr()
-    assert [f.name for f in prof.stats.functions] == ["walk", "step"]
-    check_table(prof.get_text(), prof.stats, walk_reference())
+    assert [f.name for f in prof.profile.functions] == ["walk", "step"]
+    check_table(prof.get_text(), prof.profile, walk_reference())
 
 
 def test_cell_magic_adds_up_launches(ip, capsys):
     prof = ip.run_cell_magic("nlprun", "-r -f walk -f step", "for _ in range(2):\n    walk[2, 64](a, out)\n")
     text = capsys.readouterr().out
-    check_table(text, prof.stats, walk_reference(), launches=2)
+    check_table(text, prof.profile, walk_reference(), launches=2)
     assert "2 launches of the user's, added up" in " ".join(text.split())
 
 

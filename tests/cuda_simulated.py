@@ -13,9 +13,10 @@ import inspect
 import numpy as np
 import pytest
 
-from numba_lprun.cuda import CudaLineProfiler, in_simulator, profile_launch, profile_stats
+from numba_lprun.cuda import CudaLineProfiler, in_simulator, profile_launch, profile_stats, split_cuda
 from numba_lprun.cuda.reference import per_thread_lines, total_hits
 from numba_lprun.renderers import TextRenderer
+from numba_lprun.stats import ProfileStats
 from tests import cuda_kernels as K
 
 pytestmark = pytest.mark.skipif(not in_simulator(), reason="needs NUMBA_ENABLE_CUDASIM=1")
@@ -165,13 +166,14 @@ def test_line_profiler_shape_and_text():
     prof = CudaLineProfiler(K.divergent, K.clamp_scale)
     prof.runcall(K.divergent[3, 32], a, out)
     prof.wrap(K.divergent)[3, 32](a, out)
-    merged = prof.profile
-    assert merged.function("divergent").calls == 2 * 96
+    merged = prof.cuda_profile  # the launches in the GPU's terms; .profile is the common value
+    assert len(prof.launches) == 2 and merged.function("divergent").calls == 2 * 96
     text = prof.get_text()  # the common text renderer
     assert "Line #      Hits         Time  Per Hit   % Time Warps Lanes  Line Contents" in text
     assert "simulator" in text and "modelled" in text
     assert "def clamp_scale(x, k):" in text and "2 launches of the user's, added up" in text
-    assert prof.stats.functions[0].hits == merged.function("divergent").hits
+    assert isinstance(prof.profile, ProfileStats)  # as LineProfiler.profile
+    assert prof.profile.functions[0].hits == merged.function("divergent").hits
     alone = profile_launch(K.divergent, 3, 32, a, out, device_functions=())
     single = TextRenderer().render(profile_stats(alone))
     assert "clamp_scale(x, k)" not in single
@@ -183,3 +185,7 @@ def test_simulated_kernels_are_routed_to_the_cuda_profiler():
 
     with pytest.raises(CudaFunctionError):
         resolve(K.block_sum)
+    # the front ends' one test (magic and command line): CUDA functions go to CudaLineProfiler
+    cuda, others = split_cuda([("block_sum", K.block_sum), ("clamp_scale", K.clamp_scale), ("f", len)])
+    assert cuda == [K.block_sum, K.clamp_scale] and others == [("f", len)]
+    assert split_cuda([("later", None)]) == ([], [("later", None)])

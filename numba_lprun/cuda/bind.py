@@ -6,18 +6,34 @@ user's namespace for the magic, the kernel's module for the command line's
 ``-f module:kern``), so the statement runs as written, once. The originals are
 put back on success, error and Ctrl-C with the CPU path's ``Swap``: swapping is
 never cut half way, and a name the statement rebound meanwhile is left alone.
+Whether a front end's ``-f`` asks for CUDA at all is decided here once (``split_cuda``).
 """
 
 from __future__ import annotations
 
 import contextlib
 from collections.abc import Iterable, Iterator
+from typing import TypeVar
 
 from ..errors import NotProfilableError
 from ..instrument.source import describe
 from ..run.reach import Swap
 from .kernels import called_device_functions, is_cuda_function, is_device_function
 from .profiler import CudaLineProfiler
+
+T = TypeVar("T")
+
+
+def split_cuda(named: Iterable[tuple[str, T]]) -> tuple[list[T], list[tuple[str, T]]]:
+    """The CUDA kernels and device functions among the ``(name, object)`` pairs a front end's
+    ``-f`` gave, and the other pairs (CPU functions; an object not found yet is None).
+
+    The one place the magic and the command line decide whether to profile launches
+    (``CudaLineProfiler``) or calls (``LineProfiler``): any CUDA function named sends the run
+    to the GPU path, where each front end refuses the others in its own words."""
+    named = list(named)
+    cuda = [obj for _, obj in named if is_cuda_function(obj)]
+    return cuda, [(name, obj) for name, obj in named if not is_cuda_function(obj)]
 
 
 def namespaces_of(functions: Iterable[object], first: Iterable[dict] = ()) -> list[dict]:

@@ -32,6 +32,8 @@ from dataclasses import dataclass
 import numpy as np
 from llvmlite import ir
 
+from ..instrument.probe_intrinsics import line_intrinsic, no_arg_intrinsic
+
 STRIPES = 32
 HITS, WARPS, CYCLES = 0, 1, 2
 _I1, _I32, _I64 = ir.IntType(1), ir.IntType(32), ir.IntType(64)
@@ -219,30 +221,11 @@ def make_gpu_probes(cfg: GpuProbeConfig) -> dict[str, object]:
     emit = _Emitter(cfg)
 
     def no_arg(action):
-        @intrinsic
-        def probe(typingctx):
-            def codegen(context, builder, sig, args):
-                action(builder)
-                return context.get_dummy_value()
-
-            return types.none(), codegen
-
-        return probe
-
-    @intrinsic
-    def nlp_line(typingctx, row):
-        if not isinstance(row, types.IntegerLiteral):
-            return None
-
-        def codegen(context, builder, sig, args):
-            emit.line(builder, sig.args[0].literal_value)
-            return context.get_dummy_value()
-
-        return types.none(row), codegen
+        return no_arg_intrinsic(intrinsic, types, lambda builder, context: action(builder))
 
     return {
         "_nlp_enter": no_arg(emit.enter),
-        "_nlp_line": nlp_line,
+        "_nlp_line": line_intrinsic(intrinsic, types, emit.line),
         "_nlp_leave": no_arg(emit.leave),
         "_nlp_flush": no_arg(lambda builder: None),
     }

@@ -2,10 +2,9 @@
 
 Both kinds of object a ``@cuda.jit`` decorator makes are handled: numba-cuda's
 ``CUDADispatcher`` on a machine with (or without) a GPU, and the simulator's
-``FakeCUDAKernel`` under ``NUMBA_ENABLE_CUDASIM=1``. Detection goes by the type's
-module, so asking whether something is a CUDA function never imports numba.cuda
-(importing it is slow, and under the simulator it must not happen before the
-environment variable is read).
+``FakeCUDAKernel`` under ``NUMBA_ENABLE_CUDASIM=1``. ``is_cuda_function`` is the CPU
+resolver's (``instrument.kinds``, which refuses these first), imported here: it goes by
+the type's module, so asking never imports numba.cuda.
 """
 
 from __future__ import annotations
@@ -16,16 +15,11 @@ import textwrap
 from types import FunctionType
 
 from ..errors import NotProfilableError
+from ..instrument.kinds import is_cuda_function
 from ..instrument.source import FunctionSource, describe
 from ..internals import simulated_device_flag, simulated_fastmath
 
 _CO_UNSUPPORTED = inspect.CO_GENERATOR | inspect.CO_COROUTINE | inspect.CO_ASYNC_GENERATOR
-
-
-def is_cuda_function(obj: object) -> bool:
-    """Whether ``obj`` is a ``@cuda.jit`` kernel or device function (GPU or simulator)."""
-    module = type(obj).__module__
-    return module.startswith("numba.cuda") and hasattr(obj, "py_func")
 
 
 def in_simulator() -> bool:

@@ -4,6 +4,10 @@
 object that profiles every launch made through it (``w[grid, block](*args)``), so a
 front end can bind it in place of the kernel while a statement runs (the magic's
 ``%nlprun -f kern kern[g, b](a)``). Profiles of several launches add up.
+
+Its ``.profile`` is a ``ProfileStats``, as ``LineProfiler.profile`` is, so a front end
+reads, renders and saves a CPU or a GPU profile the same way; what only a GPU profile has
+(each launch, in the GPU's terms) is ``.launches`` and, added up, ``.cuda_profile``.
 """
 
 from __future__ import annotations
@@ -49,7 +53,7 @@ class CudaLineProfiler:
                 raise TypeError(f"{f!r} is not a @cuda.jit kernel or device function")
         self.functions = list(functions)
         self.timing, self.overhead, self.threshold = timing, overhead, threshold
-        self.profiles: list[CudaProfile] = []
+        self.launches: list[CudaProfile] = []  # each launch's profile, in the GPU's terms
 
     def add_function(self, func: object) -> None:
         if not is_cuda_function(func):
@@ -71,7 +75,7 @@ class CudaLineProfiler:
             stream=stream,
             shared_mem=shared_mem,
         )
-        self.profiles.append(profile)
+        self.launches.append(profile)
         return profile
 
     def runcall(self, configured: object, *args: object) -> None:
@@ -84,18 +88,20 @@ class CudaLineProfiler:
         return _ProfiledKernel(self, kernel)
 
     @property
-    def profile(self) -> CudaProfile | None:
-        """All launches so far, added up, in the GPU's terms (None before the first)."""
-        return merge_profiles(self.profiles) if self.profiles else None
+    def profile(self) -> ProfileStats:
+        """All launches so far as the common profile value (``LineProfiler.profile``'s type),
+        which every renderer and front end reads: one interface for CPU and GPU profiles."""
+        return profile_stats(self.launches, self.threshold)
 
     @property
-    def stats(self) -> ProfileStats:
-        """All launches so far as the common profile value, which every renderer shows."""
-        return profile_stats(self.profiles, self.threshold)
+    def cuda_profile(self) -> CudaProfile | None:
+        """All launches so far, added up, in the GPU's terms (None before the first): what only
+        CUDA has (warp executions per launch, the launch geometry), for callers that want it."""
+        return merge_profiles(self.launches) if self.launches else None
 
     def get_text(self) -> str:
         """line_profiler's text layout (the common text renderer), notes unwrapped."""
-        return TextRenderer(width=0).render(self.stats)
+        return TextRenderer(width=0).render(self.profile)
 
     def print_stats(self, stream: TextIO | None = None) -> None:
         (stream or sys.stdout).write(self.get_text())

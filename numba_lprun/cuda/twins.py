@@ -17,6 +17,7 @@ from dataclasses import dataclass
 
 from ..instrument.rewrite import instrument
 from ..instrument.source import FunctionSource
+from ..instrument.twins import exec_def
 from .kernels import cuda_options, in_simulator, is_device_function, read_cuda_source
 from .warp_model import LoopShape, loop_shape
 
@@ -43,39 +44,6 @@ def plan(original: object) -> Planned:
     return Planned(original, src, rewritten.tree, rewritten.rows, loop_shape(src.tree))
 
 
-def _exec_def(
-    tree: ast.FunctionDef, src: FunctionSource, namespace: dict, relink: dict
-) -> pytypes.FunctionType:
-    """Execute a rewritten def in ``namespace`` (a copy of the original's globals),
-    inside a factory taking the original's free variables when it has any, so the
-    twin closes over the same objects (relinked where they are profiled functions)."""
-    freevars = src.py_func.__code__.co_freevars
-    if not freevars:
-        module = ast.Module(body=[tree], type_ignores=[])
-        exec(compile(module, src.filename, "exec"), namespace)
-        return namespace.pop(tree.name)
-    params = [ast.arg(arg=name) for name in freevars]
-    factory = ast.FunctionDef(
-        name="_nlp_factory",
-        args=ast.arguments(posonlyargs=[], args=params, kwonlyargs=[], kw_defaults=[], defaults=[]),
-        body=[tree, ast.Return(value=ast.Name(id=tree.name, ctx=ast.Load()))],
-        decorator_list=[],
-        returns=None,
-        type_comment=None,
-    )
-    module = ast.fix_missing_locations(ast.Module(body=[ast.copy_location(factory, tree)], type_ignores=[]))
-    local_ns: dict = {}
-    exec(compile(module, src.filename, "exec"), namespace, local_ns)
-    values = []
-    for cell in src.py_func.__closure__ or ():
-        try:
-            value = cell.cell_contents
-        except ValueError:
-            value = None
-        values.append(relink.get(id(value), value))
-    return local_ns["_nlp_factory"](*values)
-
-
 def _jit(original: object, py_func: pytypes.FunctionType) -> object:
     from numba import cuda
 
@@ -90,7 +58,7 @@ def probed_twin(p: Planned, probes: dict, twins_of: dict[int, object]) -> object
         if id(value) in twins_of:
             namespace[name] = twins_of[id(value)]
     namespace.update(probes)
-    return _jit(p.original, _exec_def(p.tree, p.source, namespace, twins_of))
+    return _jit(p.original, exec_def(p.tree, p.source, namespace, twins_of))
 
 
 def plain_twin(original: object) -> object:

@@ -88,13 +88,17 @@ def templates_holding(dispatcher: object) -> list[type]:
 
 def is_cuda_function(obj: object) -> bool:
     """Whether ``obj`` is a ``@cuda.jit`` kernel or device function (numba-cuda's
-    dispatcher or the simulator's kernel); by its type's module, importing nothing."""
+    dispatcher or the simulator's kernel); by its type's module, importing nothing
+    (importing numba.cuda is slow, and under the simulator must wait for the environment).
+    Defined here, the first stage that asks (the CPU resolver refuses these); ``cuda/``
+    and the front ends' ``cuda.split_cuda`` use this one."""
     return type(obj).__module__.startswith("numba.cuda") and hasattr(obj, "py_func")
 
 
 def refuse_cuda(obj: object) -> None:
-    """The hook where CUDA kernels leave the CPU path: a ``CudaFunctionError`` that
-    front ends catch to profile the kernel's launches with ``numba_lprun.cuda``."""
+    """Where CUDA kernels leave the CPU path: ``LineProfiler(kern)`` says, as a
+    ``CudaFunctionError``, that ``numba_lprun.cuda`` profiles the kernel's launches (the
+    front ends never get here: ``cuda.split_cuda`` sends kernels there first)."""
     raise CudaFunctionError(
         f"{describe(obj)} is a CUDA kernel or device function: its launches are profiled by "
         "numba_lprun.cuda (profile_launch, CudaLineProfiler), not by the CPU profiler",
@@ -142,13 +146,13 @@ def resolve(obj: object) -> list[CPUDispatcher]:
     raise NotProfilableError(f"{describe(obj)} is not a Numba jitted function")
 
 
-def resolve_expression(expr: str, namespace: dict) -> list[CPUDispatcher]:
-    """``resolve`` what the expression ``expr`` gives in ``namespace`` (the magic's ``-f``)."""
+def evaluate_expression(expr: str, namespace: dict) -> object:
+    """What the expression ``expr`` gives in ``namespace`` (the magic's ``-f``), not yet
+    resolved: the front end first asks whether it is CUDA; NotProfilableError if it fails."""
     try:
-        obj = eval(expr, namespace)
+        return eval(expr, namespace)
     except Exception as exc:
         raise NotProfilableError(f"{type(exc).__name__}: {exc}") from None
-    return resolve(obj)
 
 
 def import_spec(spec: str) -> object:

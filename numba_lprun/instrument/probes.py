@@ -40,6 +40,7 @@ from .counter_slots import (  # noqa: F401  (the symbol helpers, re-exported for
     symbols_in,
 )
 from .exits import exits_flushed, flush_on_exit
+from .probe_intrinsics import line_intrinsic, no_arg_intrinsic
 from .stripes import STRIPES, CounterTable, emit_own_stripe, layout, stripes_supported
 
 _I64 = ir.IntType(64)
@@ -288,16 +289,7 @@ class _Emitter:
 
 def _no_arg_probe(emit: Callable[[ir.IRBuilder, object], None]):
     """An intrinsic taking no argument that emits ``emit(builder, context)`` where it is called."""
-
-    @intrinsic
-    def probe(typingctx):
-        def codegen(context, builder, sig, args):
-            emit(builder, context)
-            return context.get_dummy_value()
-
-        return types.none(), codegen
-
-    return probe
+    return no_arg_intrinsic(intrinsic, types, emit)
 
 
 def make_probes(cfg: ProbeConfig) -> dict[str, object]:
@@ -314,20 +306,9 @@ def make_probes(cfg: ProbeConfig) -> dict[str, object]:
     slot = CounterSlot(cfg.address, cfg.token())
     emit = _Emitter(cfg, slot)
 
-    @intrinsic
-    def nlp_line(typingctx, row):
-        if not isinstance(row, types.IntegerLiteral):
-            return None
-
-        def codegen(context, builder, sig, args):
-            emit.line(builder, sig.args[0].literal_value)
-            return context.get_dummy_value()
-
-        return types.none(row), codegen
-
     probes = {
         ENTER: _no_arg_probe(emit.enter),
-        LINE: nlp_line,
+        LINE: line_intrinsic(intrinsic, types, emit.line),
         LEAVE: _no_arg_probe(emit.leave),
         FLUSH: _no_arg_probe(lambda builder, context: emit.flush(builder)),
     }

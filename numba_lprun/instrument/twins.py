@@ -37,11 +37,14 @@ def objmode_names(py_func: pytypes.FunctionType) -> frozenset[str]:
     return frozenset(names)
 
 
-def _exec_def(tree: ast.FunctionDef, src: FunctionSource, globals_: dict) -> pytypes.FunctionType:
+def exec_def(
+    tree: ast.FunctionDef, src: FunctionSource, globals_: dict, relink: dict[int, object] | None = None
+) -> pytypes.FunctionType:
     """Execute a rewritten def in ``globals_``, inside a factory when it has free variables.
 
     The factory's parameters are the original's free variables, so the twin
-    closes over the same objects as the original.
+    closes over the same objects as the original (``relink``: id(object) -> what the twin
+    closes over instead, as CUDA's device functions' twins). The CPU and CUDA twins share it.
     """
     py_func = src.py_func
     freevars = py_func.__code__.co_freevars
@@ -69,7 +72,8 @@ def _exec_def(tree: ast.FunctionDef, src: FunctionSource, globals_: dict) -> pyt
     exec(compile(module, src.filename, "exec"), globals_, local_ns)
     contents = []
     for cell in py_func.__closure__ or ():
-        contents.append(_cell_value(cell))  # an empty cell gives None: no call could use it
+        value = _cell_value(cell)  # an empty cell gives None: no call could use it
+        contents.append(value if relink is None else relink.get(id(value), value))
     return local_ns["_nlp_factory"](*contents)
 
 
@@ -174,7 +178,7 @@ def make_twin(
     """A twin built from a rewritten def; its globals are a copy of the original's."""
     globals_ = LiveGlobals(src.py_func.__globals__)
     globals_.update(extra_globals)
-    py_func = _exec_def(tree, src, globals_)
+    py_func = exec_def(tree, src, globals_)
     py_func.__defaults__ = src.py_func.__defaults__
     py_func.__kwdefaults__ = src.py_func.__kwdefaults__
     py_func.__name__ = src.py_func.__name__

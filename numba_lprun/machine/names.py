@@ -11,12 +11,11 @@ engine, else the process's symbol table), which gives the address a ``call`` or 
 
 from __future__ import annotations
 
-import ctypes
 import io
-import os
 import re
 
 from ..internals import compiled_object, numba_helper_address, symbol_address
+from ..sampling.walks import dl_info
 
 _NUMBA_NAME = re.compile(r"(\d+)")
 _ESCAPES = re.compile(r"_(3c|3e|24)")  # Numba writes <, > and $ as _3c, _3e, _24 in symbol names
@@ -43,26 +42,10 @@ def pretty(name: str) -> str:
     return _ESCAPES.sub(lambda m: chr(int(m.group(1), 16)), text)
 
 
-class _DlInfo(ctypes.Structure):
-    _fields_ = [
-        ("dli_fname", ctypes.c_char_p),
-        ("dli_fbase", ctypes.c_void_p),
-        ("dli_sname", ctypes.c_char_p),
-        ("dli_saddr", ctypes.c_void_p),
-    ]
-
-
 def shared_object(address: int) -> str | None:
     """The file name of the shared library holding ``address`` (``libm.so.6``), or None."""
-    try:
-        dladdr = ctypes.CDLL(None).dladdr
-    except (OSError, AttributeError):
-        return None
-    dladdr.argtypes = [ctypes.c_void_p, ctypes.POINTER(_DlInfo)]
-    info = _DlInfo()
-    if not dladdr(ctypes.c_void_p(address), ctypes.byref(info)) or not info.dli_fname:
-        return None
-    return os.path.basename(info.dli_fname.decode(errors="replace"))
+    found = dl_info(address)
+    return None if found is None else found[0]
 
 
 def origin(name: str, jitted: bool, address: int) -> str:

@@ -76,6 +76,16 @@ def _dladdr():
     return func
 
 
+def dl_info(address: int) -> tuple[str, str | None] | None:
+    """(file name of the shared library, symbol or None) that ``dladdr`` finds for ``address``,
+    or None; one ``Dl_info`` binding for the sampler's walks and ``machine.names``."""
+    dladdr, info = _dladdr(), _DlInfo()
+    if dladdr is None or not dladdr(ctypes.c_void_p(address), ctypes.byref(info)) or not info.dli_fname:
+        return None
+    symbol = info.dli_sname.decode(errors="replace") if info.dli_sname else None
+    return os.path.basename(info.dli_fname.decode(errors="replace")), symbol
+
+
 def has_unwind_info(address: int) -> bool | None:
     """Whether libgcc finds an FDE covering ``address`` (None: cannot be asked here)."""
     find = _find_fde()
@@ -96,11 +106,11 @@ def code_name(address: int, code: tuple[np.ndarray, np.ndarray, np.ndarray]) -> 
         return "an address outside any code (a corrupt stack?)"
     if not named[index]:
         return "jitted code that numba_lprun did not compile"
-    dladdr, info = _dladdr(), _DlInfo()
-    if dladdr is None or not dladdr(ctypes.c_void_p(address), ctypes.byref(info)) or not info.dli_fname:
+    found = dl_info(address)
+    if found is None:
         return "a shared library"
-    library = os.path.basename(info.dli_fname.decode(errors="replace"))
-    return f"{library}: {info.dli_sname.decode(errors='replace')}" if info.dli_sname else library
+    library, symbol = found
+    return f"{library}: {symbol}" if symbol else library
 
 
 def classify(

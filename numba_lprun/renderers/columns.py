@@ -18,6 +18,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 
+from . import html_cells
 from .view import (
     FunctionView,
     LineView,
@@ -53,6 +54,11 @@ class Column:
     text: bool = False  # in line_profiler's text layout
     style: str = ""  # the rich column's style
     line_style: Callable[[LineView], str] | None = None  # a rich cell's style from its line
+    #: the HTML cell's inner HTML (``human``: times with their unit); None: the cell, escaped
+    html_cell: Callable[[FunctionView, LineView, bool], str] | None = None
+    html_class: Callable[[LineView], str] | str = ""  # the HTML cell's classes after ``n``
+    html_head_class: str = ""  # the HTML header's classes after ``n`` (the fold CSS)
+    unit_title: bool = False  # the HTML header's title says the time unit
 
 
 def _always(view: FunctionView) -> bool:
@@ -81,6 +87,7 @@ BEFORE_EXTRAS = (
         shown=_always,
         text=True,
         style="dim",
+        html_class=" ln",
     ),
     Column(
         name="Hits",
@@ -95,6 +102,8 @@ BEFORE_EXTRAS = (
         cell=lambda view, line: number(line.time),
         shown=_timed,
         text=True,
+        html_cell=html_cells.time_cell,
+        unit_title=True,
     ),
     Column(
         name="Per Hit",
@@ -102,6 +111,8 @@ BEFORE_EXTRAS = (
         cell=lambda view, line: per_hit_text(line),
         shown=_timed,
         text=True,
+        html_cell=html_cells.per_hit_cell,
+        unit_title=True,
     ),
     Column(
         name="% Time",
@@ -110,6 +121,8 @@ BEFORE_EXTRAS = (
         shown=_timed,
         text=True,
         line_style=lambda line: "bold red" if line.heavy else "",
+        html_class=lambda line: " heavy" if line.heavy else "",
+        unit_title=True,  # as before the registry: its header's title reads like Time's
     ),
 )
 AFTER_EXTRAS = (
@@ -120,6 +133,8 @@ AFTER_EXTRAS = (
         shown=_sampled,
         fold=Fold(order=1, floor=CODE_MIN, wrap_first=True),
         style="dim",
+        html_class=" ci f3",
+        html_head_class=" f3",
     ),
     Column(
         name="Probe Time",
@@ -127,6 +142,10 @@ AFTER_EXTRAS = (
         cell=lambda view, line: probe_time_text(line),
         shown=_probes,
         fold=Fold(order=0, floor=CODE_MIN, wrap_first=False),
+        html_cell=html_cells.probe_time_cell,
+        html_class=" f2",
+        html_head_class=" f2",
+        unit_title=True,
     ),
     Column(
         name="Probe %",
@@ -135,6 +154,8 @@ AFTER_EXTRAS = (
         shown=_probes,
         fold=Fold(order=2, floor=PROBES_CODE_MIN, wrap_first=True),
         line_style=lambda line: "bold yellow" if line.disagree else "",
+        html_cell=html_cells.probe_percent_cell,
+        html_class=lambda line: " bang" if line.disagree else "",
     ),
 )
 REGISTRY = BEFORE_EXTRAS + AFTER_EXTRAS

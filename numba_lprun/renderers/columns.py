@@ -29,6 +29,7 @@ from .view import (
     probe_time_text,
 )
 
+SAMPLE_COUNTS = "Samples"  # the name ``--sample-counts`` asks for
 CODE_MIN = 20  # the source column is cropped down to this before any column folds
 PROBES_CODE_MIN = 8  # Probe % folds only when the source would get fewer characters
 
@@ -59,6 +60,8 @@ class Column:
     html_class: Callable[[LineView], str] | str = ""  # the HTML cell's classes after ``n``
     html_head_class: str = ""  # the HTML header's classes after ``n`` (the fold CSS)
     unit_title: bool = False  # the HTML header's title says the time unit
+    text_line: bool = False  # line_profiler's layout has no room: the text writes it as a line
+    html_title: bool = False  # the HTML header's title is the explanation (new columns)
 
 
 def _always(view: FunctionView) -> bool:
@@ -156,6 +159,15 @@ AFTER_EXTRAS = (
         line_style=lambda line: "bold yellow" if line.disagree else "",
         html_cell=html_cells.probe_percent_cell,
         html_class=lambda line: " bang" if line.disagree else "",
+    ),
+    Column(
+        name="Samples",
+        explanation="how many samples landed on the line (--sample-counts)",
+        cell=lambda view, line: "" if line.samples is None else str(line.samples),
+        shown=lambda view: SAMPLE_COUNTS in view.asked,
+        fold=Fold(order=3, floor=PROBES_CODE_MIN, wrap_first=True),
+        html_title=True,
+        text_line=True,
     ),
 )
 REGISTRY = BEFORE_EXTRAS + AFTER_EXTRAS

@@ -135,9 +135,12 @@ def _heads(view: FunctionView, human: bool) -> str:
     def head(name: str, css: str, title: str) -> str:
         return f'<th class="n{css}"{title}>{escape(name)}</th>'
 
-    heads = [head(c.name, c.html_head_class, unit if c.unit_title else "") for c in before]
+    def title(c: Column) -> str:
+        return unit if c.unit_title else f' title="{escape(c.explanation)}"' if c.html_title else ""
+
+    heads = [head(c.name, c.html_head_class, title(c)) for c in before]
     heads += [head(h, "", said.get(h, "")) for h in view.extra_headers]
-    heads += [head(c.name, c.html_head_class, unit if c.unit_title else "") for c in after]
+    heads += [head(c.name, c.html_head_class, title(c)) for c in after]
     head_html = "".join(heads)
     if view.timed:
         swatches = [("Time", "s" if view.sampled else "t")] + (

@@ -179,10 +179,15 @@ def function_renderable(view: FunctionView, width: int, asm_lines: int = 0) -> R
     return Group(*parts)
 
 
-def natural_width(profile: ProfileStats, output_unit: float | None = None, stripzeros: bool = False) -> int:
+def natural_width(
+    profile: ProfileStats,
+    output_unit: float | None = None,
+    stripzeros: bool = False,
+    columns: frozenset[str] = frozenset(),
+) -> int:
     """The width at which every column and every source line shows whole (at least ``NATURAL_MIN``)."""
     widest = NATURAL_MIN
-    for view in profile_views(profile, output_unit, stripzeros):
+    for view in profile_views(profile, output_unit, stripzeros, columns):
         cols = _columns(view)
         code = max([len(CODE_HEADER)] + [len(line.text) for line in view.lines])
         widest = max(widest, sum(c.width(False) for c in cols) + 2 * len(cols) + code)
@@ -195,9 +200,11 @@ def profile_renderables(
     stripzeros: bool = False,
     width: int = 120,
     asm_lines: int = 0,
+    columns: frozenset[str] = frozenset(),
 ) -> list[RenderableType]:
-    """Everything :func:`print_profile` prints, laid out for ``width`` columns."""
-    views = profile_views(profile, output_unit, stripzeros)
+    """Everything :func:`print_profile` prints, laid out for ``width`` columns (``columns``: the
+    optional ones asked for)."""
+    views = profile_views(profile, output_unit, stripzeros, columns)
     if not views:
         return [Text("numba_lprun: no profiled function ran", style="dim")]
     out: list[RenderableType] = []
@@ -213,6 +220,7 @@ def print_profile(
     file: TextIO | None = None,
     width: int | None = None,
     asm_lines: int = 0,
+    columns: frozenset[str] = frozenset(),
 ) -> None:
     """Print the profile to ``file`` (stdout) at ``width`` columns (``asm_lines``: see
     :func:`function_renderable`).
@@ -222,9 +230,9 @@ def print_profile(
     """
     file = sys.stdout if file is None else file
     if width is None:
-        width = output_width(file) or natural_width(profile, output_unit, stripzeros)
+        width = output_width(file) or natural_width(profile, output_unit, stripzeros, columns)
     console = Console(file=file, width=width, highlight=False, force_jupyter=False)
-    renderables = profile_renderables(profile, output_unit, stripzeros, width, asm_lines)
+    renderables = profile_renderables(profile, output_unit, stripzeros, width, asm_lines, columns)
     if console.is_terminal:
         for renderable in renderables:
             console.print(renderable)

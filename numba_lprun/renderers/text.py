@@ -20,12 +20,14 @@ from typing import TextIO
 
 from ..stats import ProfileStats
 from .asm import hint_lines, listing_lines
-from .columns import AFTER_EXTRAS
+from .columns import AFTER_EXTRAS, REGISTRY
 from .view import DEFAULT_OUTPUT_UNIT, FunctionView, LineView, profile_views
 
 #: line_profiler 5's default minimum column widths (``get_column_widths()``).
 _WIDTHS = {"line": 6, "hits": 9, "time": 12, "perhit": 8, "percent": 8}
-_HEADER = ("Line #", "Hits", "Time", "Per Hit", "% Time", "Line Contents")
+#: line_profiler's headers: the registry's columns it has (``Column.text``; shown even in a
+#: hits-only table, as line_profiler does), then the source
+_HEADER = (*(c.name for c in REGISTRY if c.text), "Line Contents")
 
 
 def _fit(value: float, width: int) -> str:

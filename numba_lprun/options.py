@@ -22,6 +22,7 @@ from typing import Any, TextIO
 from .diagnose import DEFAULT_THRESHOLD
 from .profiler import DEFAULT_EXTRA_LIMIT, DEFAULT_MIN_SAMPLES, DEFAULT_SAMPLE_RATE, DEFAULT_SAMPLE_TIME
 from .renderers import HTMLRenderer, LprofWriter, RichRenderer, TextRenderer
+from .renderers.columns import SAMPLE_COUNTS
 from .stats import ProfileStats
 
 MAGIC, CLI = "magic", "cli"
@@ -112,6 +113,12 @@ OPTIONS: list[Option] = [
         not_for_cuda="GPU times are in cycles, not seconds",
     ),
     Option(("-z",), "stripzeros", "Hide functions with zero hits.", action="store_true"),
+    Option(
+        ("--sample-counts",),
+        "sample_counts",
+        "Show a Samples column: how many samples landed on each line.",
+        action="store_true",
+    ),
     Option(
         ("-r",),
         "return_profiler",
@@ -260,6 +267,11 @@ def asm_lines(opts: argparse.Namespace) -> int:
     return opts.asm or 0
 
 
+def shown_columns(opts: argparse.Namespace) -> frozenset[str]:
+    """The optional columns the options ask for (display only: the profile is the same)."""
+    return frozenset({SAMPLE_COUNTS}) if opts.sample_counts else frozenset()
+
+
 def add_to_parser(parser: argparse.ArgumentParser, front_end: str) -> None:
     for opt in options_for(front_end):
         parser.add_argument(*opt.flags, **opt.argparse_kwargs())
@@ -310,7 +322,9 @@ def write_files(profile: ProfileStats, opts: argparse.Namespace, text: str) -> l
             handle.write(text)
         said.append(f"*** Profile printout saved to text file {opts.text!r}.")
     if opts.html:
-        HTMLRenderer(opts.unit, opts.stripzeros, page=True).write(profile, opts.html)
+        HTMLRenderer(opts.unit, opts.stripzeros, page=True, columns=shown_columns(opts)).write(
+            profile, opts.html
+        )
         said.append(f"*** HTML report written to {opts.html!r}.")
     if opts.dump:
         LprofWriter(opts.dump).write(profile)
@@ -333,17 +347,18 @@ def report(
     """
     file = sys.stdout if file is None else file
     lines = asm_lines(opts)
-    text = TextRenderer(opts.unit, opts.stripzeros, width=0, asm_lines=lines).render(profile)
+    cols = shown_columns(opts)
+    text = TextRenderer(opts.unit, opts.stripzeros, width=0, asm_lines=lines, columns=cols).render(profile)
     banner = f"numba_lprun: {interrupted}; showing the profile gathered so far" if interrupted else ""
     said = write_files(profile, opts, f"{banner}\n\n{text}" if banner else text)
     if display is not None:
-        html = HTMLRenderer(opts.unit, opts.stripzeros).render(profile)
+        html = HTMLRenderer(opts.unit, opts.stripzeros, columns=cols).render(profile)
         if banner:
             html = f"<p><b>{banner}</b></p>{html}"
         display(html, f"{banner}\n\n{text}" if banner else text)
     else:
         if banner:
             print(banner, file=file)
-        RichRenderer(opts.unit, opts.stripzeros, asm_lines=lines).print(profile, file)
+        RichRenderer(opts.unit, opts.stripzeros, asm_lines=lines, columns=cols).print(profile, file)
     for sentence in said:
         print(sentence, file=file)

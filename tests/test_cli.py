@@ -141,3 +141,15 @@ def test_dash_f_finds_a_module_next_to_the_script_as_the_script_will(tmp_path):
     assert done.returncode == 0, done.stderr
     assert "total 45" in done.stdout and "No module named" not in done.stderr
     assert re.search(r"^\s+7\s+10\s", done.stdout, re.M)  # the loop body's hits
+
+
+def test_sample_counts_shows_the_samples_column(tmp_path):
+    text = tmp_path / "r.txt"
+    done = nlprun("--sample-counts", "-T", str(text), "argv_script.py", "--n", "300")
+    assert done.returncode == 0, done.stderr
+    header = next(line for line in done.stdout.splitlines() if "Line Contents" in line)
+    assert "Samples" in header
+    assert "Samples per line: " in text.read_text()
+    plain = nlprun("--once", "argv_script.py", "--n", "300")
+    header = next(line for line in plain.stdout.splitlines() if "Line Contents" in line)
+    assert "Samples" not in header

@@ -29,9 +29,12 @@ class TextRenderer:
     stripzeros: bool = False
     width: int | None = None
     asm_lines: int = 0
+    columns: frozenset[str] = frozenset()  # optional columns asked for (``columns.SAMPLE_COUNTS``)
 
     def render(self, profile: ProfileStats) -> str:
-        return profile_text(profile, self.output_unit, self.stripzeros, self.width, self.asm_lines)
+        return profile_text(
+            profile, self.output_unit, self.stripzeros, self.width, self.asm_lines, self.columns
+        )
 
     def write(self, profile: ProfileStats, path: str) -> None:
         with open(path, "w", encoding="utf-8") as handle:
@@ -46,9 +49,12 @@ class RichRenderer:
     stripzeros: bool = False
     width: int | None = None
     asm_lines: int = 0
+    columns: frozenset[str] = frozenset()  # optional columns asked for (``columns.SAMPLE_COUNTS``)
 
     def print(self, profile: ProfileStats, file: TextIO | None = None) -> None:
-        print_profile(profile, self.output_unit, self.stripzeros, file, self.width, self.asm_lines)
+        print_profile(
+            profile, self.output_unit, self.stripzeros, file, self.width, self.asm_lines, self.columns
+        )
 
     def render(self, profile: ProfileStats) -> str:
         out = io.StringIO()
@@ -63,9 +69,10 @@ class HTMLRenderer:
     output_unit: float | None = None
     stripzeros: bool = False
     page: bool = False
+    columns: frozenset[str] = frozenset()  # optional columns asked for (``columns.SAMPLE_COUNTS``)
 
     def render(self, profile: ProfileStats) -> str:
-        return profile_html(profile, self.output_unit, self.stripzeros, page=self.page)
+        return profile_html(profile, self.output_unit, self.stripzeros, page=self.page, columns=self.columns)
 
     def write(self, profile: ProfileStats, path: str) -> None:
         with open(path, "w", encoding="utf-8") as handle:

@@ -201,9 +201,10 @@ def profile_html(
     stripzeros: bool = False,
     page: bool = False,
     title: str = "numba_lprun profile",
+    columns: frozenset[str] = frozenset(),
 ) -> str:
     """The profile as an HTML fragment (for notebooks) or, with ``page``, a whole document."""
-    views = profile_views(profile, output_unit, stripzeros)
+    views = profile_views(profile, output_unit, stripzeros, columns)
     prefix = _anchor_prefix(profile)
     ids = [f"{prefix}-{i}" for i in range(len(views))]
     parts = [f"<style>{STYLE}</style>", '<div class="nlprun">']

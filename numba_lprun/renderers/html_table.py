@@ -16,21 +16,12 @@ from html import escape
 from pygments.lexers import PythonLexer
 from pygments.token import Comment, Keyword, Name, Number, String, Token
 
-from .view import (
-    FunctionView,
-    LineView,
-    interval_text,
-    number,
-)
+from .columns import AFTER_EXTRAS, BEFORE_EXTRAS, Column
+from .html_cells import BELOW_RESOLUTION, DISAGREE
+from .view import FunctionView, LineView, interval_text, number
 
-BELOW_RESOLUTION = (
-    "below the timer's resolution: the time per hit is within the probe's own cost, "
-    "so this figure is an upper bound, not a measurement"
-)
-DISAGREE = (
-    "the two views disagree: the probes' share lies outside the sampled share's 95% interval; "
-    "here the probes distort, and % Time (sampled, probe-free) is the better guide"
-)
+__all__ = ["BELOW_RESOLUTION", "DISAGREE", "function_table", "highlighted_lines"]
+
 HEAVY = "one of the heaviest lines (10% of the time or more)"
 FOLDED = "the function's docstring, as one row: it never runs (the profile keeps every line)"
 
@@ -68,10 +59,6 @@ def highlighted_lines(view: FunctionView) -> list[str]:
         else (out[i] if i < len(out) else escape(line.text))
         for i, line in enumerate(view.lines)
     ]
-
-
-def _mark(symbol: str, title: str, css: str) -> str:
-    return f'<span class="{css}" title="{escape(title)}">{symbol}</span>'
 
 
 def _bar(percent: float | None, css: str, interval: tuple[float, float] | None = None) -> str:
@@ -134,61 +121,48 @@ def _num(text: str, extra: str = "") -> str:
     return f'<td class="n{extra}">{text}</td>'
 
 
+def _shown(view: FunctionView) -> tuple[list[Column], list[Column]]:
+    """The registry's columns this table has: before the profile's extra columns, and after."""
+    return [c for c in BEFORE_EXTRAS if c.shown(view)], [c for c in AFTER_EXTRAS if c.shown(view)]
+
+
 def _heads(view: FunctionView, human: bool) -> str:
-    heads = ["Line #", "Hits"]
-    if view.timed:
-        heads += ["Time", "Per Hit", "% Time"]
-    heads += view.extra_headers
-    if view.sampled:
-        heads.append("95% CI")
-    if view.probes_beside:
-        heads += ["Probe Time", "Probe %"]
-    fold = {"95% CI": " f3", "Probe Time": " f2"}
+    before, after = _shown(view)
     unit = f' title="in {view.tick}s"' if view.tick else f' title="in {view.output_unit:g} s"'
     unit = ' title="each with its unit"' if human and not view.tick else unit
     said = {c.header: f' title="{escape(c.explanation)}"' for c in view.stats.extras.columns if c.explanation}
-    head = "".join(
-        f'<th class="n{fold.get(h, "")}"{unit if h[-4:] in ("Time", " Hit") else said.get(h, "")}>'
-        f"{escape(h)}</th>"
-        for h in heads
-    )
+
+    def head(name: str, css: str, title: str) -> str:
+        return f'<th class="n{css}"{title}>{escape(name)}</th>'
+
+    def title(c: Column) -> str:
+        return unit if c.unit_title else f' title="{escape(c.explanation)}"' if c.html_title else ""
+
+    heads = [head(c.name, c.html_head_class, title(c)) for c in before]
+    heads += [head(h, "", said.get(h, "")) for h in view.extra_headers]
+    heads += [head(c.name, c.html_head_class, title(c)) for c in after]
+    head_html = "".join(heads)
     if view.timed:
         swatches = [("Time", "s" if view.sampled else "t")] + (
             [("Probes", "t")] if view.probes_beside else []
         )
         label = "".join(f'<b style="background:var(--{v})"></b>{n}' for n, v in swatches)
-        head += f'<th class="bars" title="shares as bars on one 0-100% scale">{label}</th>'
-    return head + '<th class="src">Line Contents</th>'
+        head_html += f'<th class="bars" title="shares as bars on one 0-100% scale">{label}</th>'
+    return head_html + '<th class="src">Line Contents</th>'
 
 
-def _amount(view: FunctionView, value: float | None, human: bool) -> str:
-    """A time cell: in output units as line_profiler writes them, or (``human``) with its own
-    unit (``2.57 ms``), which a reader of a report expects."""
-    if not human or value is None:
-        return number(value)
-    return view.amount_text(value)
+def _cell(view: FunctionView, line: LineView, spec: Column, human: bool) -> str:
+    """One registry column's cell: its own HTML, or its text escaped, in its classes."""
+    inner = spec.html_cell(view, line, human) if spec.html_cell else escape(spec.cell(view, line))
+    css = spec.html_class(line) if callable(spec.html_class) else spec.html_class
+    return _num(inner, css)
 
 
 def _cells(view: FunctionView, line: LineView, human: bool) -> list[str]:
-    cells = [f'<td class="n ln">{line.label}</td>', _num("" if line.hits is None else str(line.hits))]
-    if view.timed:
-        per_hit = _amount(view, line.per_hit, human)
-        if line.below_resolution and line.probe_time is None and per_hit:
-            per_hit = _mark("~", BELOW_RESOLUTION, "mark") + per_hit
-        percent = number(line.percent)
-        time = _amount(view, line.time, human)
-        cells += [_num(time), _num(per_hit), _num(percent, " heavy" if line.heavy else "")]
+    before, after = _shown(view)
+    cells = [_cell(view, line, spec, human) for spec in before]
     cells += [_num(escape(text)) for text in line.extra]
-    if view.sampled:
-        cells.append(_num(interval_text(line.interval), " ci f3"))
-    if view.probes_beside:
-        share = number(line.probe_percent)
-        if line.disagree and share:
-            share = _mark("!", DISAGREE, "mark bang") + " " + share
-        probe_time = _amount(view, line.probe_time, human)
-        if line.below_resolution and probe_time:
-            probe_time = _mark("~", BELOW_RESOLUTION, "mark") + probe_time
-        cells += [_num(probe_time, " f2"), _num(share, " bang" if line.disagree else "")]
+    cells += [_cell(view, line, spec, human) for spec in after]
     if view.timed:
         cells.append(_bars(line, view))
     return cells

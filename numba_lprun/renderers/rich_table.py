@@ -31,29 +31,15 @@ from rich.text import Text
 
 from ..stats import ProfileStats
 from .asm import hint_lines, listing_lines
+from .columns import AFTER_EXTRAS, BEFORE_EXTRAS, CODE_MIN, PROBES_CODE_MIN, Column
+from .columns import fold_order as registry_fold_order
 from .text import output_width
-from .view import (
-    NOTE_TITLES,
-    FunctionView,
-    interval_text,
-    number,
-    per_hit_text,
-    probe_percent_text,
-    probe_time_text,
-    profile_views,
-    signature_lines,
-)
+from .view import NOTE_TITLES, FunctionView, interval_text, profile_views, signature_lines
 
 THEME = "ansi_dark"
-CODE_MIN = 20  # the source column is cropped down to this before any column folds
-PROBES_CODE_MIN = 8  # Probe % folds only when the source would get fewer characters
 #: optional columns, first folded first: (header, the source width below which it folds,
-#: whether the column headers wrap before it folds)
-FOLD_ORDER = (
-    ("Probe Time", CODE_MIN, False),
-    ("95% CI", CODE_MIN, True),
-    ("Probe %", PROBES_CODE_MIN, True),
-)
+#: whether the column headers wrap before it folds), from the registry
+FOLD_ORDER = registry_fold_order()
 CODE_HEADER = "Line Contents"
 NATURAL_MIN = 100  # width for files and pipes: the table's own width, notes wrapped at least here
 
@@ -113,35 +99,18 @@ def _header(view: FunctionView, width: int) -> Table:
 
 
 def _columns(view: FunctionView) -> list[_Column]:
-    """The numeric columns with their cells: line_profiler's, then the interval and probe times."""
-    lines = view.lines
+    """The numeric columns with their cells, in the registry's order (``columns.REGISTRY``),
+    the profile's extra columns after % Time."""
 
-    def column(header: str, texts: list[str], style: str = "", styles: list[str] | None = None) -> _Column:
-        styles = styles or [""] * len(texts)
-        return _Column(header, [Text(t, style=s) for t, s in zip(texts, styles, strict=True)], style)
+    def column(spec: Column) -> _Column:
+        styles = [spec.line_style(line) if spec.line_style else "" for line in view.lines]
+        texts = [spec.cell(view, line) for line in view.lines]
+        return _Column(spec.name, [Text(t, style=s) for t, s in zip(texts, styles, strict=True)], spec.style)
 
-    cols = [
-        column("Line #", [line.label for line in lines], style="dim"),
-        column("Hits", ["" if line.hits is None else str(line.hits) for line in lines]),
-    ]
-    if view.timed:
-        heavy = ["bold red" if line.heavy else "" for line in lines]
-        cols += [
-            column("Time", [number(line.time) for line in lines]),
-            column("Per Hit", [per_hit_text(line) for line in lines]),
-            column("% Time", [number(line.percent) for line in lines], styles=heavy),
-        ]
+    cols = [column(spec) for spec in BEFORE_EXTRAS if spec.shown(view)]
     for index, header in enumerate(view.extra_headers):
-        cols.append(_Column(header, [Text(line.extra[index]) for line in lines], extra=True))
-    if view.sampled:
-        cols.append(column("95% CI", [interval_text(line.interval) for line in lines], style="dim"))
-    if view.probes_beside:
-        marked = ["bold yellow" if line.disagree else "" for line in lines]
-        cols += [
-            column("Probe Time", [probe_time_text(line) for line in lines]),
-            column("Probe %", [probe_percent_text(line) for line in lines], styles=marked),
-        ]
-    return cols
+        cols.append(_Column(header, [Text(line.extra[index]) for line in view.lines], extra=True))
+    return cols + [column(spec) for spec in AFTER_EXTRAS if spec.shown(view)]
 
 
 def fold_order(cols: list[_Column]) -> tuple[tuple[str, int, bool], ...]:
@@ -210,10 +179,15 @@ def function_renderable(view: FunctionView, width: int, asm_lines: int = 0) -> R
     return Group(*parts)
 
 
-def natural_width(profile: ProfileStats, output_unit: float | None = None, stripzeros: bool = False) -> int:
+def natural_width(
+    profile: ProfileStats,
+    output_unit: float | None = None,
+    stripzeros: bool = False,
+    columns: frozenset[str] = frozenset(),
+) -> int:
     """The width at which every column and every source line shows whole (at least ``NATURAL_MIN``)."""
     widest = NATURAL_MIN
-    for view in profile_views(profile, output_unit, stripzeros):
+    for view in profile_views(profile, output_unit, stripzeros, columns):
         cols = _columns(view)
         code = max([len(CODE_HEADER)] + [len(line.text) for line in view.lines])
         widest = max(widest, sum(c.width(False) for c in cols) + 2 * len(cols) + code)
@@ -226,9 +200,11 @@ def profile_renderables(
     stripzeros: bool = False,
     width: int = 120,
     asm_lines: int = 0,
+    columns: frozenset[str] = frozenset(),
 ) -> list[RenderableType]:
-    """Everything :func:`print_profile` prints, laid out for ``width`` columns."""
-    views = profile_views(profile, output_unit, stripzeros)
+    """Everything :func:`print_profile` prints, laid out for ``width`` columns (``columns``: the
+    optional ones asked for)."""
+    views = profile_views(profile, output_unit, stripzeros, columns)
     if not views:
         return [Text("numba_lprun: no profiled function ran", style="dim")]
     out: list[RenderableType] = []
@@ -244,6 +220,7 @@ def print_profile(
     file: TextIO | None = None,
     width: int | None = None,
     asm_lines: int = 0,
+    columns: frozenset[str] = frozenset(),
 ) -> None:
     """Print the profile to ``file`` (stdout) at ``width`` columns (``asm_lines``: see
     :func:`function_renderable`).
@@ -253,9 +230,9 @@ def print_profile(
     """
     file = sys.stdout if file is None else file
     if width is None:
-        width = output_width(file) or natural_width(profile, output_unit, stripzeros)
+        width = output_width(file) or natural_width(profile, output_unit, stripzeros, columns)
     console = Console(file=file, width=width, highlight=False, force_jupyter=False)
-    renderables = profile_renderables(profile, output_unit, stripzeros, width, asm_lines)
+    renderables = profile_renderables(profile, output_unit, stripzeros, width, asm_lines, columns)
     if console.is_terminal:
         for renderable in renderables:
             console.print(renderable)

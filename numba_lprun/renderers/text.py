@@ -20,11 +20,14 @@ from typing import TextIO
 
 from ..stats import ProfileStats
 from .asm import hint_lines, listing_lines
+from .columns import AFTER_EXTRAS, REGISTRY
 from .view import DEFAULT_OUTPUT_UNIT, FunctionView, LineView, profile_views
 
 #: line_profiler 5's default minimum column widths (``get_column_widths()``).
 _WIDTHS = {"line": 6, "hits": 9, "time": 12, "perhit": 8, "percent": 8}
-_HEADER = ("Line #", "Hits", "Time", "Per Hit", "% Time", "Line Contents")
+#: line_profiler's headers: the registry's columns it has (``Column.text``; shown even in a
+#: hits-only table, as line_profiler does), then the source
+_HEADER = (*(c.name for c in REGISTRY if c.text), "Line Contents")
 
 
 def _fit(value: float, width: int) -> str:
@@ -96,6 +99,10 @@ def _interval_lines(view: FunctionView) -> str:
             if line.probe_time is not None
         ]
         rows.append("probe times (--probes): " + ", ".join(cells))
+    for spec in AFTER_EXTRAS:  # the registry's columns line_profiler's table has no room for
+        if spec.text_line and spec.shown(view):
+            said = [f"{line.label}: {spec.cell(view, line)}" for line in view.lines if spec.cell(view, line)]
+            rows.append(f"{spec.name} per line: " + ", ".join(said))
     return "".join(row + "\n" for row in rows)
 
 
@@ -150,6 +157,7 @@ def profile_text(
     stripzeros: bool = False,
     width: int | None = None,
     asm_lines: int = 0,
+    columns: frozenset[str] = frozenset(),
 ) -> str:
     """The whole profile as line_profiler prints it (``Timer unit`` first), plus notes.
 
@@ -162,7 +170,7 @@ def profile_text(
     """
     width = (output_width(sys.stdout) or 0) if width is None else width
     out = io.StringIO()
-    views = profile_views(profile, output_unit, stripzeros)
+    views = profile_views(profile, output_unit, stripzeros, columns)
     unit = DEFAULT_OUTPUT_UNIT if output_unit is None else output_unit
     unit = f"1 {profile.tick}" if profile.tick else f"{unit:g} s"
     out.write(f"Timer unit: {unit}\n\n")

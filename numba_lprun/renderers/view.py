@@ -29,6 +29,7 @@ class LineView:
     probe_time: float | None = None  # clock probes' time beside the sampled one (--probes)
     probe_percent: float | None = None
     disagree: bool = False  # the probe share lies outside the sampled interval
+    samples: int | None = None  # how many samples landed on the line (the Samples column)
     extra: tuple[str, ...] = ()  # the cells of the profile's extra columns (``ExtraColumn``)
     through: int | None = None  # a folded row (the docstring): the last line it stands for
 
@@ -47,6 +48,7 @@ class FunctionView:
     sampling: SamplingSummary | None
     runs: RunsSummary | None = None
     tick: str | None = None  # times stay in these ticks ("cycle"): no seconds conversion
+    asked: frozenset[str] = frozenset()  # the optional columns the options ask for (``--sample-counts``)
 
     @property
     def extra_headers(self) -> tuple[str, ...]:
@@ -209,6 +211,7 @@ def function_view(
                 probe_time=probe_time,
                 probe_percent=probe_percent,
                 disagree=lineno in stats.diagnosis.disagree,
+                samples=stats.sample_counts.get(lineno) or None,
                 extra=tuple(column.cells.get(lineno, "") for column in extras),
             )
         )
@@ -328,12 +331,16 @@ def signature_lines(signatures: tuple[str, ...], width: int, most: int = 2) -> l
     ]
 
 
-def profile_views(profile: ProfileStats, output_unit: float | None, stripzeros: bool) -> list[FunctionView]:
+def profile_views(
+    profile: ProfileStats, output_unit: float | None, stripzeros: bool, asked: frozenset[str] = frozenset()
+) -> list[FunctionView]:
+    """Every function's view; ``asked``: the optional columns the options ask for."""
     out_unit = output_unit if output_unit is not None else DEFAULT_OUTPUT_UNIT
-    views = [
+    made = (
         function_view(f, profile.unit, out_unit, profile.sampling, profile.runs, profile.tick)
         for f in profile.functions
-    ]
+    )
+    views = [replace(view, asked=asked) for view in made]
     if stripzeros:
         views = [v for v in views if any(line.hits for line in v.lines)]
     return views

@@ -118,6 +118,7 @@ OPTIONS: list[Option] = [
         "sample_counts",
         "Show a Samples column: how many samples landed on each line.",
         action="store_true",
+        not_for_cuda="nothing samples a GPU",
     ),
     Option(
         ("-r",),

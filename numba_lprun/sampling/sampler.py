@@ -8,8 +8,9 @@ including Numba's worker threads running ``prange`` bodies. The clock is wall ti
 so idle threads are sampled too; their samples land outside profiled code.
 
 Why stopping is careful: a timer signal can still be pending, or a handler running,
-after the timers are deleted. So stopping switches the handler off, deletes the
-timers, sets SIGPROF to SIG_IGN for a moment (which discards pending SIGPROFs on
+after the timers are deleted. So stopping (``_teardown``) stops watching for forks
+and new threads, deletes the timers, switches the handler off (a late one returns at
+once), sets SIGPROF to SIG_IGN for a moment (which discards pending SIGPROFs on
 every thread), waits until no handler runs, and only then reinstalls the exact
 ``struct sigaction`` found at start. A late SIGPROF therefore can neither hit a
 default disposition (which would kill the process) nor write into a freed buffer.

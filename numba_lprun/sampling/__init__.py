@@ -4,8 +4,8 @@ Instrumenting lines changes what LLVM may do with a loop; sampling does not. The
 function runs as built with line tables only (``debug=True`` plus the two options
 that ``debug=True`` would otherwise switch on), a native SIGPROF handler records where
 each thread is at the asked rate (faster for a start boost in a run that is the only one,
-lowered where stack walks grow dear: both said in the header), and afterwards the DWARF line tables of the code
-Numba generated turn addresses into source lines.
+lowered where stack walks grow dear: both said in the header), and afterwards the DWARF
+line tables of the code Numba generated turn addresses into source lines.
 
 API::
 

@@ -17,6 +17,7 @@ from types import FunctionType
 from ..errors import NotProfilableError
 from ..instrument.kinds import is_cuda_function
 from ..instrument.source import FunctionSource, describe
+from ..instrument.twins import cell_value
 from ..internals import simulated_device_flag, simulated_fastmath
 
 _CO_UNSUPPORTED = inspect.CO_GENERATOR | inspect.CO_COROUTINE | inspect.CO_ASYNC_GENERATOR
@@ -92,17 +93,10 @@ def called_device_functions(kernel: object) -> list[object]:
         func = todo.pop(0).py_func
         names = dict(func.__globals__)
         for name, cell in zip(func.__code__.co_freevars, func.__closure__ or (), strict=True):
-            names[name] = _cell_value(cell)
+            names[name] = cell_value(cell)
         for name in func.__code__.co_names + func.__code__.co_freevars:
             value = names.get(name)
             if is_cuda_function(value) and is_device_function(value) and all(value is not f for f in found):
                 found.append(value)
                 todo.append(value)
     return found
-
-
-def _cell_value(cell) -> object:
-    try:
-        return cell.cell_contents
-    except ValueError:  # an empty cell
-        return None

@@ -134,9 +134,11 @@ class _Emitter:
             index = builder.add(index, builder.mul(stripe, ir.Constant(_I64, cells)))
         return builder.gep(base, [index])
 
-    def add(self, builder: ir.IRBuilder, row, column: int, amount: ir.Value) -> None:
-        ptr = self.cell(builder, row, column)
-        if self.cfg.atomic:
+    def add(self, builder: ir.IRBuilder, row, column: int, amount: ir.Value, stripe=None) -> None:
+        """Add to a counter: of stripe 0 (atomically where threads meet), or of ``stripe``, the
+        calling thread's own (a plain add: no other thread writes it)."""
+        ptr = self.cell(builder, row, column, stripe)
+        if self.cfg.atomic and stripe is None:
             builder.atomic_rmw("add", ptr, amount, "monotonic")
         else:
             builder.store(builder.add(builder.load(ptr), amount), ptr)
@@ -245,8 +247,7 @@ class _Emitter:
         if self.cfg.atomic and self.cfg.stripes:  # a thread's own stripe takes plain adds
             self.flush_striped(builder, slot, rows)
         else:
-            for field, row in enumerate(rows, LOCAL_HITS):
-                self.add(builder, row, 0, self.get(builder, slot, field))
+            self.add_rows(builder, slot, rows)
         for field in range(LOCAL_HITS, LOCAL_HITS + len(rows)):
             self.set(builder, slot, field, ir.Constant(_I64, 0))
 
@@ -259,12 +260,14 @@ class _Emitter:
             owned = builder.icmp_unsigned("!=", stripe, ir.Constant(_I64, 0))
             with builder.if_else(owned, likely=True) as (mine, shared):
                 with mine:
-                    for field, row in enumerate(rows, LOCAL_HITS):
-                        ptr = self.cell(builder, row, 0, stripe)
-                        builder.store(builder.add(builder.load(ptr), self.get(builder, slot, field)), ptr)
+                    self.add_rows(builder, slot, rows, stripe)
                 with shared:
-                    for field, row in enumerate(rows, LOCAL_HITS):
-                        self.add(builder, row, 0, self.get(builder, slot, field))
+                    self.add_rows(builder, slot, rows)
+
+    def add_rows(self, builder: ir.IRBuilder, slot: ir.Value, rows: list[int], stripe=None) -> None:
+        """The hits held in the slot's fields, added to ``rows``' counters (see ``add``)."""
+        for field, row in enumerate(rows, LOCAL_HITS):
+            self.add(builder, row, 0, self.get(builder, slot, field), stripe)
 
     def leave(self, builder: ir.IRBuilder, context: object) -> None:
         """A return: the hits held in registers go to memory, the last line is charged; the

@@ -72,7 +72,7 @@ def exec_def(
     exec(compile(module, src.filename, "exec"), globals_, local_ns)
     contents = []
     for cell in py_func.__closure__ or ():
-        value = _cell_value(cell)  # an empty cell gives None: no call could use it
+        value = cell_value(cell)  # an empty cell gives None: no call could use it
         contents.append(value if relink is None else relink.get(id(value), value))
     return local_ns["_nlp_factory"](*contents)
 
@@ -219,7 +219,7 @@ class LiveGlobals(dict):
 def make_relinked(original: CPUDispatcher) -> Twin:
     """A copy of ``original`` whose globals and closure can be pointed at other twins."""
     old = original.py_func
-    cells = tuple(pytypes.CellType(_cell_value(c)) for c in (old.__closure__ or ()))
+    cells = tuple(pytypes.CellType(cell_value(c)) for c in (old.__closure__ or ()))
     py_func = pytypes.FunctionType(
         old.__code__, LiveGlobals(old.__globals__), old.__name__, old.__defaults__, cells or None
     )
@@ -229,7 +229,8 @@ def make_relinked(original: CPUDispatcher) -> Twin:
     return Twin(original, _new_dispatcher(original, py_func), "relinked")
 
 
-def _cell_value(cell):
+def cell_value(cell: pytypes.CellType) -> object:
+    """What a closure cell holds (None for an empty cell: no call could use it)."""
     try:
         return cell.cell_contents
     except ValueError:
@@ -247,7 +248,7 @@ def link(twins: Iterable[Twin]) -> None:
             if id(value) in replace:
                 g[name] = replace[id(value)]
         for cell in py_func.__closure__ or ():
-            value = _cell_value(cell)
+            value = cell_value(cell)
             if id(value) in replace:
                 cell.cell_contents = replace[id(value)]
 

@@ -45,21 +45,18 @@ def _needs_compile(target: Target, user_kind: str) -> bool:
 
 
 def expected_seconds(target: Target, user_kind: str) -> float:
-    """How long the target's plain twin is expected to take to compile."""
-    user = target.twins[user_kind]
-    recorded = disk_cache.load_record(RECORDS, record_key(target.source)).get("seconds", 0.0)
-    return max(user.compile_seconds, recorded if isinstance(recorded, (int, float)) else 0.0)
-
-
-def remember(target: Target, user_kind: str) -> None:
-    """Record the user's twin's compile time for the next profile's estimate (the longest seen)."""
+    """How long the target's plain twin is expected to take to compile: the user's twin's own
+    compile time, or the longest recorded for the same source. The record keeps the longest
+    seen (a twin loaded from the cache in 0.05 s says nothing of a fresh compile)."""
     user = target.twins.get(user_kind)
-    if user is None or user.compile_seconds < FLOOR * SHARE:
-        return
+    if user is None:
+        return 0.0
     key = record_key(target.source)
-    before = disk_cache.load_record(RECORDS, key).get("seconds", 0.0)
-    if not isinstance(before, (int, float)) or user.compile_seconds > before:
+    recorded = disk_cache.load_record(RECORDS, key).get("seconds", 0.0)
+    recorded = recorded if isinstance(recorded, (int, float)) else 0.0
+    if user.compile_seconds >= FLOOR * SHARE and user.compile_seconds > recorded:
         disk_cache.update_record(RECORDS, key, seconds=round(user.compile_seconds, 3))
+    return max(user.compile_seconds, recorded)
 
 
 @dataclass(frozen=True)
@@ -75,10 +72,9 @@ class PlainBuild:
 
     def run(self, ctx: CallContext) -> None:
         targets = list(ctx.runner.targets.values())
-        for target in targets:
-            remember(target, self.user_kind)
+        expected_each = {id(t): expected_seconds(t, self.user_kind) for t in targets}  # and recorded
         needed = [t for t in targets if _needs_compile(t, self.user_kind)]
-        expected = sum(expected_seconds(t, self.user_kind) for t in needed)
+        expected = sum(expected_each[id(t)] for t in needed)
         compiled = sum(t.twins[self.user_kind].compile_seconds for t in targets if self.user_kind in t.twins)
         allowed = max(FLOOR, SHARE * (ctx.user_seconds + compiled))
         if needed and expected > allowed and not ctx.settings.compare_code:

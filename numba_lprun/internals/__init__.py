@@ -72,6 +72,7 @@ from .kernels import (
 )
 from .libraries import (
     compiled_object,
+    defined_function,
     linked_libraries,
     numba_helper_address,
     optimized_ir,
@@ -112,6 +113,7 @@ __all__ = [
     "compile_events",
     "compiled_box_property",
     "compiled_object",
+    "defined_function",
     "counted_loop",
     "disk_cache_for",
     "forget_bound_method_types",

@@ -32,7 +32,7 @@ import sys
 import warnings
 from typing import Protocol
 
-from numba.core import funcdesc, sigutils
+from numba.core import event, funcdesc, sigutils
 from numba.core.caching import Cache, CompileResultCacheImpl, IndexDataCacheFile, _CacheLocator
 from numba.core.compiler import CompileResult
 
@@ -165,6 +165,10 @@ def _keep_object_code(library, libdata) -> None:
             pass
 
 
+#: The event fired while a twin's code is loaded from the cache (Numba fires none for a load).
+LOAD_EVENT = "numba_lprun:load"
+
+
 class TwinCache(Cache):
     """Numba's per-function cache, for one twin (or any function) with :class:`CacheRules` of its own."""
 
@@ -198,7 +202,12 @@ class TwinCache(Cache):
             return None
         try:
             data = self._cache_file.load(key)
-            return None if data is None else self._impl.rebuild(target_context, data)
+            if data is None:
+                return None
+            # the JIT loads the code (and registers its unwind tables) as a compile would: the
+            # sampler pauses for it as for a compile, and the code's own tables join its walks
+            with event.trigger_event(LOAD_EVENT, data={"dispatcher": None, "args": ()}):
+                return self._impl.rebuild(target_context, data)
         except Exception:  # a stale or corrupt entry: compile (and overwrite it)
             return None
 

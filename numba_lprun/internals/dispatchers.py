@@ -87,13 +87,16 @@ def ignore_debug_info_warnings() -> None:
 )
 @touches("numba.core.event", "Listener", "the base class Numba sends events to")
 def compile_events(listener) -> contextlib.AbstractContextManager:
-    """A context manager sending Numba's compile events to ``listener`` while it is open.
+    """A context manager sending Numba's compile events to ``listener`` while it is open, and
+    the loads of twins from numba_lprun's cache (``caching.LOAD_EVENT``: code the JIT loads).
 
     ``listener.on_start(data)`` and ``listener.on_end(data)`` get each event's data
     (a dict with ``dispatcher`` and ``args``, or empty): Numba's ``Event`` objects
     stay behind the door.
     """
     from numba.core import event
+
+    from .caching import LOAD_EVENT
 
     class Relay(event.Listener):
         def on_start(self, ev: event.Event) -> None:
@@ -102,7 +105,10 @@ def compile_events(listener) -> contextlib.AbstractContextManager:
         def on_end(self, ev: event.Event) -> None:
             listener.on_end(ev.data or {})
 
-    return event.install_listener("numba:compile", Relay())
+    both = contextlib.ExitStack()
+    for kind in ("numba:compile", LOAD_EVENT):
+        both.enter_context(event.install_listener(kind, Relay()))
+    return both
 
 
 @touches(

@@ -40,6 +40,22 @@ def linked_libraries(library) -> list:
 
 @touches(
     "numba.core.codegen",
+    "CodeLibrary",
+    "sampling/unwind_rows.py: a function defined in a library whose object code is not kept",
+    instance_attribute="_final_module",
+)
+def defined_function(library) -> str | None:
+    """The name of a function ``library``'s final module defines (None: none, or no module):
+    where its code is, for a library whose object code Numba did not keep (wrappers)."""
+    module = getattr(library, "_final_module", None)
+    for func in getattr(module, "functions", ()):
+        if not func.is_declaration and getattr(func.linkage, "name", "") == "external":
+            return func.name
+    return None
+
+
+@touches(
+    "numba.core.codegen",
     "CPUCodeLibrary._get_module_for_linking",
     "vectorized.py: the optimised IR of a twin loaded from the disk cache",
 )

@@ -4,6 +4,7 @@ way an extra run is made silently (its output discarded, its exception stopping 
 from __future__ import annotations
 
 import contextlib
+import functools
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, Protocol
@@ -66,11 +67,13 @@ class CallContext:
     children: Children | None = None  # processes the user's run starts are profiled too
     last_sampling: SegmentedSampling | None = None  # the latest phase's (a worker reads it as it runs)
 
-    def sampling(self, boost: bool = False) -> SegmentedSampling:
-        """A sampler for one phase; ``boost``: start faster (a run that is the only one)."""
+    def sampling(self, kind: str, boost: bool = False) -> SegmentedSampling:
+        """A sampler for one phase on ``kind`` twins (their code is walked by the handler
+        itself); ``boost``: start faster (a run that is the only one)."""
         rate = self.settings.rate_hz
         fast = (min(BOOST_FACTOR * rate, BOOST_MAX_HZ), BOOST_SAMPLES) if boost else None
-        self.last_sampling = SegmentedSampling(rate, self.concurrent, fast)
+        code = functools.partial(twin_code, self.runner, kind)
+        self.last_sampling = SegmentedSampling(rate, self.concurrent, fast, code=code)
         return self.last_sampling
 
     def restore(self) -> None:
@@ -81,6 +84,11 @@ class CallContext:
             self.made.append(
                 Restored({i.name: describe([i]) for i in named}, {i.name: i.nbytes for i in named})
             )
+
+
+def twin_code(runner: Runner, kind: str) -> list[object]:
+    """The dispatchers holding the compiled code of ``runner``'s ``kind`` twins."""
+    return [twin.code for twin in runner.twins(kind)]
 
 
 class Phase(Protocol):

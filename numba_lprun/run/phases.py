@@ -72,7 +72,7 @@ def _own_faults(run: PhaseRun | None, started: float, faults_at: int) -> int:
 def _extra_run(ctx: CallContext, kind: str, sampled: bool, label: str) -> None:
     """One silent run of the statement on ``kind`` twins (sampled if asked), its counts and
     samples appended, and the state put back: the timed plain run and the probed run."""
-    sampling = ctx.sampling() if sampled else None
+    sampling = ctx.sampling(kind) if sampled else None
     started, faults_at = time.perf_counter(), -1
     completed = False
     run = None
@@ -150,7 +150,7 @@ class SampledRepeats:
             return
         if ctx.runner.adopted:  # the statement defines its jitted code: each repeat compiles it again
             return
-        sampling = ctx.sampling()
+        sampling = ctx.sampling(PLAIN)
         repeats, batch, seen = 0, max(need, _first_batch(settings, per_run, have)), 0
         counted: list = []  # each repeat's counts: the spread of the plain run's time
         faults: list[int] = []  # and its page faults
@@ -256,7 +256,7 @@ class UserRun:
     boost: bool = False
 
     def run(self, ctx: CallContext) -> None:
-        sampling = ctx.sampling(self.boost) if self.sampled else None
+        sampling = ctx.sampling(self.kind, self.boost) if self.sampled else None
         started, faults_at = time.perf_counter(), -1
         run = None
         try:

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import contextlib
 import threading
-from collections.abc import Hashable, Iterable, Iterator
+from collections.abc import Callable, Hashable, Iterable, Iterator
 from dataclasses import dataclass, field, replace
 
 from ..interrupts import ctrl_c_deferred
@@ -26,6 +26,9 @@ class SegmentedSampling:
     rate_hz: float
     parallel: bool
     boost: tuple[float, int] | None = None  # (faster rate, samples at it): over all segments together
+    #: The dispatchers whose code the handler walks itself (``sampling.own_walk``), asked again at
+    #: each segment's start: the twins compiled by then
+    code: Callable[[], list[object]] | None = None
     segments: list[RawSamples] = field(default_factory=list)
     unavailable: str | None = None
     _sampler: Sampler | None = None
@@ -78,7 +81,8 @@ class SegmentedSampling:
             left = self.boost[1] - sum(seg.count for seg in self.segments)
             boost = (self.boost[0], left) if left > 0 else None
         with ctrl_c_deferred():  # an armed sampler is always kept, so that pause() disarms it
-            sampler = Sampler(rate_hz=self.rate_hz, numba_threads=self.parallel, boost=boost)
+            own = self.code() if self.code is not None else ()
+            sampler = Sampler(rate_hz=self.rate_hz, numba_threads=self.parallel, boost=boost, own_code=own)
             sampler.__enter__()
             if sampler.unavailable is not None:
                 self.unavailable = sampler.unavailable

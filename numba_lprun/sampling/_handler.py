@@ -74,9 +74,10 @@ itself and its callers (the sampler trims the first ones).
 
 from __future__ import annotations
 
+import hashlib
 import os
-import random
 import threading
+from pathlib import Path
 
 import numpy as np
 from llvmlite import ir
@@ -85,19 +86,26 @@ from numba.extending import intrinsic
 
 from ..internals import register_symbol, stack_slot, stack_value
 from . import _native as N
+from . import own_walk as _own_walk_module
+from . import unwind_rows as _unwind_rows_module
+from .own_walk import checked, own_walk
+from .raw import HEADER
 
 # Control block slots.
 ACTIVE, NEXT, DROPPED, CAPACITY, STRIDE, BUFFER, NFRAMES, FOREIGN = range(8)
 MAGIC, SKIP_LO, SKIP_HI, SKIPPED, INFLIGHT, OVERRUNS, LAST_CPU, NTHREADS = range(8, 16)
-BOOST_UNTIL, TIMERS, FAST_NS, SLOW_NS = range(16, 20)
-CONTROL_SIZE = 20
-HEADER = 5  # pc, thread index, cpu ns, number of frames, blocked in a system call
+BOOST_UNTIL, TIMERS, FAST_NS, SLOW_NS, OWN_TABLE, OWN_WALKS, VERIFY, MISMATCHES = range(16, 24)
+CONTROL_SIZE = 24
+#: The counters the handler keeps, by the ``RawSamples`` field each becomes.
+COUNTERS = {"dropped": DROPPED, "overruns": OVERRUNS, "foreign": FOREIGN, "unwind_skipped": SKIPPED,
+            "own_walks": OWN_WALKS, "walk_mismatches": MISMATCHES}  # fmt: skip
 CLOCK_THREAD_CPUTIME_ID = 3
 
 _lock = threading.Lock()
 _built: tuple[np.ndarray, object] | None = None
 #: What the handler's code reaches, by symbol: the control block and the libc functions it calls.
 SYMBOLS = {key: f"nlp_sampler_{key}" for key in ("ctrl", "backtrace", "errno", "clock", "settime")}
+_WALK_SOURCES = (_own_walk_module.__file__, _unwind_rows_module.__file__)
 _SIGNATURE = types.void(types.int32, types.voidptr, types.voidptr)
 
 
@@ -119,8 +127,8 @@ def _c32(value: int) -> ir.Constant:
 class _Body:
     """The handler's LLVM, written into one function by ``builder`` (see the module docstring)."""
 
-    def __init__(self, builder: ir.IRBuilder, info_p, uctx_p):
-        self.b = builder
+    def __init__(self, context, builder: ir.IRBuilder, info_p, uctx_p):
+        self.context, self.b = context, builder
         self.info_p, self.uctx_p = info_p, uctx_p
         module = builder.module
         block = module.globals.get(SYMBOLS["ctrl"])
@@ -221,16 +229,44 @@ class _Body:
         wanted = b.icmp_signed(">", nframes, _c64(0))
         with b.if_else(b.and_(wanted, b.not_(in_skip))) as (unwind, skip):
             with unwind:
-                bt_ty = ir.FunctionType(_I32, [_I8P, _I32])
-                bt_fn = self.function("backtrace", bt_ty)
-                frames = b.bitcast(b.gep(record, [_c32(HEADER)]), _I8P)
-                got = b.call(bt_fn, [frames, b.trunc(nframes, _I32)])
-                b.store(b.sext(got, _I64), count_p)
+                self.walk(pc, b.gep(record, [_c32(HEADER)]), nframes, count_p)
             with skip:
                 b.atomic_rmw("add", self.slot(SKIPPED), _c64(1), "monotonic")
         ended, ended_ok = self.stamp_cpu(thread)
         cost = b.select(b.and_(began_ok, ended_ok), b.sub(ended, began), _c64(0))
         self.rearm(thread, index, cost)
+
+    def walk(self, pc, frames, nframes, count_p) -> None:
+        """The frames of the interrupted stack: the handler's own walk where the profiled code
+        is interrupted (``own_walk``), else glibc's ``backtrace`` (libgcc's unwinder). With
+        ``VERIFY`` set, libgcc walks every stack and the own walk is checked against it."""
+        b = self.b
+        sp = self.field(self.uctx_p, N.UCONTEXT_SP_OFFSET, _I64)
+        bp = self.field(self.uctx_p, N.UCONTEXT_BP_OFFSET, _I64)
+        table, frames_at = b.load(self.slot(OWN_TABLE)), b.ptrtoint(frames, _I64)
+        verify = b.icmp_signed("!=", b.load(self.slot(VERIFY)), _c64(0))
+        own = b.select(verify, _c64(0), self.internal(own_walk, [table, pc, sp, bp, frames_at, nframes]))
+        b.store(own, count_p)
+        with b.if_else(b.icmp_signed("==", own, _c64(0))) as (libgcc, walked):
+            with libgcc:
+                bt_fn = self.function("backtrace", ir.FunctionType(_I32, [_I8P, _I32]))
+                got = b.sext(b.call(bt_fn, [b.bitcast(frames, _I8P), b.trunc(nframes, _I32)]), _I64)
+                b.store(got, count_p)
+                with b.if_then(verify):
+                    room = 64
+                    scratch = b.ptrtoint(stack_slot(b, ir.ArrayType(_I64, room)), _I64)
+                    agreed = self.internal(checked, [table, pc, sp, bp, frames_at, got, scratch, _c64(room)])
+                    with b.if_then(b.icmp_signed("==", agreed, _c64(1))):
+                        b.atomic_rmw("add", self.slot(OWN_WALKS), _c64(1), "monotonic")
+                    with b.if_then(b.icmp_signed("==", agreed, _c64(0))):
+                        b.atomic_rmw("add", self.slot(MISMATCHES), _c64(1), "monotonic")
+            with walked:
+                b.atomic_rmw("add", self.slot(OWN_WALKS), _c64(1), "monotonic")
+
+    def internal(self, func, args):
+        """Call the jittable ``func`` (int64 arguments and result), compiled into the handler."""
+        signature = types.int64(*[types.int64] * len(args))
+        return self.context.compile_internal(self.b, func, signature, args)
 
     def rearm(self, thread, index, cost=None) -> None:
         """Re-arm this thread's timer to fire once more in [period / 2, 3 period / 2): the
@@ -296,22 +332,6 @@ class _Body:
         b.atomic_rmw("sub", self.slot(INFLIGHT), _c64(1), "seq_cst")
 
 
-def period_ns(rate_hz: float) -> int:
-    """A timer's mean wait between signals, in ns, at ``rate_hz``."""
-    return max(2, int(round(1e9 / rate_hz)))
-
-
-def first_wait(period: int, rng: random.Random) -> int:
-    """When a timer first fires, in ns: drawn so that its signals, re-armed at uniform
-    waits in [period / 2, 3 period / 2) (``_Body.rearm``), are as likely at every moment
-    from the start on. That is the renewal process's forward-recurrence time: density
-    1 / period below period / 2, falling linearly to 0 at 3 period / 2. A first signal at
-    a fixed delay lands on the same lines in every short run."""
-    if rng.random() < 0.5:
-        return max(1, int(period * 0.5 * rng.random()))
-    return max(1, int(period * (1.5 - (1.0 - rng.random()) ** 0.5)))
-
-
 def _splitmix64(b: ir.IRBuilder, x):
     """SplitMix64's output function: 64 well-mixed bits from a counter."""
     x = b.add(x, _c64(0x9E3779B97F4A7C15))
@@ -326,7 +346,7 @@ def _handle(typingctx, info, uctx):
     address of this process and Numba can cache it (``cache=True`` below)."""
 
     def codegen(context, builder, signature, args):
-        _Body(builder, *args).emit()
+        _Body(context, builder, *args).emit()
         return context.get_dummy_value()
 
     return types.void(types.voidptr, types.voidptr), codegen
@@ -352,6 +372,10 @@ def _compile(ctrl: np.ndarray, libc: N.Libc):
         register_symbol(SYMBOLS[key], address)
     # error_model="numpy": nothing in the body may take the error path that needs the GIL.
     options = {"nopython": True, "error_model": "numpy"}
+    # Numba's cache checks this file's stamp only: the walk compiled in from other files names
+    # the cached code, so an edit of those compiles it afresh
+    digest = hashlib.sha1(b"".join(Path(f).read_bytes() for f in _WALK_SOURCES)).hexdigest()[:12]
+    _on_sigprof.__qualname__ = _on_sigprof.__name__ = f"_on_sigprof_{digest}"
     if os.environ.get("NUMBA_LPRUN_CACHE", "1") not in ("0", ""):
         try:
             return cfunc(_SIGNATURE, cache=True, **options)(_on_sigprof)

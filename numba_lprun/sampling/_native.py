@@ -51,6 +51,8 @@ KERNEL_SIGSET_SIZE = 8
 UCONTEXT_PC_OFFSET = 168
 #: ``offsetof(ucontext_t, uc_mcontext.gregs[REG_RAX])``: 40 + 13 * 8.
 UCONTEXT_AX_OFFSET = 144
+#: The interrupted stack and frame pointers (gregs[REG_RSP], gregs[REG_RBP]), for ``own_walk``.
+UCONTEXT_SP_OFFSET, UCONTEXT_BP_OFFSET = 160, 120
 #: The ``syscall`` instruction (0f 05), read as a little-endian 16-bit word.
 SYSCALL_OPCODE = 0x050F
 #: ``-EINTR``: what an interrupted system call returns in rax when it is not restarted.

@@ -11,8 +11,12 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from . import walks
+
 #: How many leading backtrace frames may precede the interrupted pc.
 SEARCH_FRAMES = 6
+#: Words before the frames in each record: pc, thread index, cpu ns, frames, blocked (``_handler``).
+HEADER = 5
 
 
 @dataclass
@@ -44,6 +48,8 @@ class RawSamples:
     overruns: int = 0  # timer expirations merged by the kernel (signal still pending)
     foreign: int = 0  # SIGPROFs not sent by our timers, ignored
     unwind_skipped: int = 0  # samples taken without a backtrace (pc inside the unwinder)
+    own_walks: int = 0  # samples the handler walked itself (``own_walk``; with VERIFY: checked and equal)
+    walk_mismatches: int = 0  # with VERIFY: own walks that differed from libgcc's
     elapsed: float = 0.0  # seconds the timers were armed
     rate_hz: float = 0.0  # the rate sampled at
     lowered: str | None = None  # why that is below the rate asked for (``Sampler._afford``)
@@ -116,3 +122,22 @@ def walk_ends(pc: np.ndarray, nframes: np.ndarray, frames: np.ndarray) -> tuple[
     last_index = np.maximum(nframes - 1, 0)
     last = np.where(found, frames[np.arange(n), last_index], pc)
     return found, last, ~found | (last_index == at_pc)
+
+
+def samples_from(records: np.ndarray, width: int, depth: int, code: tuple, **run: object) -> RawSamples:
+    """The handler's records (``_handler``'s layout, ``width`` frames each) as ``RawSamples``,
+    each walk trimmed to ``depth`` frames and told how it ended (``code``: the mappings, for
+    ``walks.classify``); ``run``: the other fields."""
+    pc, nframes = records[:, 0], records[:, 3]
+    frames = records[:, HEADER : HEADER + width]
+    found, last, last_is_pc = walk_ends(pc, nframes, frames)
+    stops, causes = walks.classify(found, nframes.astype(np.int64), last, last_is_pc, width, depth, code)
+    return RawSamples(
+        addresses=trim_frames(pc, nframes, frames, depth),
+        blocked=records[:, 4] != 0,
+        stops=stops,
+        stop_causes=causes,
+        threads=records[:, 1].astype(np.int32),
+        cpu_ns=records[:, 2].view(np.int64).copy(),
+        **run,
+    )

@@ -25,6 +25,7 @@ import os
 import random
 import threading
 import time
+from collections.abc import Iterable
 
 import numpy as np
 
@@ -32,8 +33,10 @@ from ..interrupts import ctrl_c_deferred
 from . import _handler as H
 from . import _native as N
 from . import forks, walks
-from .raw import RawSamples, trim_frames, walk_ends
+from .raw import RawSamples, samples_from
 from .threads import NewThreads
+from .timer_waits import first_wait, period_ns
+from .unwind_rows import own_table, python_calls_in
 
 #: Set to a non-empty value other than "0" to make every Sampler unavailable.
 DISABLE_ENV = "NUMBA_LPRUN_NO_SAMPLER"
@@ -51,6 +54,7 @@ DEFAULT_DEPTH = 64
 #: modules Numba compiled in the process: 4 us with none, 17 us with 600 (a test session,
 #: a long notebook), 54 us with 1,200 here. Walks costing half the period biased the
 #: ``prange`` shares by up to 17 points (25 -> 42%); at a tenth they were within a point.
+#: A sampler that walks its profiled code itself (``own_code``) is not lowered.
 WALK_BUDGET = 0.10
 #: Set to another share (``1`` for no limit) to change ``WALK_BUDGET``.
 WALK_BUDGET_ENV = "NUMBA_LPRUN_WALK_BUDGET"
@@ -93,6 +97,8 @@ class Sampler:
         numba_threads: bool = False,
         boost: tuple[float, int] | None = None,
         walk_budget: float | None = None,
+        own_code: Iterable[object] = (),
+        verify_walks: bool = False,
     ) -> None:
         self.rate_hz = self.asked_hz = float(rate_hz)
         if walk_budget is None:
@@ -103,6 +109,9 @@ class Sampler:
         self.depth = max(1, int(depth))
         self.max_samples = max(1, int(max_samples))
         self.numba_threads = numba_threads
+        self.own_code = list(own_code)  # dispatchers whose code the handler walks itself (own_walk)
+        self._table: np.ndarray | None = None
+        self.verify_walks = verify_walks  # libgcc walks every stack, and the own walk is checked against it
         self.unavailable: str | None = None
         self._samples = RawSamples(rate_hz=self.rate_hz)
         self._libc: N.Libc | None = None
@@ -175,6 +184,7 @@ class Sampler:
         except (OSError, AttributeError) as exc:
             return f"libc lacks what sampling needs: {exc}"
         self._ctrl, handler_address = H.get_handler(libc)
+        self._table = own_table(self.own_code, python_calls_in()) if self.own_code else None
         nframes = self.depth + _HANDLER_FRAMES
         self._buffer = np.empty((self.max_samples, H.HEADER + nframes), np.uint64)
         self._afford(nframes)
@@ -217,7 +227,7 @@ class Sampler:
         """A timer's first signal, at a random phase (see _handler); one shot, no interval: each
         signal's handler re-arms it (_handler)."""
         spec = N.itimerspec_t()
-        spec.it_value.tv_sec, spec.it_value.tv_nsec = divmod(H.first_wait(period_ns, self._random), 10**9)
+        spec.it_value.tv_sec, spec.it_value.tv_nsec = divmod(first_wait(period_ns, self._random), 10**9)
         return spec
 
     def forked_away(self) -> None:
@@ -256,40 +266,31 @@ class Sampler:
         ctrl = self._ctrl
         ctrl[H.TIMERS] = self._timer_ids.ctypes.data
         boosted = self.boost is not None and self.boost[0] > self.rate_hz and self.boost[1] > 0
-        ctrl[H.SLOW_NS] = H.period_ns(self.rate_hz)
-        ctrl[H.FAST_NS] = H.period_ns(self.boost[0]) if boosted else ctrl[H.SLOW_NS]
+        ctrl[H.SLOW_NS] = period_ns(self.rate_hz)
+        ctrl[H.FAST_NS] = period_ns(self.boost[0]) if boosted else ctrl[H.SLOW_NS]
         ctrl[H.BOOST_UNTIL] = int(self.boost[1]) if boosted else 0
 
     def _period_ns(self) -> int:
         """The period a newly armed timer starts at: the boost's while it lasts."""
         ctrl = self._ctrl
         boosting = ctrl[H.BOOST_UNTIL] > 0 and ctrl[H.NEXT] < ctrl[H.BOOST_UNTIL]
-        return H.period_ns(self.boost[0] if boosting else self.rate_hz)
+        return period_ns(self.boost[0] if boosting else self.rate_hz)
 
     def _afford(self, nframes: int) -> None:
-        """Lower the rate (and the boost's) so that stack walks take at most ``walk_budget`` of
-        the CPU (see ``WALK_BUDGET``). With Numba's threads every thread walks, and the
-        unwinder's lock makes their walks take turns, so their costs add up."""
-        self.rate_hz = self.asked_hz
-        self.lowered = None
-        walk = walks.walk_seconds(self._libc, nframes)
+        """Lower the rate (and the boost's) so that libgcc's stack walks take at most
+        ``walk_budget`` of the CPU (see ``WALK_BUDGET``); not where the handler walks the profiled
+        code itself (``own_walk``: a walk there costs well under a microsecond)."""
+        walk = walks.walk_seconds(self._libc, nframes)  # also the warm-up the handler needs
+        walk = 0.0 if self._table is not None else walk
         walkers = max(1, len(N.list_threads())) if self.numba_threads else 1
-        affordable = self.walk_budget / (walk * walkers) if walk > 0 else float("inf")
-        if self.boost is not None and self.boost[0] > affordable:
-            self.boost = (affordable, self.boost[1])
-        if affordable < self.rate_hz:
-            self.rate_hz = affordable
-            threads = f", on each of {walkers} threads" if walkers > 1 else ""
-            self.lowered = (
-                f"rate lowered from {self.asked_hz:.0f} Hz: a stack walk costs about "
-                f"{walk * 1e6:.0f} us here{threads} (the unwinder searches every module "
-                "compiled in this process)"
-            )
+        self.rate_hz, self.boost, self.lowered = walks.afford(
+            self.asked_hz, self.boost, self.walk_budget, walk, walkers
+        )
 
     def _configure(self, nframes: int) -> None:
         ctrl = self._ctrl
         ctrl[H.ACTIVE] = 0
-        for slot in (H.NEXT, H.DROPPED, H.FOREIGN, H.SKIPPED, H.INFLIGHT, H.OVERRUNS, H.NTHREADS):
+        for slot in (H.NEXT, H.INFLIGHT, H.NTHREADS, *H.COUNTERS.values()):
             ctrl[slot] = 0
         ctrl[H.CAPACITY] = self.max_samples
         ctrl[H.STRIDE] = self._buffer.shape[1]
@@ -301,6 +302,8 @@ class Sampler:
         )  # leaves random's state alone
         lo, hi = N.mapped_range("libgcc_s")
         ctrl[H.SKIP_LO], ctrl[H.SKIP_HI] = lo, hi
+        ctrl[H.OWN_TABLE] = self._table.ctypes.data if self._table is not None else 0
+        ctrl[H.VERIFY] = int(self.verify_walks)
         self._set_boost()  # before the handler is active: it reads these arrays
 
     def _arm_timers(self, tids: list[int]) -> None:
@@ -360,7 +363,7 @@ class Sampler:
         deadline = time.perf_counter() + timeout
         while ctrl[H.INFLIGHT] != 0:
             if time.perf_counter() > deadline:  # a handler is stuck: never free its buffer
-                kept = (self._buffer, self._last_cpu, self._timer_ids)
+                kept = (self._buffer, self._last_cpu, self._timer_ids, self._table)
                 _leaked.extend(a for a in kept if a is not None)
                 return
             time.sleep(0.0005)
@@ -373,28 +376,9 @@ class Sampler:
     def _collect(self, elapsed: float) -> None:
         ctrl = self._ctrl
         n = min(int(ctrl[H.NEXT]), self.max_samples)
-        records = self._buffer[:n]
-        width = int(ctrl[H.NFRAMES])
-        pc, nframes = records[:, 0], records[:, 3]
-        frames = records[:, H.HEADER : H.HEADER + width]
-        found, last, last_is_pc = walk_ends(pc, nframes, frames)
-        stops, causes = walks.classify(
-            found, nframes.astype(np.int64), last, last_is_pc, width, self.depth, N.code_mappings()
-        )
-        self._samples = RawSamples(
-            addresses=trim_frames(pc, nframes, frames, self.depth),
-            blocked=records[:, 4] != 0,
-            stops=stops,
-            stop_causes=causes,
-            threads=records[:, 1].astype(np.int32),
-            cpu_ns=records[:, 2].view(np.int64).copy(),
-            tids=list(self._tids),
-            dropped=int(ctrl[H.DROPPED]),
-            overruns=int(ctrl[H.OVERRUNS]),
-            foreign=int(ctrl[H.FOREIGN]),
-            unwind_skipped=int(ctrl[H.SKIPPED]),
-            elapsed=elapsed,
-            rate_hz=self.rate_hz,
-            lowered=self.lowered,
-        )
-        self._buffer = self._last_cpu = None
+        counted = {name: int(ctrl[slot]) for name, slot in H.COUNTERS.items()}
+        self._samples = samples_from(
+            self._buffer[:n], int(ctrl[H.NFRAMES]), self.depth, N.code_mappings(),
+            tids=list(self._tids), elapsed=elapsed, rate_hz=self.rate_hz, lowered=self.lowered, **counted,
+        )  # fmt: skip
+        self._buffer = self._last_cpu = self._table = None

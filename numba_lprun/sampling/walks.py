@@ -169,3 +169,21 @@ def walk_seconds(libc: object, nframes: int) -> float:
         libc.backtrace(scratch, nframes)
         walk = min(walk, time.perf_counter() - began)
     return walk
+
+
+def afford(
+    asked_hz: float, boost: tuple[float, int] | None, budget: float, walk: float, walkers: int
+) -> tuple[float, tuple[float, int] | None, str | None]:
+    """(rate, boost, why lowered or None): the rate and the boost's lowered so that walks of
+    ``walk`` seconds on ``walkers`` threads, taking turns under libgcc's lock, take at most
+    ``budget`` of the CPU."""
+    affordable = budget / (walk * walkers) if walk > 0 else float("inf")
+    if boost is not None and boost[0] > affordable:
+        boost = (affordable, boost[1])
+    if affordable >= asked_hz:
+        return asked_hz, boost, None
+    threads = f", on each of {walkers} threads" if walkers > 1 else ""
+    return affordable, boost, (
+        f"rate lowered from {asked_hz:.0f} Hz: a stack walk costs about {walk * 1e6:.0f} us here{threads} "
+        "(the unwinder searches every module compiled in this process)"
+    )

@@ -15,6 +15,7 @@ import warnings
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 
+from ..instrument.function_kinds import treated_as
 from ..instrument.source import FunctionSource, read_source
 from ..instrument.twins import Twin, compile_like, link, make_relinked
 from ..internals import CPUDispatcher, ignore_debug_info_warnings
@@ -170,7 +171,7 @@ class Runner:
     def _links(self, target: Target, kind: str) -> frozenset[tuple[Key, int]]:
         """The twins of other targets that ``target``'s code calls: (source key, id of that twin)."""
         found: set[tuple[Key, int]] = set()
-        if not hasattr(target.original, "py_func"):  # a kernel object: its callees are not ours to link
+        if treated_as(target.original).kernel:  # a ufunc, a stencil: its callees are not ours to link
             return frozenset()
         for other in self.targets.values():
             if other is target or not reaches(target.original, {id(other.original): other.original}):

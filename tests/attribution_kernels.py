@@ -317,8 +317,12 @@ CASES = [
     Case("prange, large bodies", prange_large, prange_large, _par_args(), dict(QUARTERS), among_groups=True),
     Case("jitted caller of the profiled function", calls_pure, caller_of_profiled, (100,)),
     Case(
-        "objmode block between two lines", with_objmode, with_objmode, (1,),
-        rate_hz=4000.0, fresh_process=True,
+        "objmode block between two lines",
+        with_objmode,
+        with_objmode,
+        (1,),
+        rate_hz=4000.0,
+        fresh_process=True,
     ),
 ]
 

@@ -324,3 +324,24 @@ def test_a_function_profile_is_made_of_a_few_parts():
     loose = [f.name for f in fields if not dataclasses.is_dataclass(hints[f.name])]
     assert not loose, loose  # each field a part
     assert all(hints[f.name].__dataclass_params__.frozen for f in fields)
+
+
+#: The tests that tell a kind of function apart (a ufunc, a stencil, a jitclass), and the modules that
+#: may ask them: the door, where they are defined, and the strategies (``instrument.function_kinds``).
+KIND_TESTS = {"is_kernel_object", "is_cpu_ufunc", "is_stencil", "is_jitclass"}
+KIND_MODULES = {"numba_lprun.instrument.function_kinds"}
+
+
+def test_kinds_of_function_are_told_apart_only_by_their_strategies():
+    """A stage asks a function's kind (``function_kinds.kind_of``) how to treat it, never whether it
+    is a ufunc or a stencil: ``is_kernel_object`` was tested in 7 places, and adding a kind of
+    function touched five modules."""
+    found = []
+    for name, path in modules().items():
+        if name in KIND_MODULES or name.startswith(DOOR):
+            continue
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            named = getattr(node, "id", None) or getattr(node, "attr", None) or getattr(node, "name", None)
+            if isinstance(node, (ast.Name, ast.Attribute, ast.alias)) and named in KIND_TESTS:
+                found.append(f"{name}:{getattr(node, 'lineno', '?')} {named}")
+    assert not found, found

@@ -43,7 +43,8 @@ def test_a_packages_own_suite_profiled_with_source(tmp_path):
     lprof = tmp_path / "suite.lprof"
     profiled = run(
         # --hits: what is compared is hits (the sampled view of scripts is tested in test_one_run)
-        ["-m", "numba_lprun", "--hits", "--source", "qe_optimize", "-z", "-D", str(lprof), *PYTEST], tmp_path
+        ["-m", "numba_lprun", "--hits", "--source", "qe_optimize", "-z", "-D", str(lprof), *PYTEST],
+        tmp_path,
     )
     assert profiled.returncode == 0, profiled.stderr[-3000:]
     reference = tmp_path / "reference.json"

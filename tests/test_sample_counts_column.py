@@ -38,7 +38,7 @@ def test_rich_has_the_column_only_when_asked():
 
 def test_html_has_the_column_with_its_explanation_only_when_asked():
     profile = _profile()
-    assert "(--sample-counts)\">Samples</th>" not in HTMLRenderer().render(profile)
+    assert '(--sample-counts)">Samples</th>' not in HTMLRenderer().render(profile)
     html = HTMLRenderer(columns=ASKED).render(profile)
     assert 'title="how many samples landed on the line (--sample-counts)">Samples</th>' in html
     assert f'<td class="n">{_a_count(profile)[1]}</td>' in html

@@ -2,9 +2,9 @@
 
 Both kinds of object a ``@cuda.jit`` decorator makes are handled: numba-cuda's
 ``CUDADispatcher`` on a machine with (or without) a GPU, and the simulator's
-``FakeCUDAKernel`` under ``NUMBA_ENABLE_CUDASIM=1``. ``is_cuda_function`` is the CPU
-resolver's (``instrument.kinds``, which refuses these first), imported here: it goes by
-the type's module, so asking never imports numba.cuda.
+``FakeCUDAKernel`` under ``NUMBA_ENABLE_CUDASIM=1``. ``is_cuda_function`` is the CUDA
+kind's test (``instrument.function_kinds``; the CPU resolver refuses these first), imported
+here: it goes by the type's module, so asking never imports numba.cuda.
 """
 
 from __future__ import annotations
@@ -15,7 +15,7 @@ import textwrap
 from types import FunctionType
 
 from ..errors import NotProfilableError
-from ..instrument.kinds import is_cuda_function
+from ..instrument.function_kinds import is_cuda_function
 from ..instrument.source import FunctionSource, describe
 from ..instrument.twins import cell_value
 from ..internals import simulated_device_flag, simulated_fastmath

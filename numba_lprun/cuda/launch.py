@@ -162,9 +162,7 @@ def profile_launch(
     counters = _Counters(plans, timing, simulator)
     twins_of: dict[int, object] = {}
     for index in reversed(range(len(plans))):  # callees first: their twins are linked in
-        twins_of[id(plans[index].original)] = probed_twin(
-            plans[index], counters.probes(index), twins_of
-        )
+        twins_of[id(plans[index].original)] = probed_twin(plans[index], counters.probes(index), twins_of)
     twin = twins_of[id(kernel)]
     state = LaunchState(args)
     notes = _notes(simulator, timing, overhead, state)

@@ -3,7 +3,10 @@
 Stages, each importing only from the ones before it:
 
 - ``ufuncs``: kernel objects (``@vectorize``/``@guvectorize`` on the CPU, ``@stencil``):
-  their kernel functions and how a twin of each is made;
+  how a twin of each is made;
+- ``function_kinds``: one strategy per kind of function (CPU dispatcher, ufunc, stencil,
+  jitclass, CUDA kernel): where its source is, how its twin is built, whether its calls run
+  concurrently, whether samples reach its lines; every later stage asks it, none tests types;
 - ``source``: read the function's source and AST, keyed as line_profiler keys functions;
 - ``kinds``: what can be profiled: what the user names (a dispatcher, a jitclass or one
   of its members, a ufunc, a stencil, an overloaded function) -> the dispatchers or

@@ -12,32 +12,18 @@ The front ends (magic, CLI) and ``LineProfiler`` all go through :func:`resolve`.
 from __future__ import annotations
 
 import importlib
-from collections.abc import Iterator
 from types import FunctionType
 
 from ..errors import CudaFunctionError, NotProfilableError
 from ..internals import (
     CPUDispatcher,
     cached_dispatchers,
-    is_jitclass,
     jitclasses,
     overloads_function,
     templates_with_implementations,
 )
+from .function_kinds import CUDA, JITCLASS, class_members, kind_of
 from .source import describe, python_function_of
-from .ufuncs import is_kernel_object
-
-
-def class_members(cls: type) -> Iterator[tuple[str, CPUDispatcher]]:
-    """(label, dispatcher) of each method, property accessor and static method of a jitclass."""
-    class_type = cls.class_type
-    for name, disp in class_type.jit_methods.items():
-        yield name, disp
-    for name, accessors in class_type.jit_props.items():
-        for which, disp in accessors.items():
-            yield f"{name}.{'fget' if which == 'get' else 'fset'}", disp
-    for name, disp in class_type.jit_static_methods.items():
-        yield name, disp
 
 
 def owning_jitclass(dispatcher: object) -> type | None:
@@ -86,15 +72,6 @@ def templates_holding(dispatcher: object) -> list[type]:
     return found
 
 
-def is_cuda_function(obj: object) -> bool:
-    """Whether ``obj`` is a ``@cuda.jit`` kernel or device function (numba-cuda's
-    dispatcher or the simulator's kernel); by its type's module, importing nothing
-    (importing numba.cuda is slow, and under the simulator must wait for the environment).
-    Defined here, the first stage that asks (the CPU resolver refuses these); ``cuda/``
-    and the front ends' ``cuda.split_cuda`` use this one."""
-    return type(obj).__module__.startswith("numba.cuda") and hasattr(obj, "py_func")
-
-
 def refuse_cuda(obj: object) -> None:
     """Where CUDA kernels leave the CPU path: ``LineProfiler(kern)`` says, as a
     ``CudaFunctionError``, that ``numba_lprun.cuda`` profiles the kernel's launches (the
@@ -117,14 +94,15 @@ def resolve(obj: object) -> list[CPUDispatcher]:
     overload function itself), gives the implementations jitted code compiled for it.
     A CUDA kernel or device function raises ``CudaFunctionError`` (``refuse_cuda``).
     """
-    if is_cuda_function(obj):
+    kind = kind_of(obj)
+    if kind is CUDA:
         refuse_cuda(obj)
-    if is_jitclass(obj):
+    if kind is JITCLASS:
         members = [disp for _, disp in class_members(obj)]
         for disp in members:
             python_function_of(disp)  # refuse the whole class with the member's reason
         return members
-    if isinstance(obj, CPUDispatcher) or is_kernel_object(obj):
+    if kind is not None and kind.profiled_itself:  # a dispatcher, a ufunc, a stencil
         python_function_of(obj)
         return [obj]
     if isinstance(obj, (FunctionType, property, staticmethod)):
@@ -180,16 +158,8 @@ def is_dispatcher(value: object) -> bool:
 def source_file(value: object) -> str | None:
     """The file the Python code behind ``value`` comes from (a jitted function, a jitclass,
     a ufunc or a stencil), or None for anything else."""
-    if is_dispatcher(value):
-        return value.py_func.__code__.co_filename
-    if is_kernel_object(value):
-        from .ufuncs import kernel_function
-
-        return kernel_function(value).__code__.co_filename
-    if is_jitclass(value):
-        members = [disp for _, disp in class_members(value)]
-        return members[0].py_func.__code__.co_filename if members else None
-    return None
+    kind = kind_of(value)
+    return kind.source_file(value) if kind is not None else None
 
 
 def defined_in(filename: str):
@@ -213,7 +183,7 @@ def profilable_in(namespace: dict, filename: str | None, module: str | None = No
         if name.startswith("_") or where is None or (filename is not None and where != filename):
             continue
         spelled = f"{module}:{name}" if module else name
-        if is_jitclass(value):
+        if kind_of(value) is JITCLASS:
             spelled += " (a jitclass: all its members; or one, such as " + spelled + ".method)"
         found.append(spelled)
     return found

@@ -15,9 +15,8 @@ import sys
 from collections.abc import Callable
 
 from ..errors import NotProfilableError
-from ..internals import is_jitclass
-from .kinds import is_dispatcher, resolve
-from .ufuncs import is_kernel_object, kernel_function
+from .function_kinds import kind_of
+from .kinds import resolve
 
 
 def split_packages(specs: list[str]) -> tuple[str, ...]:
@@ -28,13 +27,8 @@ def split_packages(specs: list[str]) -> tuple[str, ...]:
 
 def module_of(value: object) -> str | None:
     """The module whose code defines ``value``: a jitted function, ufunc, stencil or jitclass."""
-    if is_dispatcher(value):
-        return getattr(value.py_func, "__module__", None)
-    if is_kernel_object(value):
-        return getattr(kernel_function(value), "__module__", None)
-    if is_jitclass(value):
-        return getattr(value, "__module__", None)
-    return None
+    kind = kind_of(value)
+    return kind.module(value) if kind is not None else None
 
 
 def in_packages(module: str | None, packages: tuple[str, ...]) -> bool:

@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 from types import CodeType, FunctionType
 
 from ..errors import NotProfilableError
+from .function_kinds import kind_of
 
 _CO_GENERATOR_FLAGS = inspect.CO_COROUTINE | inspect.CO_ASYNC_GENERATOR  # Numba compiles neither
 
@@ -53,12 +54,11 @@ def describe(obj: object) -> str:
 
 
 def python_function_of(dispatcher: object) -> FunctionType:
-    """The Python function behind a CPU dispatcher, or NotProfilableError saying why not."""
-    from ..internals import CPUDispatcher
-    from .ufuncs import is_kernel_object, kernel_function
-
-    if isinstance(dispatcher, CPUDispatcher) or is_kernel_object(dispatcher):
-        py_func = dispatcher.py_func if isinstance(dispatcher, CPUDispatcher) else kernel_function(dispatcher)
+    """The Python function behind a CPU dispatcher, a ufunc or a stencil, or NotProfilableError
+    saying why not."""
+    kind = kind_of(dispatcher)
+    if kind is not None and kind.profiled_itself:
+        py_func = kind.python_function(dispatcher)
         options = getattr(dispatcher, "targetoptions", None) or {}
         if options.get("forceobj") or options.get("nopython") is False:
             raise NotProfilableError(

@@ -25,9 +25,9 @@ from ..twin_kind import TwinKind
 from . import probes as P
 from . import unwind
 from .exits import flushing
+from .function_kinds import treated_as
 from .source import FunctionSource
 from .twin_identity import name_twin, register, tagged_pipeline, twin_key
-from .ufuncs import is_kernel_object, kernel_twin
 
 
 def objmode_names(py_func: pytypes.FunctionType) -> frozenset[str]:
@@ -184,13 +184,14 @@ def make_twin(
     py_func.__name__ = src.py_func.__name__
     py_func.__qualname__ = src.py_func.__qualname__
     py_func.__module__ = None  # see _new_dispatcher
-    if is_kernel_object(original):  # a ufunc's kernel compiles as the original's (no line tables)
+    build_kernel = treated_as(original).kernel_twin
+    if build_kernel is not None:  # a ufunc's kernel compiles as the original's (no line tables)
 
         def pipeline(base: type) -> type:  # a stencil's loop nest, as a dispatcher twin's
             return flushing(line_tables_pipeline(base) if line_tables else base)
 
         try:
-            twin, code = kernel_twin(original, py_func, pipeline, line_tables)
+            twin, code = build_kernel(original, py_func, pipeline, line_tables)
         except Exception as exc:  # Numba raises many types; all mean the twin failed
             raise TwinCompileError(src.py_func.__qualname__, numba_reason(exc), kind=kind) from None
         return Twin(original, twin, kind, compiled=["kernel"], kernel=code)

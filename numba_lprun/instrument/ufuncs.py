@@ -30,21 +30,9 @@ from collections.abc import Callable
 from types import FunctionType
 from typing import NamedTuple
 
-from ..internals import (
-    StencilBuild,
-    is_cpu_ufunc,
-    is_stencil,
-    kernel_function,
-    rebuild_stencil,
-    rebuild_ufunc,
-)
+from ..internals import StencilBuild, rebuild_stencil, rebuild_ufunc
 
-__all__ = ["StencilCode", "is_cpu_ufunc", "is_kernel_object", "is_stencil", "kernel_function", "kernel_twin"]
-
-
-def is_kernel_object(obj: object) -> bool:
-    """A ufunc (cpu) or a stencil: compiled from a kernel function, without a dispatcher of its own."""
-    return is_cpu_ufunc(obj) or is_stencil(obj)
+__all__ = ["StencilCode", "stencil_twin", "ufunc_twin"]
 
 
 class StencilCode:
@@ -75,14 +63,20 @@ class Compiled(NamedTuple):
     index: int
 
 
-def kernel_twin(
+def ufunc_twin(
     original: object, py_func: FunctionType, pipeline: Callable[[type], type], line_tables: bool
 ) -> tuple[object, object]:
-    """The twin of a kernel object for the rewritten ``py_func``, and where its code is. A
-    stencil's loop nests compile with ``pipeline`` (applied to Numba's default pipeline
-    class), with line tables when ``line_tables``; a ufunc's kernel as the original's."""
-    if is_stencil(original):
-        code = StencilCode(py_func)
-        build = StencilBuild(pipeline, line_tables, code, code.compiled)
-        return rebuild_stencil(original, py_func, build), code
+    """The twin of a ufunc for the rewritten ``py_func``, and where its code is: its kernel
+    compiles as the original's (no line tables; ``pipeline`` is not used)."""
     return rebuild_ufunc(original, py_func)
+
+
+def stencil_twin(
+    original: object, py_func: FunctionType, pipeline: Callable[[type], type], line_tables: bool
+) -> tuple[object, object]:
+    """The twin of a stencil for the rewritten ``py_func``, and where its code is: its loop
+    nests compile with ``pipeline`` (applied to Numba's default pipeline class), with line
+    tables when ``line_tables``."""
+    code = StencilCode(py_func)
+    build = StencilBuild(pipeline, line_tables, code, code.compiled)
+    return rebuild_stencil(original, py_func, build), code

@@ -49,7 +49,6 @@ def counted_loop(builder, count):
     return cgutils.for_range(builder, count)
 
 
-
 @touches(
     "llvmlite.ir.builder",
     "IRBuilder",

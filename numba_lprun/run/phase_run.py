@@ -2,13 +2,14 @@
 
 A statement may define jitted functions itself (a ``%%nlprun`` cell): the phase
 then *adopts* the fresh dispatcher the statement just defined, under the same key.
+The runner that made the phase does that (``Runner.adopt``, handed in as ``adopting``);
+a phase knows nothing of the runner.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Protocol
 
 from ..instrument.source import FunctionSource
 from ..instrument.twins import Twin, compile_like_original
@@ -17,20 +18,11 @@ from .compiles import CompileWatcher, Progress
 from .reach import Swap, defining_module, twin_entry_points
 
 
-class Runner(Protocol):
-    """What a phase asks of the runner that made it (``runner.Runner``)."""
-
-    adopted: set[int]
-
-    def add(self, dispatcher: CPUDispatcher) -> object: ...
-    def switch(self, run: PhaseRun, targets: Iterable[object]) -> None: ...
-
-
 @dataclass
 class PhaseRun:
     """The twins swapped in for one phase; ``adopt`` adds a function defined meanwhile."""
 
-    runner: Runner
+    adopting: Callable[[PhaseRun, tuple[CPUDispatcher, ...]], None]  # ``Runner.adopt``
     kind: str  # the kind of twin this phase runs on
     namespaces: list[dict]  # where jitted callers of the targets are looked for
     internal: list[dict]  # Numba's own member dicts (jitclass types), where twins are swapped in
@@ -59,19 +51,9 @@ class PhaseRun:
         self.namespaces[:] = [ns for ns in self.namespaces if ns is not namespace]
 
     def adopt(self, *dispatchers: CPUDispatcher) -> None:
-        """Profile ``dispatchers`` from now on in this phase (they have not run yet).
-
-        A dispatcher defined again by a repeated run (same code, same closure)
-        reuses the twins built for the previous definition.
-        """
-        targets = [self.runner.add(d) for d in dispatchers]
-        self.runner.adopted.update(id(t) for t in targets)
-        fresh = [t for t in targets if self.kind not in t.twins]
-        if fresh:
-            self.runner.switch(self, fresh)
-        kept = [t for t in targets if t not in fresh and id(t.original) not in self.replacements]
-        if kept:
-            self.start([(t.twins[self.kind], t.source) for t in kept])
+        """Profile ``dispatchers`` from now on in this phase (they have not run yet): the
+        runner makes them targets and swaps their twins in (``Runner.adopt``)."""
+        self.adopting(self, dispatchers)
 
     def start(self, built: list[tuple[Twin, FunctionSource | None]]) -> None:
         """Send calls of each original to its twin: the user's names keep the originals

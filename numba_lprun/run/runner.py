@@ -5,7 +5,8 @@ builds and links the twins of every target and of every jitted caller that
 reaches one, swaps them in, runs, and restores the namespaces in a ``finally``.
 
 A statement may define jitted functions itself (a ``%%nlprun`` cell): each phase
-then *adopts* the fresh dispatcher the statement just defined (``phase_run``).
+then *adopts* the fresh dispatcher the statement just defined (``Runner.adopt``: the
+phase's ``PhaseRun`` is handed that one function, and holds no runner).
 """
 
 from __future__ import annotations
@@ -15,6 +16,7 @@ import warnings
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 
+from ..instrument.function_kinds import treated_as
 from ..instrument.source import FunctionSource, read_source
 from ..instrument.twins import Twin, compile_like, link, make_relinked
 from ..internals import CPUDispatcher, ignore_debug_info_warnings
@@ -170,7 +172,7 @@ class Runner:
     def _links(self, target: Target, kind: str) -> frozenset[tuple[Key, int]]:
         """The twins of other targets that ``target``'s code calls: (source key, id of that twin)."""
         found: set[tuple[Key, int]] = set()
-        if not hasattr(target.original, "py_func"):  # a kernel object: its callees are not ours to link
+        if treated_as(target.original).kernel:  # a ufunc, a stencil: its callees are not ours to link
             return frozenset()
         for other in self.targets.values():
             if other is target or not reaches(target.original, {id(other.original): other.original}):
@@ -217,7 +219,16 @@ class Runner:
         ran meanwhile), whose callers it takes instead of searching every module again."""
         statement = [ns for ns in namespaces if ns is not None]
         spaces = statement + ([] if runs_nothing else module_namespaces())
-        run = PhaseRun(self, kind, spaces, [], Swap(), progress, statement, runs_nothing=runs_nothing)
+        run = PhaseRun(
+            adopting=self.adopt,
+            kind=kind,
+            namespaces=spaces,
+            internal=[],
+            swap=Swap(),
+            progress=progress,
+            statement=statement,
+            runs_nothing=runs_nothing,
+        )
         self.used.add(kind)
         self.generation += 1
         watcher = run.compiles = CompileWatcher(kind, progress, paused)
@@ -263,6 +274,20 @@ class Runner:
             swap_implementations(self.templates(), twins, run.swap)
             run.start(built)
             self._swap_box_properties(kind, run.swap)
+
+    def adopt(self, run: PhaseRun, dispatchers: Iterable[CPUDispatcher]) -> None:
+        """Profile ``dispatchers``, which a statement defined while ``run`` ran (they have not
+        run yet), from now on in that phase (``PhaseRun.adopt``). A dispatcher defined again
+        by a repeated run (same code, same closure) reuses the twins built for the previous
+        definition."""
+        targets = [self.add(d) for d in dispatchers]
+        self.adopted.update(id(t) for t in targets)
+        fresh = [t for t in targets if run.kind not in t.twins]
+        if fresh:
+            self.switch(run, fresh)
+        kept = [t for t in targets if t not in fresh and id(t.original) not in run.replacements]
+        if kept:
+            run.start([(t.twins[run.kind], t.source) for t in kept])
 
     def _uses(self, dispatcher: CPUDispatcher, names: list[str]) -> bool:
         """``uses_instances``, remembered per dispatcher until it compiles something new:

@@ -21,11 +21,9 @@ from typing import Protocol
 
 import numpy as np
 
+from ..instrument.function_kinds import is_compiled_code
 from ..internals import (
-    is_cpu_ufunc,
-    is_dispatcher,
     is_jitclass_instance,
-    is_stencil,
     jitclass_fields,
     numba_random_state_addresses,
     worker_random_state_addresses,
@@ -274,7 +272,7 @@ def is_code(obj: object) -> bool:
     """Numba's compiled code: a dispatcher, a ufunc or gufunc built for the cpu (DUFunc,
     GUFunc) or a stencil. Code, not state: what a profile swaps in for it is put back by
     the runner, and whatever it caches (compiled signatures) is no state the user sees."""
-    return is_dispatcher(obj) or is_cpu_ufunc(obj) or is_stencil(obj)
+    return is_compiled_code(obj)
 
 
 HANDLERS: list[tuple[Callable[[object], bool], Callable]] = [

@@ -21,13 +21,13 @@ import inspect
 from dataclasses import dataclass, field
 
 from ..instrument import probes as P
+from ..instrument.function_kinds import treated_as
 from ..instrument.kinds import owning_jitclass, templates_holding
 from ..instrument.rewrite import Rewritten, instrument
 from ..instrument.rewrite_parallel import add_prange_flushes
 from ..instrument.source import FunctionSource
 from ..instrument.twins import Twin, make_twin, objmode_names
-from ..instrument.ufuncs import is_cpu_ufunc, is_kernel_object, is_stencil
-from ..internals import CPUDispatcher, ufunc_dispatcher
+from ..internals import CPUDispatcher
 from .measurements import COUNTING, PLAIN, PROBED, FunctionCounts, Key
 from .reach import reached_from
 
@@ -75,21 +75,18 @@ def runs_concurrently(dispatcher: object) -> bool:
 
     ``parallel=True`` code runs its ``prange`` bodies on worker threads, and a
     ``nogil=True`` function can be called from several Python threads at the same
-    time (a thread pool): in both its counters need atomic updates, or hits are lost.
+    time (a thread pool): in both its counters need atomic updates, or hits are lost. NumPy
+    runs a ufunc's loops without the GIL; a stencil called from Python holds it, and in a
+    parallel caller it is reached from that caller (``atomic_targets``). See ``function_kinds``.
     """
-    if is_cpu_ufunc(dispatcher):  # NumPy runs ufunc loops without the GIL
-        return True
-    if is_kernel_object(dispatcher):  # a stencil: called from Python it holds the GIL; in a
-        return False  # parallel caller it is reached from that caller (atomic_targets)
-    options = getattr(dispatcher, "targetoptions", None) or {}
-    return bool(options.get("parallel") or options.get("nogil"))
+    return treated_as(dispatcher).concurrent(dispatcher)
 
 
 def may_run_on_threads(dispatcher: object) -> bool:
     """Whether ``dispatcher``'s code may run on Numba's worker threads in some run (so the
     sampler watches every thread and the snapshot takes their random states): a concurrent
     function, or a stencil, which a ``parallel=True`` caller inlines into its loops."""
-    return runs_concurrently(dispatcher) or is_kernel_object(dispatcher)
+    return treated_as(dispatcher).may_run_on_threads(dispatcher)
 
 
 def _closure(py_func) -> tuple[int, ...]:
@@ -179,7 +176,7 @@ def twin_shapes(
     calls timed), for ``build_twin`` and ``Target.built_as``. A stencil's calls are never timed:
     its kernel is called once per point of the array."""
     atomic = atomic_targets(targets, callers, instance_users)
-    per_point = {id(t.original) for t in targets if is_stencil(t.original)}
+    per_point = {id(t.original) for t in targets if treated_as(t.original).per_point}
     helpers = called_from_jitted(targets, callers) | per_point
     ids = [id(t.original) for t in targets]
     return {key: (key in atomic, shows_times, key not in helpers) for key in ids}
@@ -190,9 +187,7 @@ def sampleable(dispatcher: object, inlined_in_parallel: bool = False) -> bool:
     every dispatcher's and stencil's, not a ufunc's). A stencil that a ``parallel=True``
     caller reaches (``inlined_in_parallel``: its counters are atomic) is inlined by Numba's
     parfor pass into that caller's loops, whose line table names none of its lines."""
-    if is_cpu_ufunc(dispatcher):
-        return False
-    return not (inlined_in_parallel and is_stencil(dispatcher))
+    return treated_as(dispatcher).sampleable(inlined_in_parallel)
 
 
 def sampled_lines(target: Target, kind: str) -> bool:
@@ -261,7 +256,7 @@ def build_twin(
         atomic=atomic,
         suspends=bool(target.source.py_func.__code__.co_flags & inspect.CO_GENERATOR),
         call_clock=call_clock,
-        per_point=is_stencil(target.original),
+        per_point=treated_as(target.original).per_point,
         stripes=counters.stripes,
     )
     extra = P.make_probes(cfg)
@@ -278,9 +273,7 @@ def _holder(dispatcher: object) -> object:
     dispatcher Numba keeps inside it (the object the user holds is left exactly as it was).
     A stencil keeps them on itself, as a dispatcher does: rebuilt per profiler, its new twin
     made every jitted caller's twins compile again (2.4 s a profile for a 4-line caller)."""
-    if is_cpu_ufunc(dispatcher):
-        return ufunc_dispatcher(dispatcher)
-    return dispatcher
+    return treated_as(dispatcher).holder(dispatcher)
 
 
 def cached_target(dispatcher: CPUDispatcher, clock: str) -> Target | None:

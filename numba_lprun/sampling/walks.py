@@ -183,7 +183,11 @@ def afford(
     if affordable >= asked_hz:
         return asked_hz, boost, None
     threads = f", on each of {walkers} threads" if walkers > 1 else ""
-    return affordable, boost, (
-        f"rate lowered from {asked_hz:.0f} Hz: a stack walk costs about {walk * 1e6:.0f} us here{threads} "
-        "(the unwinder searches every module compiled in this process)"
+    return (
+        affordable,
+        boost,
+        (
+            f"rate lowered from {asked_hz:.0f} Hz: a stack walk costs about {walk * 1e6:.0f} us here{threads} "
+            "(the unwinder searches every module compiled in this process)"
+        ),
     )

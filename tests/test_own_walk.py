@@ -16,7 +16,8 @@ from numba import njit, prange
 
 import numba_lprun
 from numba_lprun.sampling import Sampler
-from numba_lprun.sampling.unwind_rows import END, FROM_RBP, FROM_RSP, GAP, ROW, own_table, python_calls_in
+from numba_lprun.sampling.cfa_rules import END, FROM_RBP, FROM_RSP, GAP, ROW
+from numba_lprun.sampling.unwind_rows import own_table, python_calls_in
 from numba_lprun.twin_kind import COUNTING
 
 DEBUG = {"debug": True, "boundscheck": False, "_dbg_extend_lifetimes": False}

@@ -67,9 +67,9 @@ Why it is built this way:
 
 Record layout (uint64 words): ``[pc, thread index, cpu ns since the thread's previous
 sample (or -1 when unknown), n frames, 1 if blocked in a system call else 0, frame 0 ..
-frame NFRAMES-1]``; the frames start
-with the handler's own frame and the kernel's signal trampoline, followed by ``pc``
-itself and its callers (the sampler trims the first ones).
+frame NFRAMES-1]``; libgcc's frames start with the handler's own and the kernel's signal
+trampoline, then ``pc`` and its callers (the sampler trims the first ones); own walks
+(``own_walk``) start at ``pc``.
 """
 
 from __future__ import annotations
@@ -86,8 +86,6 @@ from numba.extending import intrinsic
 
 from ..internals import register_symbol, stack_slot, stack_value
 from . import _native as N
-from . import own_walk as _own_walk_module
-from . import unwind_rows as _unwind_rows_module
 from .own_walk import checked, own_walk
 from .raw import HEADER
 
@@ -95,7 +93,8 @@ from .raw import HEADER
 ACTIVE, NEXT, DROPPED, CAPACITY, STRIDE, BUFFER, NFRAMES, FOREIGN = range(8)
 MAGIC, SKIP_LO, SKIP_HI, SKIPPED, INFLIGHT, OVERRUNS, LAST_CPU, NTHREADS = range(8, 16)
 BOOST_UNTIL, TIMERS, FAST_NS, SLOW_NS, OWN_TABLE, OWN_WALKS, VERIFY, MISMATCHES = range(16, 24)
-CONTROL_SIZE = 24
+LIBRARY_TABLE = 24
+CONTROL_SIZE = 25
 #: The counters the handler keeps, by the ``RawSamples`` field each becomes.
 COUNTERS = {"dropped": DROPPED, "overruns": OVERRUNS, "foreign": FOREIGN, "unwind_skipped": SKIPPED,
             "own_walks": OWN_WALKS, "walk_mismatches": MISMATCHES}  # fmt: skip
@@ -105,7 +104,7 @@ _lock = threading.Lock()
 _built: tuple[np.ndarray, object] | None = None
 #: What the handler's code reaches, by symbol: the control block and the libc functions it calls.
 SYMBOLS = {key: f"nlp_sampler_{key}" for key in ("ctrl", "backtrace", "errno", "clock", "settime")}
-_WALK_SOURCES = (_own_walk_module.__file__, _unwind_rows_module.__file__)
+_WALK_SOURCES = [Path(__file__).with_name(name) for name in ("own_walk.py", "cfa_rules.py")]
 _SIGNATURE = types.void(types.int32, types.voidptr, types.voidptr)
 
 
@@ -237,15 +236,16 @@ class _Body:
         self.rearm(thread, index, cost)
 
     def walk(self, pc, frames, nframes, count_p) -> None:
-        """The frames of the interrupted stack: the handler's own walk where the profiled code
-        is interrupted (``own_walk``), else glibc's ``backtrace`` (libgcc's unwinder). With
-        ``VERIFY`` set, libgcc walks every stack and the own walk is checked against it."""
+        """The interrupted stack's frames: by the handler's own walk (``own_walk``) where it can,
+        else glibc's ``backtrace``; with ``VERIFY``, by both, the own walk checked."""
         b = self.b
         sp = self.field(self.uctx_p, N.UCONTEXT_SP_OFFSET, _I64)
         bp = self.field(self.uctx_p, N.UCONTEXT_BP_OFFSET, _I64)
         table, frames_at = b.load(self.slot(OWN_TABLE)), b.ptrtoint(frames, _I64)
+        libraries = b.load(self.slot(LIBRARY_TABLE))
         verify = b.icmp_signed("!=", b.load(self.slot(VERIFY)), _c64(0))
-        own = b.select(verify, _c64(0), self.internal(own_walk, [table, pc, sp, bp, frames_at, nframes]))
+        walked = self.internal(own_walk, [table, libraries, pc, sp, bp, frames_at, nframes])
+        own = b.select(verify, _c64(0), walked)
         b.store(own, count_p)
         with b.if_else(b.icmp_signed("==", own, _c64(0))) as (libgcc, walked):
             with libgcc:
@@ -255,7 +255,8 @@ class _Body:
                 with b.if_then(verify):
                     room = 64
                     scratch = b.ptrtoint(stack_slot(b, ir.ArrayType(_I64, room)), _I64)
-                    agreed = self.internal(checked, [table, pc, sp, bp, frames_at, got, scratch, _c64(room)])
+                    both = [table, libraries, pc, sp, bp, frames_at, got, scratch, _c64(room)]
+                    agreed = self.internal(checked, both)
                     with b.if_then(b.icmp_signed("==", agreed, _c64(1))):
                         b.atomic_rmw("add", self.slot(OWN_WALKS), _c64(1), "monotonic")
                     with b.if_then(b.icmp_signed("==", agreed, _c64(0))):

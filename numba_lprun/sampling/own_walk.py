@@ -13,8 +13,8 @@ walk is complete as far as attribution goes), or at a thread's first frame. Anyw
 else (a jitted caller that is not profiled) it gives up, and the handler asks libgcc
 for the whole walk, as before.
 
-Table layout (int64 words): ``[rows, stops, (stop lo, stop hi) * stops, (start, how,
-cfa offset, rbp offset) * rows]``.
+Two tables (``unwind_rows``' layout): the twins', made by each sampler with the stops,
+and the shared libraries', made once per process.
 """
 
 from __future__ import annotations
@@ -23,7 +23,7 @@ from llvmlite import ir
 from numba import types
 from numba.extending import intrinsic, register_jitable
 
-from .unwind_rows import END, FROM_RSP, GAP, ROW
+from .cfa_rules import END, FROM_RSP, GAP, ROW
 
 #: A frame's CFA lies at most this far above the stack pointer (a sanity bound on the rules).
 MAX_FRAME = 1 << 26
@@ -74,15 +74,23 @@ def stops_at(table, address):
 
 
 @register_jitable
-def own_walk(table, pc, sp, bp, frames, limit):
+def rule_of(table, libraries, address):
+    """The row that says how to unwind the frame at ``address``: the twins' table's, else the
+    libraries' (0: neither has one; a GAP row: past a function's end)."""
+    row = rule_at(table + 16 + 16 * load_word(table + 8), load_word(table), address)
+    if (row == 0 or load_word(row + 8) == GAP) and libraries != 0:
+        row = rule_at(libraries + 16 + 16 * load_word(libraries + 8), load_word(libraries), address)
+    return row
+
+
+@register_jitable
+def own_walk(table, libraries, pc, sp, bp, frames, limit):
     """Frames written at ``frames`` (the pc, then return addresses), or 0: libgcc must walk."""
     if table == 0 or limit < 2:
         return 0
-    nrows = load_word(table)
-    rows_at = table + 16 + 16 * load_word(table + 8)
     n, address = 0, pc
     while n < limit:
-        row = rule_at(rows_at, nrows, address)
+        row = rule_of(table, libraries, address)
         how = load_word(row + 8) if row != 0 else GAP
         if how == GAP:
             break
@@ -104,11 +112,11 @@ def own_walk(table, pc, sp, bp, frames, limit):
     return n + 1
 
 
-def checked(table, pc, sp, bp, frames, got, scratch, room):
+def checked(table, libraries, pc, sp, bp, frames, got, scratch, room):
     """For tests (the control block's ``VERIFY``): 1 when the own walk's frames, written at
     ``scratch``, are those libgcc's walk wrote at ``frames`` (``got`` of them) from the pc on;
     0 when they differ; -1 when the own walk gave up (libgcc walks such a stack anyway)."""
-    n = own_walk(table, pc, sp, bp, scratch, room)
+    n = own_walk(table, libraries, pc, sp, bp, scratch, room)
     if n == 0:
         return -1
     for j in range(min(6, got)):

@@ -36,7 +36,7 @@ from . import forks, walks
 from .raw import RawSamples, samples_from
 from .threads import NewThreads
 from .timer_waits import first_wait, period_ns
-from .unwind_rows import own_table, python_calls_in
+from .unwind_rows import library_table, own_table, python_calls_in
 
 #: Set to a non-empty value other than "0" to make every Sampler unavailable.
 DISABLE_ENV = "NUMBA_LPRUN_NO_SAMPLER"
@@ -110,7 +110,8 @@ class Sampler:
         self.max_samples = max(1, int(max_samples))
         self.numba_threads = numba_threads
         self.own_code = list(own_code)  # dispatchers whose code the handler walks itself (own_walk)
-        self._table: np.ndarray | None = None
+        self._table: np.ndarray | None = None  # the twins' unwind rules, and the libraries' (own_walk)
+        self._libraries: np.ndarray | None = None
         self.verify_walks = verify_walks  # libgcc walks every stack, and the own walk is checked against it
         self.unavailable: str | None = None
         self._samples = RawSamples(rate_hz=self.rate_hz)
@@ -185,6 +186,7 @@ class Sampler:
             return f"libc lacks what sampling needs: {exc}"
         self._ctrl, handler_address = H.get_handler(libc)
         self._table = own_table(self.own_code, python_calls_in()) if self.own_code else None
+        self._libraries = library_table() if self._table is not None else None  # never freed
         nframes = self.depth + _HANDLER_FRAMES
         self._buffer = np.empty((self.max_samples, H.HEADER + nframes), np.uint64)
         self._afford(nframes)
@@ -303,6 +305,7 @@ class Sampler:
         lo, hi = N.mapped_range("libgcc_s")
         ctrl[H.SKIP_LO], ctrl[H.SKIP_HI] = lo, hi
         ctrl[H.OWN_TABLE] = self._table.ctypes.data if self._table is not None else 0
+        ctrl[H.LIBRARY_TABLE] = self._libraries.ctypes.data if self._libraries is not None else 0
         ctrl[H.VERIFY] = int(self.verify_walks)
         self._set_boost()  # before the handler is active: it reads these arrays
 

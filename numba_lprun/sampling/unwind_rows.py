@@ -1,260 +1,46 @@
-"""The profiled code's unwind rules, read once from its ``.eh_frame``, for the handler's own walk.
+"""The profiled code's unwind rules, read once, for the handler's own walk (``own_walk``).
 
 Why: libgcc's unwinder (GCC 12 and older) finds the unwind entry of each frame by
 searching the modules JIT-registered with it one after another, and the twins,
 compiled last, sit at the end of its list: after 1,200 compiles in a process one
 frame of a twin cost 11 us to find, and a sample's walk 23-36 us, where the signal
-itself costs a few. Most samples of a profile interrupt the profiled code itself,
-so the handler steps through those frames itself, with rules read here from the
-very ``.eh_frame`` libgcc would read (found once through ``_Unwind_Find_FDE``, so
-already relocated), and asks libgcc only for frames outside them.
+itself costs a few. Most samples of a profile interrupt the profiled code or what
+it calls, so the handler steps through those frames itself, with the rules
+(``cfa_rules``) of the very ``.eh_frame`` libgcc would read: the twins' modules
+(found once through ``_Unwind_Find_FDE``), per sampler, and the shared libraries
+jitted code calls (``LIBRARIES``), once per process and kept on disk.
 
-A rule says, from one address on, where the frame's CFA (the caller's stack pointer)
-is, ``rsp`` or ``rbp`` plus an offset, and where ``rbp`` was saved (the only
-callee-saved register a caller's CFA is computed from on x86-64); the return address
-is always at CFA - 8. A frame whose rules use anything else (a DWARF expression,
-another CFA register) is left out: libgcc walks it, as before.
-
-The table is one int64 array: the row count, then rows of ``ROW`` words
-``(start, how, cfa offset, rbp offset)``, sorted by start; ``how`` is ``GAP`` past the end
-of a function (not ours), ``FROM_RSP`` or ``FROM_RBP``, or ``END`` (the thread's first
-frame: its return address is undefined); an rbp offset of 0 means ``rbp`` is the caller's.
+A table is one int64 array: ``[rows, stops, (stop lo, stop hi) * stops, rows * ROW]``,
+sorted by start (``cfa_rules``' rows); the stops are the code ranges that call in from
+Python, where a walk that got there is complete.
 """
 
 from __future__ import annotations
 
 import ctypes
 import functools
+import hashlib
+import io
+import os
 from collections.abc import Iterable
+from pathlib import Path
 
 import numpy as np
 
+from ..instrument import disk_cache
 from ..internals import defined_function
+from .cfa_rules import GAP, ROW, _Reader, section_rows
 from .rows import code_libraries
 from .walks import _DwarfEhBases, _find_fde
 
-GAP, FROM_RSP, FROM_RBP, END = 0, 1, 2, 3
-ROW = 4
-_RSP, _RBP, _RA = 7, 6, 16  # DWARF register numbers on x86-64
-_MAX_RECORDS = 100_000  # an .eh_frame longer than this is not walked further
 _PT_GNU_EH_FRAME = 0x6474E550
 #: The shared libraries whose code jitted code calls, walked by the handler too: libm and libc
 #: (math, memory), Numba's runtime and helpers, the threading layers (Numba's and OpenMP's, TBB).
 LIBRARIES = ("/libm.so", "/libmvec.so", "/libc.so", "/numba/", "libgomp", "libtbb", "libiomp")
-
-
-class _Reader:
-    """Little-endian reads from this process's memory at absolute addresses."""
-
-    def __init__(self, at: int):
-        self.at = at
-
-    def u(self, ctype) -> int:
-        value = ctype.from_address(self.at).value
-        self.at += ctypes.sizeof(ctype)
-        return value
-
-    def uleb(self) -> int:
-        result = shift = 0
-        while True:
-            byte = self.u(ctypes.c_uint8)
-            result |= (byte & 0x7F) << shift
-            shift += 7
-            if byte < 0x80:
-                return result
-
-    def sleb(self) -> int:
-        result = shift = 0
-        while True:
-            byte = self.u(ctypes.c_uint8)
-            result |= (byte & 0x7F) << shift
-            shift += 7
-            if byte < 0x80:
-                return result - (1 << shift) if byte & 0x40 else result
-
-    def cstring(self) -> bytes:
-        out = bytearray()
-        while (byte := self.u(ctypes.c_uint8)) != 0:
-            out.append(byte)
-        return bytes(out)
-
-    def encoded(self, encoding: int) -> int:
-        """A pointer in ``DW_EH_PE`` ``encoding`` (pc-relative or absolute; no indirection)."""
-        field_at = self.at
-        kinds = {0x0: ctypes.c_uint64, 0x3: ctypes.c_uint32, 0x4: ctypes.c_uint64, 0xB: ctypes.c_int32,
-                 0xC: ctypes.c_int64, 0x2: ctypes.c_uint16, 0xA: ctypes.c_int16}  # fmt: skip
-        value = self.u(kinds[encoding & 0x0F])
-        if encoding & 0x70 == 0x10:
-            value += field_at
-        elif encoding & 0x70 != 0:
-            raise ValueError(f"pointer encoding {encoding:#x}")
-        return value & 0xFFFFFFFFFFFFFFFF
-
-
-class _Cie:
-    def __init__(self, reader: _Reader, end: int):
-        version = reader.u(ctypes.c_uint8)
-        augmentation = reader.cstring()
-        if version >= 4:
-            reader.u(ctypes.c_uint16)  # address and segment sizes
-        self.code_align, self.data_align = reader.uleb(), reader.sleb()
-        ra = reader.u(ctypes.c_uint8) if version == 1 else reader.uleb()
-        if ra != _RA:
-            raise ValueError("return address register")
-        self.encoding, self.has_data = 0, augmentation.startswith(b"z")
-        if self.has_data:
-            data_end = reader.uleb() + reader.at
-            for letter in augmentation[1:]:
-                if letter == ord("R"):
-                    self.encoding = reader.u(ctypes.c_uint8)
-                elif letter == ord("P"):
-                    reader.encoded(reader.u(ctypes.c_uint8) & 0x7F)
-                elif letter == ord("L"):
-                    reader.u(ctypes.c_uint8)
-            reader.at = data_end
-        self.program = (reader.at, end)
-
-
-def _run(program: tuple[int, int], cie: _Cie, start: int, state: dict, rows: list, initial: dict | None):
-    """Run one CFA program from ``start``, appending a rule at each address it advances to.
-    Only the CFA, ``rbp`` and the return address are followed (``_Rule``)."""
-    reader, end = _Reader(program[0]), program[1]
-    rule = _Rule(reader, cie, state, initial)
-    at, stack = start, []
-
-    def emit() -> None:
-        how = END if state.get(_RA) == "undefined" else state["how"]
-        row = (at, how, state["offset"], state.get(_RBP, 0))
-        if rows and rows[-1][0] == at:
-            rows[-1] = row
-        else:
-            rows.append(row)
-
-    while reader.at < end:
-        op = reader.u(ctypes.c_uint8)
-        if op & 0xC0 == 0x40 or op in (0x02, 0x03, 0x04):  # advance_loc, advance_loc1/2/4
-            emit()
-            sizes = {2: ctypes.c_uint8, 3: ctypes.c_uint16, 4: ctypes.c_uint32}
-            at += (op & 0x3F if op & 0xC0 else reader.u(sizes[op])) * cie.code_align
-        elif op == 0x0A:  # remember_state
-            stack.append(dict(state))
-        elif op == 0x0B:  # restore_state
-            state.clear()
-            state.update(stack.pop())
-        else:
-            rule.apply(op)
-    emit()
-
-
-class _Rule:
-    """The CFA instructions other than advances and the state stack, applied to ``state``."""
-
-    def __init__(self, reader: _Reader, cie: _Cie, state: dict, initial: dict | None):
-        self.reader, self.cie, self.state, self.initial = reader, cie, state, initial
-
-    def saved_at(self, register: int, offset: int) -> None:
-        if register == _RBP:
-            self.state[_RBP] = offset
-        elif register == _RA and offset != -8:
-            raise ValueError("return address not at CFA - 8")
-
-    def unknown(self, register: int, what: str = "undefined") -> None:
-        if register == _RA and what == "undefined":
-            self.state[_RA] = what  # the thread's first frame: the stack ends here
-        elif register in (_RBP, _RA):
-            raise ValueError(f"rbp or the return address {what}")
-
-    def cfa(self, register: int | None, offset: int | None) -> None:
-        if register is not None:
-            if register not in (_RSP, _RBP):
-                raise ValueError("CFA register")
-            self.state["how"] = FROM_RSP if register == _RSP else FROM_RBP
-        if offset is not None:
-            self.state["offset"] = offset
-
-    def apply(self, op: int) -> None:
-        r, data_align = self.reader, self.cie.data_align
-        if op & 0xC0 == 0x80:  # offset
-            self.saved_at(op & 0x3F, r.uleb() * data_align)
-        elif op & 0xC0 == 0xC0 or op == 0x06:  # restore, restore_extended: the CIE's rule
-            _restore(self.state, op & 0x3F if op & 0xC0 else r.uleb(), self.initial)
-        elif op in (0x05, 0x11):  # offset_extended, offset_extended_sf
-            register = r.uleb()
-            self.saved_at(register, (r.uleb() if op == 0x05 else r.sleb()) * data_align)
-        elif op in (0x07, 0x08):  # undefined, same_value
-            register = r.uleb()
-            self.unknown(register, "undefined" if op == 0x07 else "same")
-            if op == 0x08:
-                self.state.pop(register, None)
-        elif op == 0x09:  # register: saved in another register
-            self.unknown(r.uleb(), "in a register")
-            r.uleb()
-        elif op in (0x0C, 0x12):  # def_cfa, def_cfa_sf
-            register = r.uleb()
-            self.cfa(register, r.uleb() if op == 0x0C else r.sleb() * data_align)
-        elif op == 0x0D:  # def_cfa_register
-            self.cfa(r.uleb(), None)
-        elif op in (0x0E, 0x13):  # def_cfa_offset, def_cfa_offset_sf
-            self.cfa(None, r.uleb() if op == 0x0E else r.sleb() * data_align)
-        elif op in (0x10, 0x16):  # expression, val_expression: fine for other registers
-            self.unknown(r.uleb(), "computed")
-            r.at += r.uleb()
-        elif op in (0x14, 0x15):  # val_offset(_sf)
-            self.unknown(r.uleb(), "computed")
-            r.uleb() if op == 0x14 else r.sleb()
-        elif op == 0x2E:  # GNU_args_size
-            r.uleb()
-        elif op != 0x00:  # def_cfa_expression and the rest: libgcc walks such frames
-            raise ValueError(f"CFA op {op:#x}")
-
-
-def _restore(state: dict, register: int, initial: dict | None) -> None:
-    if initial is not None and register in initial:
-        state[register] = initial[register]
-    else:
-        state.pop(register, None)
-
-
-def _function_rows(fde_at: int, cies: dict[int, _Cie], rows: list) -> None:
-    """The rules of the function one FDE covers (a GAP row at its end)."""
-    reader = _Reader(fde_at)
-    length = reader.u(ctypes.c_uint32)
-    end = reader.at + length
-    cie_at = reader.at - reader.u(ctypes.c_uint32)
-    cie = cies.get(cie_at)
-    if cie is None:
-        cie_reader = _Reader(cie_at + 8)  # past its length and its id (0)
-        cie = cies[cie_at] = _Cie(cie_reader, cie_at + 4 + ctypes.c_uint32.from_address(cie_at).value)
-    start = reader.encoded(cie.encoding)
-    size = reader.encoded(cie.encoding & 0x0F)
-    if cie.has_data:
-        reader.at += reader.uleb()
-    state: dict = {}
-    mine: list = []
-    _run(cie.program, cie, start, state, mine, None)
-    initial = dict(state)
-    _run((reader.at, end), cie, start, state, mine, initial)
-    if size > 0 and mine[0][1] in (FROM_RSP, FROM_RBP, END):
-        rows.extend(r for r in mine if r[0] < start + size)
-        rows.append((start + size, GAP, 0, 0))
-
-
-def section_rows(at: int) -> list[tuple[int, int, int, int]]:
-    """The rules of every function whose FDE follows ``at`` (a record of an ``.eh_frame``)
-    up to the section's terminator (the linker's, or the one the JIT loader adds)."""
-    rows: list = []
-    cies: dict[int, _Cie] = {}
-    for _ in range(_MAX_RECORDS):
-        length = ctypes.c_uint32.from_address(at).value
-        if length in (0, 0xFFFFFFFF):  # the terminator, or 64-bit DWARF (not written here)
-            break
-        if ctypes.c_uint32.from_address(at + 4).value != 0:  # an FDE (a CIE's id is 0)
-            try:
-                _function_rows(at, cies, rows)
-            except (ValueError, KeyError, IndexError):
-                pass  # a function with rules the handler does not follow: libgcc walks it
-        at += 4 + length
-    return rows
+#: What keys the rules kept on disk besides each file's identity: the reading code itself.
+_PARSER_VERSION = hashlib.sha256(
+    b"".join(Path(__file__).with_name(name).read_bytes() for name in ("cfa_rules.py", "unwind_rows.py"))
+).hexdigest()[:16]
 
 
 def module_rows(address: int) -> list[tuple[int, int, int, int]]:
@@ -270,16 +56,31 @@ def _as_array(rows: list) -> np.ndarray:
     return np.array(rows, dtype=np.int64).reshape(-1, ROW)
 
 
-@functools.lru_cache(maxsize=64)
 def _library_rows(name: str, base: int, eh_frame_hdr: int) -> np.ndarray:
-    """One shared library's rules (its ``.eh_frame``, found from its ``.eh_frame_hdr``);
-    a library stays loaded at its base, so they are read once per process."""
+    """One shared library's rules (its ``.eh_frame``, found from its ``.eh_frame_hdr``), kept
+    on disk by the file's identity, relative to its base: libc's take 70 ms to read."""
+    try:
+        stat = os.stat(name)
+        key = f"{name}\0{stat.st_size}\0{stat.st_mtime_ns}\0{_PARSER_VERSION}".encode()
+    except OSError:
+        key = None
+    folder = disk_cache.subdir("unwind") if key is not None else None
+    path = folder / (hashlib.sha256(key).hexdigest()[:24] + ".npy") if folder is not None else None
+    if path is not None and path.exists():
+        try:
+            relative = np.load(path, allow_pickle=False)
+            return relative + np.array([base, 0, 0, 0], np.int64)
+        except (OSError, ValueError):
+            pass
     reader = _Reader(eh_frame_hdr)
     version, frame_encoding = reader.u(ctypes.c_uint8), reader.u(ctypes.c_uint8)
     reader.at += 2
-    if version != 1:
-        return _as_array([])
-    return _as_array(section_rows(reader.encoded(frame_encoding)))
+    rows = _as_array(section_rows(reader.encoded(frame_encoding)) if version == 1 else [])
+    if path is not None:
+        buffer = io.BytesIO()
+        np.save(buffer, rows - np.array([base, 0, 0, 0], np.int64), allow_pickle=False)
+        disk_cache.write_atomically(path, buffer.getvalue())
+    return rows
 
 
 class _PhdrInfo(ctypes.Structure):
@@ -287,8 +88,8 @@ class _PhdrInfo(ctypes.Structure):
                 ("phnum", ctypes.c_uint16)]  # fmt: skip
 
 
-def library_rows(parts: tuple[str, ...] = LIBRARIES) -> list[np.ndarray]:
-    """The rules of the loaded shared libraries whose path holds one of ``parts``."""
+def _loaded(parts: tuple[str, ...]) -> list[tuple[str, int, int]]:
+    """(path, base, ``.eh_frame_hdr`` address) of the loaded libraries whose path holds a part."""
     found: list[tuple[str, int, int]] = []
 
     def visit(info, size, data) -> int:
@@ -306,14 +107,34 @@ def library_rows(parts: tuple[str, ...] = LIBRARIES) -> list[np.ndarray]:
         ctypes.CDLL(None).dl_iterate_phdr(callback(visit), None)
     except (OSError, AttributeError):
         return []
-    return [_library_rows(*item) for item in found]
+    return found
+
+
+@functools.cache  # every table ever handed out stays alive: a handler may read it
+def _library_table(loaded: tuple[tuple[str, int, int], ...]) -> np.ndarray:
+    parts = [_library_rows(*item) for item in loaded]
+    return _table(np.concatenate(parts) if parts else _as_array([]), [])
+
+
+def library_table(parts: tuple[str, ...] = LIBRARIES) -> np.ndarray:
+    """The handler's table (``own_walk``'s layout, no stops) of the loaded shared libraries whose
+    path holds one of ``parts``: made once per set of loaded libraries, and never freed."""
+    return _library_table(tuple(_loaded(parts)))
+
+
+def _table(rows: np.ndarray, stops: list[tuple[int, int]]) -> np.ndarray:
+    """``own_walk``'s layout: one rule per address (a function starting where one ends wins)."""
+    rows = rows[np.lexsort((rows[:, 1] != GAP, rows[:, 0]))]
+    rows = rows[np.r_[rows[1:, 0] != rows[:-1, 0], True]] if len(rows) else rows
+    head = [len(rows), len(stops)] + [bound for stop in stops for bound in stop]
+    return np.concatenate([np.array(head, np.int64), rows.ravel()])
 
 
 def own_table(dispatchers: Iterable[object], stops: list[tuple[int, int]]) -> np.ndarray | None:
     """The handler's table (``own_walk``'s layout) for the code of ``dispatchers``' compiled
-    overloads (each one's module: the twin, its wrappers, its copies of what it calls) and of
-    the shared libraries jitted code calls (``LIBRARIES``), and the ``stops`` ranges: code
-    that calls in from Python. None when no twin's rule was found."""
+    overloads (each one's module: the twin, its wrappers, its copies of what it calls; the
+    gufunc libraries its ``prange`` loops run), and the ``stops`` ranges: code that calls in
+    from Python. None when no rule was found."""
     rows: list = []
     seen: set[int] = set()
     for dispatcher in dispatchers:
@@ -321,18 +142,12 @@ def own_table(dispatchers: Iterable[object], stops: list[tuple[int, int]]) -> np
             library, fndesc = getattr(cres, "library", None), getattr(cres, "fndesc", None)
             if library is None or fndesc is None:
                 continue
-            for lib, _ in code_libraries(library):  # with the gufunc libraries its prange loops run
+            for lib, _ in code_libraries(library):
                 address = _some_function(lib, fndesc.llvm_func_name if lib is library else None)
                 if address and address not in seen:
                     seen.add(address)
                     rows += module_rows(address)
-    if not rows:
-        return None
-    table = np.concatenate([_as_array(rows), *library_rows()])
-    table = table[np.lexsort((table[:, 1] != GAP, table[:, 0]))]  # a function starting where one ends wins
-    table = table[np.r_[table[1:, 0] != table[:-1, 0], True]]  # one rule per address: the last
-    head = [len(table), len(stops)] + [bound for stop in stops for bound in stop]
-    return np.concatenate([np.array(head, np.int64), table.ravel()])
+    return _table(_as_array(rows), stops) if rows else None
 
 
 def _some_function(library: object, name: str | None) -> int:

@@ -187,7 +187,7 @@ def afford(
         affordable,
         boost,
         (
-            f"rate lowered from {asked_hz:.0f} Hz: a stack walk costs about {walk * 1e6:.0f} us here{threads} "
-            "(the unwinder searches every module compiled in this process)"
+            f"rate lowered from {asked_hz:.0f} Hz: a stack walk costs about {walk * 1e6:.0f} us "
+            f"here{threads} (the unwinder searches every module compiled in this process)"
         ),
     )

@@ -1,0 +1,237 @@
+"""DWARF call-frame information (``.eh_frame``) as the few rules the handler's own walk follows.
+
+Read from this process's memory, where the JIT loader or the dynamic linker put the
+section (already relocated), once per module. A rule says, from one address on,
+where the frame's CFA (the caller's stack pointer) is, ``rsp`` or ``rbp`` plus an
+offset, and where ``rbp`` was saved (the only callee-saved register a caller's CFA
+is computed from on x86-64); the return address is always at CFA - 8. A function
+whose rules use anything else (a DWARF expression for the CFA, rbp kept in another
+register) is left out: libgcc walks it.
+
+A row is ``(start, how, cfa offset, rbp offset)``: ``how`` is ``GAP`` past the end of a
+function (not ours), ``FROM_RSP`` or ``FROM_RBP``, or ``END`` (the thread's first frame:
+its return address is undefined); an rbp offset of 0 means ``rbp`` is the caller's.
+"""
+
+from __future__ import annotations
+
+import ctypes
+
+GAP, FROM_RSP, FROM_RBP, END = 0, 1, 2, 3
+ROW = 4
+_RSP, _RBP, _RA = 7, 6, 16  # DWARF register numbers on x86-64
+_MAX_RECORDS = 100_000  # an .eh_frame longer than this is not walked further
+
+
+class _Reader:
+    """Little-endian reads from this process's memory at absolute addresses."""
+
+    def __init__(self, at: int):
+        self.at = at
+
+    def u(self, ctype) -> int:
+        value = ctype.from_address(self.at).value
+        self.at += ctypes.sizeof(ctype)
+        return value
+
+    def uleb(self) -> int:
+        result = shift = 0
+        while True:
+            byte = self.u(ctypes.c_uint8)
+            result |= (byte & 0x7F) << shift
+            shift += 7
+            if byte < 0x80:
+                return result
+
+    def sleb(self) -> int:
+        result = shift = 0
+        while True:
+            byte = self.u(ctypes.c_uint8)
+            result |= (byte & 0x7F) << shift
+            shift += 7
+            if byte < 0x80:
+                return result - (1 << shift) if byte & 0x40 else result
+
+    def cstring(self) -> bytes:
+        out = bytearray()
+        while (byte := self.u(ctypes.c_uint8)) != 0:
+            out.append(byte)
+        return bytes(out)
+
+    def encoded(self, encoding: int) -> int:
+        """A pointer in ``DW_EH_PE`` ``encoding`` (pc-relative or absolute; no indirection)."""
+        field_at = self.at
+        kinds = {0x0: ctypes.c_uint64, 0x3: ctypes.c_uint32, 0x4: ctypes.c_uint64, 0xB: ctypes.c_int32,
+                 0xC: ctypes.c_int64, 0x2: ctypes.c_uint16, 0xA: ctypes.c_int16}  # fmt: skip
+        value = self.u(kinds[encoding & 0x0F])
+        if encoding & 0x70 == 0x10:
+            value += field_at
+        elif encoding & 0x70 != 0:
+            raise ValueError(f"pointer encoding {encoding:#x}")
+        return value & 0xFFFFFFFFFFFFFFFF
+
+
+class _Cie:
+    def __init__(self, reader: _Reader, end: int):
+        version = reader.u(ctypes.c_uint8)
+        augmentation = reader.cstring()
+        if version >= 4:
+            reader.u(ctypes.c_uint16)  # address and segment sizes
+        self.code_align, self.data_align = reader.uleb(), reader.sleb()
+        ra = reader.u(ctypes.c_uint8) if version == 1 else reader.uleb()
+        if ra != _RA:
+            raise ValueError("return address register")
+        self.encoding, self.has_data = 0, augmentation.startswith(b"z")
+        if self.has_data:
+            data_end = reader.uleb() + reader.at
+            for letter in augmentation[1:]:
+                if letter == ord("R"):
+                    self.encoding = reader.u(ctypes.c_uint8)
+                elif letter == ord("P"):
+                    reader.encoded(reader.u(ctypes.c_uint8) & 0x7F)
+                elif letter == ord("L"):
+                    reader.u(ctypes.c_uint8)
+            reader.at = data_end
+        self.program = (reader.at, end)
+
+
+def _run(program: tuple[int, int], cie: _Cie, start: int, state: dict, rows: list, initial: dict | None):
+    """Run one CFA program from ``start``, appending a rule at each address it advances to.
+    Only the CFA, ``rbp`` and the return address are followed (``_Rule``)."""
+    reader, end = _Reader(program[0]), program[1]
+    rule = _Rule(reader, cie, state, initial)
+    at, stack = start, []
+
+    def emit() -> None:
+        how = END if state.get(_RA) == "undefined" else state["how"]
+        row = (at, how, state["offset"], state.get(_RBP, 0))
+        if rows and rows[-1][0] == at:
+            rows[-1] = row
+        else:
+            rows.append(row)
+
+    while reader.at < end:
+        op = reader.u(ctypes.c_uint8)
+        if op & 0xC0 == 0x40 or op in (0x02, 0x03, 0x04):  # advance_loc, advance_loc1/2/4
+            emit()
+            sizes = {2: ctypes.c_uint8, 3: ctypes.c_uint16, 4: ctypes.c_uint32}
+            at += (op & 0x3F if op & 0xC0 else reader.u(sizes[op])) * cie.code_align
+        elif op == 0x0A:  # remember_state
+            stack.append(dict(state))
+        elif op == 0x0B:  # restore_state
+            state.clear()
+            state.update(stack.pop())
+        else:
+            rule.apply(op)
+    emit()
+
+
+class _Rule:
+    """The CFA instructions other than advances and the state stack, applied to ``state``."""
+
+    def __init__(self, reader: _Reader, cie: _Cie, state: dict, initial: dict | None):
+        self.reader, self.cie, self.state, self.initial = reader, cie, state, initial
+
+    def saved_at(self, register: int, offset: int) -> None:
+        if register == _RBP:
+            self.state[_RBP] = offset
+        elif register == _RA and offset != -8:
+            raise ValueError("return address not at CFA - 8")
+
+    def unknown(self, register: int, what: str = "undefined") -> None:
+        if register == _RA and what == "undefined":
+            self.state[_RA] = what  # the thread's first frame: the stack ends here
+        elif register in (_RBP, _RA):
+            raise ValueError(f"rbp or the return address {what}")
+
+    def cfa(self, register: int | None, offset: int | None) -> None:
+        if register is not None:
+            if register not in (_RSP, _RBP):
+                raise ValueError("CFA register")
+            self.state["how"] = FROM_RSP if register == _RSP else FROM_RBP
+        if offset is not None:
+            self.state["offset"] = offset
+
+    def apply(self, op: int) -> None:
+        r, data_align = self.reader, self.cie.data_align
+        if op & 0xC0 == 0x80:  # offset
+            self.saved_at(op & 0x3F, r.uleb() * data_align)
+        elif op & 0xC0 == 0xC0 or op == 0x06:  # restore, restore_extended: the CIE's rule
+            _restore(self.state, op & 0x3F if op & 0xC0 else r.uleb(), self.initial)
+        elif op in (0x05, 0x11):  # offset_extended, offset_extended_sf
+            register = r.uleb()
+            self.saved_at(register, (r.uleb() if op == 0x05 else r.sleb()) * data_align)
+        elif op in (0x07, 0x08):  # undefined, same_value
+            register = r.uleb()
+            self.unknown(register, "undefined" if op == 0x07 else "same")
+            if op == 0x08:
+                self.state.pop(register, None)
+        elif op == 0x09:  # register: saved in another register
+            self.unknown(r.uleb(), "in a register")
+            r.uleb()
+        elif op in (0x0C, 0x12):  # def_cfa, def_cfa_sf
+            register = r.uleb()
+            self.cfa(register, r.uleb() if op == 0x0C else r.sleb() * data_align)
+        elif op == 0x0D:  # def_cfa_register
+            self.cfa(r.uleb(), None)
+        elif op in (0x0E, 0x13):  # def_cfa_offset, def_cfa_offset_sf
+            self.cfa(None, r.uleb() if op == 0x0E else r.sleb() * data_align)
+        elif op in (0x10, 0x16):  # expression, val_expression: fine for other registers
+            self.unknown(r.uleb(), "computed")
+            r.at += r.uleb()
+        elif op in (0x14, 0x15):  # val_offset(_sf)
+            self.unknown(r.uleb(), "computed")
+            r.uleb() if op == 0x14 else r.sleb()
+        elif op == 0x2E:  # GNU_args_size
+            r.uleb()
+        elif op != 0x00:  # def_cfa_expression and the rest: libgcc walks such frames
+            raise ValueError(f"CFA op {op:#x}")
+
+
+def _restore(state: dict, register: int, initial: dict | None) -> None:
+    if initial is not None and register in initial:
+        state[register] = initial[register]
+    else:
+        state.pop(register, None)
+
+
+def _function_rows(fde_at: int, cies: dict[int, _Cie], rows: list) -> None:
+    """The rules of the function one FDE covers (a GAP row at its end)."""
+    reader = _Reader(fde_at)
+    length = reader.u(ctypes.c_uint32)
+    end = reader.at + length
+    cie_at = reader.at - reader.u(ctypes.c_uint32)
+    cie = cies.get(cie_at)
+    if cie is None:
+        cie_reader = _Reader(cie_at + 8)  # past its length and its id (0)
+        cie = cies[cie_at] = _Cie(cie_reader, cie_at + 4 + ctypes.c_uint32.from_address(cie_at).value)
+    start = reader.encoded(cie.encoding)
+    size = reader.encoded(cie.encoding & 0x0F)
+    if cie.has_data:
+        reader.at += reader.uleb()
+    state: dict = {}
+    mine: list = []
+    _run(cie.program, cie, start, state, mine, None)
+    initial = dict(state)
+    _run((reader.at, end), cie, start, state, mine, initial)
+    if size > 0 and mine[0][1] in (FROM_RSP, FROM_RBP, END):
+        rows.extend(r for r in mine if r[0] < start + size)
+        rows.append((start + size, GAP, 0, 0))
+
+
+def section_rows(at: int) -> list[tuple[int, int, int, int]]:
+    """The rules of every function whose FDE follows ``at`` (a record of an ``.eh_frame``)
+    up to the section's terminator (the linker's, or the one the JIT loader adds)."""
+    rows: list = []
+    cies: dict[int, _Cie] = {}
+    for _ in range(_MAX_RECORDS):
+        length = ctypes.c_uint32.from_address(at).value
+        if length in (0, 0xFFFFFFFF):  # the terminator, or 64-bit DWARF (not written here)
+            break
+        if ctypes.c_uint32.from_address(at + 4).value != 0:  # an FDE (a CIE's id is 0)
+            try:
+                _function_rows(at, cies, rows)
+            except (ValueError, KeyError, IndexError):
+                pass  # a function with rules the handler does not follow: libgcc walks it
+        at += 4 + length
+    return rows

@@ -30,6 +30,7 @@ import numpy as np
 from ..instrument import disk_cache
 from ..internals import defined_function
 from .cfa_rules import GAP, ROW, _Reader, section_rows
+from .elf import read_once
 from .rows import code_libraries
 from .walks import _DwarfEhBases, _find_fde
 
@@ -145,9 +146,13 @@ def own_table(dispatchers: Iterable[object], stops: list[tuple[int, int]]) -> np
             for lib, _ in code_libraries(library):
                 address = _some_function(lib, fndesc.llvm_func_name if lib is library else None)
                 if address and address not in seen:
-                    seen.add(address)
-                    rows += module_rows(address)
+                    seen.add(address)  # read once while the library lives (its code never changes)
+                    rows += read_once(_rows_of, lib, b"", address)
     return _table(_as_array(rows), stops) if rows else None
+
+
+def _rows_of(library: object, obj: bytes, address: int) -> list[tuple[int, int, int, int]]:
+    return module_rows(address)
 
 
 def _some_function(library: object, name: str | None) -> int:

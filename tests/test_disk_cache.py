@@ -100,6 +100,61 @@ print(scale(np.arange(1000.0)).sum())
 """
 
 
+PARALLEL_PROGRAM = """
+import json
+import numpy as np
+from numba import njit, prange
+from numba.core import event
+
+import numba_lprun
+
+
+@njit(parallel=True)
+def rows(a):
+    out = np.empty(a.shape[0])
+    for i in prange(a.shape[0]):
+        s = 0.0
+        for j in range(a.shape[1]):
+            s += np.sqrt(a[i, j]) * 1.5  # BODY
+        out[i] = s
+    return out
+
+
+@njit
+def caller(a):
+    return rows(a).sum()  # holds copies of rows's gufuncs: never charged to caller
+
+
+twin_compiles = []
+
+
+class Watch(event.Listener):
+    def on_start(self, ev):
+        disp = (ev.data or {}).get("dispatcher")
+        if disp is not None and getattr(disp.py_func, "__module__", "") is None:  # a twin
+            twin_compiles.append(disp.py_func.__name__)
+
+    def on_end(self, ev):
+        pass
+
+
+a = np.random.default_rng(0).random((200, 8000))
+expected = caller(a)
+event.register("numba:compile", Watch())
+prof = numba_lprun.LineProfiler(caller, rows, repeat=False)  # one sampled run, as a script's
+got = prof.runcall(lambda: [caller(a) for _ in range(40)][-1])
+stats = {f.name: f for f in prof.profile.functions}
+body = next(i for i, line in enumerate(stats["rows"].source_lines) if "# BODY" in line)
+print(json.dumps({
+    "same": got == expected,
+    "compiles": twin_compiles,
+    "hits": {name: sorted(f.hits.items()) for name, f in stats.items()},
+    "samples": {name: sorted(f.samples.counts.items()) for name, f in stats.items()},
+    "body": stats["rows"].first_lineno + body,
+}))
+"""
+
+
 def run_program(path: Path, cache: str) -> dict:
     env = dict(os.environ, NUMBA_LPRUN_CACHE_DIR=cache)
     env.pop("NUMBA_LPRUN_CACHE", None)
@@ -192,3 +247,23 @@ def test_second_nlprun_of_an_unchanged_script_compiles_no_twin(tmp_path):
     first, second = (sum(int(n) for n in re.findall(r"TWIN COMPILES (\d+)", out)) for out in outputs)
     assert first > 0 and second == 0, outputs[1]
     assert "out[i] = a[i] * 2.0" in outputs[1]
+
+
+def test_a_parallel_function_is_loaded_from_the_cache_and_sampled_as_fresh(tmp_path):
+    """A ``prange`` loop body runs in gufunc copies inside the twin's own library; their names
+    differ in every process, and a library loaded from the cache has no gufunc libraries linked
+    in, so the names kept with the cached code are what lets the sampler charge them (here both
+    in ``rows``'s own code and in ``caller``'s copies of it)."""
+    path = tmp_path / "parallel.py"
+    path.write_text(PARALLEL_PROGRAM)
+    cache = str(tmp_path / "cache")
+    first = run_program(path, cache)
+    assert first["same"] and sorted(set(first["compiles"])) == ["caller", "rows"]
+    second = run_program(path, cache)
+    assert second["same"] and second["compiles"] == []
+    assert second["hits"] == first["hits"]
+    for run in (first, second):
+        hit_lines = {line for line, _ in run["hits"]["rows"]}
+        sampled = dict(run["samples"]["rows"])
+        assert sampled.get(run["body"], 0) > 0, run["samples"]  # the loop body, run by the workers
+        assert set(sampled) <= hit_lines, run["samples"]

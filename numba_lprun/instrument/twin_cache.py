@@ -11,10 +11,13 @@ source file's text changes, a checksum on every data file). What is decided here
   inlines, globals it freezes). A signature naming a jitclass instance type (whose
   name carries its class's address) is not cached.
 * what is kept: nopython code whose counters symbols are all key-derived
-  (``probes.may_keep``), without ``prange`` workers (the sampler tells a worker's
-  line rows by the library that holds it, and a cached library has none linked).
+  (``probes.may_keep``), and with it the names of its ``prange`` workers' gufuncs
+  (``parfor_code.own_gufuncs``): the sampler tells a worker's line rows by those
+  names, which differ in every process, and a cached library has no gufunc
+  libraries linked to read them from.
 * what is loaded: code whose counters symbols are held by the live twins they were
   meant for (``probes.resolves_as_meant``): else it would reach other counters.
+  The gufunc names kept with it are given back to ``parfor_code``.
 
 Unique symbol names: every twin's functions carry its key as an ABI tag
 (``internals.tagged_context``), so code cached by different processes never defines
@@ -33,9 +36,9 @@ from ..internals import disk_cache_for
 from . import disk_cache
 from . import probes as P
 from .fingerprint import dependencies
+from .parfor_code import own_gufuncs, remember_gufuncs
 
 _ADDRESS = re.compile(r"#[0-9a-f]{8,}")  # a jitclass instance type: instance.jitclass.P#7f92...<x:float64>
-_PARFOR_WORKER = b"__numba_parfor_gufunc"
 
 
 class TwinRules:
@@ -53,20 +56,24 @@ class TwinRules:
         return (self.identity, deps[0])
 
     def keeps(self, object_code: bytes) -> bool:
-        """No ``prange`` workers, and only key-derived counters symbols."""
-        if _PARFOR_WORKER in object_code:
-            return False
+        """Only key-derived counters symbols."""
         return all(P.may_keep(s) for s in P.symbols_in(object_code))
 
-    def stamp(self, object_code: bytes) -> frozenset[str]:
-        """The counters symbols the code names (checked before it is loaded again)."""
-        return P.symbols_in(object_code)
+    def stamp(self, object_code: bytes, library: object) -> tuple[frozenset[str], frozenset[str]]:
+        """The counters symbols the code names (checked before it is loaded again), and the
+        names of its function's parfor gufuncs (given back when it is loaded)."""
+        return P.symbols_in(object_code), own_gufuncs(library)
 
-    def loadable(self, stamp: frozenset[str]) -> bool:
+    def loadable(self, stamp: tuple[frozenset[str], frozenset[str]]) -> bool:
         """Whether every counters symbol of cached code is held by the live twin it was meant for."""
+        symbols, _gufuncs = stamp
         deps = dependencies(self.py_func)
         by_name = deps[1] if deps is not None else frozenset()
-        return all(P.resolves_as_meant(s, reached_by_name=s in by_name) for s in stamp)
+        return all(P.resolves_as_meant(s, reached_by_name=s in by_name) for s in symbols)
+
+    def loaded(self, library: object, stamp: tuple[frozenset[str], frozenset[str]]) -> None:
+        """The gufunc names kept with the code, for the sampler's line map."""
+        remember_gufuncs(library, stamp[1])
 
 
 def cache_for(py_func: pytypes.FunctionType, identity: str) -> object | None:

@@ -13,7 +13,8 @@ twin needs overridden, each small:
   (read through ``linecache``, so IPython cells work too);
 * the key: Numba's (argument types, CPU) plus what :class:`CacheRules` adds;
 * the pickle: the descriptor's globals dict is dropped and put back on load (the
-  live twin's), and what ``CacheRules.stamp`` says is kept next to the code;
+  live twin's), and what ``CacheRules.stamp`` says is kept next to the code (and
+  given back to ``CacheRules.loaded`` with the rebuilt library);
 * robustness: a data file carries a SHA-256 of its contents, and an unreadable
   index or data file is a miss (rewritten by the next save).
 
@@ -40,7 +41,7 @@ from .libraries import compiled_object
 from .registry import touches
 
 _DIGEST = hashlib.sha256().digest_size
-_FORMAT = "numba_lprun twin 1"
+_FORMAT = "numba_lprun twin 2"
 
 
 class CacheRules(Protocol):
@@ -52,11 +53,16 @@ class CacheRules(Protocol):
     def keeps(self, object_code: bytes) -> bool:
         """Whether freshly compiled nopython code (its ELF object code) may be cached."""
 
-    def stamp(self, object_code: bytes) -> object:
-        """What is kept with cached code, for :meth:`loadable` to check (picklable)."""
+    def stamp(self, object_code: bytes, library: object) -> object:
+        """What is kept with cached code (picklable), for :meth:`loadable` and :meth:`loaded`;
+        ``library`` is the freshly compiled code library (with the libraries linked into it)."""
 
     def loadable(self, stamp: object) -> bool:
         """Whether cached code kept with ``stamp`` may be loaded in this process now."""
+
+    def loaded(self, library: object, stamp: object) -> None:
+        """Told of each library rebuilt from cached code kept with ``stamp`` (it has no
+        libraries linked into it: what they told must come from the stamp)."""
 
 
 class _NotLoadable(Exception):
@@ -128,7 +134,7 @@ class _TwinCacheImpl(CompileResultCacheImpl):
         fndesc.global_dict = None
         payload = cres._replace(fndesc=fndesc)._reduce()
         _name, _kind, (object_code, _bitcode) = payload[0]
-        return (_FORMAT, self.nlp_rules.stamp(object_code), payload)
+        return (_FORMAT, self.nlp_rules.stamp(object_code, cres.library), payload)
 
     def rebuild(self, target_context, data):
         form, stamp, payload = data
@@ -139,6 +145,7 @@ class _TwinCacheImpl(CompileResultCacheImpl):
             fndesc.global_dict = self._py_func.__globals__
         cres = CompileResult._rebuild(target_context, *payload)
         _keep_object_code(cres.library, payload[0])
+        self.nlp_rules.loaded(cres.library, stamp)
         return cres
 
     def check_cachable(self, cres) -> bool:

@@ -33,7 +33,7 @@ import sys
 import warnings
 from typing import Protocol
 
-from numba.core import funcdesc, sigutils
+from numba.core import funcdesc, sigutils, typing
 from numba.core.caching import Cache, CompileResultCacheImpl, IndexDataCacheFile, _CacheLocator
 from numba.core.compiler import CompileResult
 
@@ -47,8 +47,13 @@ _FORMAT = "numba_lprun twin 2"
 class CacheRules(Protocol):
     """What one function's cache may keep and load, and the key it adds to Numba's."""
 
+    def signature(self, args: tuple) -> tuple | str | None:
+        """What stands for the argument types in the key: ``args`` themselves, or a text equal in
+        every process where their names are not (the types are then not kept with the code: this
+        process's stand in when it is loaded); None: this signature is not cached."""
+
     def key(self, args: tuple) -> tuple | None:
-        """The key parts after Numba's (argument types, CPU); None: this signature is not cached."""
+        """The key parts after the signature and the CPU; None: this signature is not cached."""
 
     def keeps(self, object_code: bytes) -> bool:
         """Whether freshly compiled nopython code (its ELF object code) may be cached."""
@@ -61,8 +66,11 @@ class CacheRules(Protocol):
         """Whether cached code kept with ``stamp`` may be loaded in this process now."""
 
     def loaded(self, library: object, stamp: object) -> None:
-        """Told of each library rebuilt from cached code kept with ``stamp`` (it has no
-        libraries linked into it: what they told must come from the stamp)."""
+        """Told of each library rebuilt from code kept with ``stamp`` (it has no libraries linked in)."""
+
+    def refusal(self, args: tuple, object_code: bytes | None = None) -> str:
+        """Why :meth:`key` refused ``args`` or, given ``object_code``, why :meth:`keeps` refused it
+        (words for the profile's header)."""
 
 
 class _NotLoadable(Exception):
@@ -132,15 +140,24 @@ class _TwinCacheImpl(CompileResultCacheImpl):
         """
         fndesc = copy.copy(cres.fndesc)
         fndesc.global_dict = None
-        payload = cres._replace(fndesc=fndesc)._reduce()
+        args = tuple(cres.signature.args)
+        described = self.nlp_rules.signature(args) != args  # by a text: this process's types are not kept
+        if described:
+            fndesc.argtypes = None
+        payload = cres._replace(fndesc=fndesc, signature=None if described else cres.signature)._reduce()
         _name, _kind, (object_code, _bitcode) = payload[0]
         return (_FORMAT, self.nlp_rules.stamp(object_code, cres.library), payload)
 
-    def rebuild(self, target_context, data):
+    def rebuild(self, target_context, data, args: tuple = ()):
+        """The compile result kept in ``data``; ``args``, the types asked for, stand in for those of
+        code kept without its types (``CacheRules.signature``)."""
         form, stamp, payload = data
         if form != _FORMAT or not self.nlp_rules.loadable(stamp):
             raise _NotLoadable
         fndesc = payload[1]
+        if payload[3] is None:
+            fndesc.argtypes = tuple(args)
+            payload = (*payload[:3], typing.signature(fndesc.restype, *args), *payload[4:])
         if fndesc.modname == funcdesc._dynamic_modname:  # as at compile time: look globals up in the twin's
             fndesc.global_dict = self._py_func.__globals__
         cres = CompileResult._rebuild(target_context, *payload)
@@ -148,13 +165,20 @@ class _TwinCacheImpl(CompileResultCacheImpl):
         self.nlp_rules.loaded(cres.library, stamp)
         return cres
 
-    def check_cachable(self, cres) -> bool:
-        """Nopython code with no lifted blocks and no baked addresses, which the rules keep;
-        Numba's warning is not shown."""
-        if cres.objectmode or cres.lifted or cres.library.has_dynamic_globals:
-            return False
+    def refusal(self, cres) -> str | None:
+        """Why ``cres`` may not be cached (None: it may): nopython code with no lifted blocks or baked
+        addresses, which the rules keep (Numba's own check, ``check_cachable``, warns)."""
+        if cres.objectmode or cres.lifted:
+            return "object-mode code"
+        if cres.library.has_dynamic_globals:
+            return "its code holds addresses of this process's objects (returning a jitclass instance does)"
+        returned = (cres.signature.return_type,)
+        if self.nlp_rules.signature(returned) != returned:
+            return "its return type's name carries an address"
         code = compiled_object(cres.library) or b""
-        return bool(code) and self.nlp_rules.keeps(code)
+        if not code:
+            return "Numba kept no object code for it"
+        return None if self.nlp_rules.keeps(code) else self.nlp_rules.refusal(cres.signature.args, code)
 
 
 def _keep_object_code(library, libdata) -> None:
@@ -182,6 +206,7 @@ class TwinCache(Cache):
         self._py_func = py_func
         self._impl = _TwinCacheImpl(py_func, root, rules)
         self._cache_path = self._impl.locator.get_cache_path()
+        self.refused: dict[str, str] = {}  # signature -> why its code is not cached
         self._cache_file = _TwinCacheFile(
             cache_path=self._cache_path,
             filename_base=self._impl.filename_base,
@@ -192,10 +217,12 @@ class TwinCache(Cache):
     def _index_key(self, sig, codegen):
         """Numba's key with the rules' parts; None when the rules say this signature is not cached."""
         args, _ = sigutils.normalize_signature(sig)  # a callee compiles by args, a twin by full signature
-        extra = self._impl.nlp_rules.key(tuple(args))
-        if extra is None:
+        rules = self._impl.nlp_rules
+        stands_for, extra = rules.signature(tuple(args)), rules.key(tuple(args))
+        if stands_for is None or extra is None:
+            self.refused[str(args)] = rules.refusal(tuple(args))
             return None
-        return (tuple(args), codegen.magic_tuple(), *extra)
+        return (stands_for, codegen.magic_tuple(), *extra)
 
     def _load_overload(self, sig, target_context):
         if not self._enabled:
@@ -205,12 +232,16 @@ class TwinCache(Cache):
             return None
         try:
             data = self._cache_file.load(key)
-            return None if data is None else self._impl.rebuild(target_context, data)
+            args, _ = sigutils.normalize_signature(sig)
+            return None if data is None else self._impl.rebuild(target_context, data, tuple(args))
         except Exception:  # a stale or corrupt entry: compile (and overwrite it)
             return None
 
     def _save_overload(self, sig, data):
-        if not self._enabled or not self._impl.check_cachable(data):
+        why = self._impl.refusal(data) if self._enabled else None
+        if why is not None:
+            self.refused[str(tuple(data.signature.args))] = why
+        if not self._enabled or why is not None:
             return
         key = self._index_key(sig, data.codegen)
         if key is None:
@@ -220,7 +251,8 @@ class TwinCache(Cache):
             with warnings.catch_warnings():
                 warnings.simplefilter("ignore")
                 self._cache_file.save(key, self._impl.reduce(data))
-        except Exception:  # unwritable or unpicklable: this function stays uncached
+        except Exception as exc:  # unwritable or unpicklable: this function stays uncached
+            self.refused[str(tuple(data.signature.args))] = f"its cache entry could not be written ({exc})"
             self.disable()
 
 
@@ -282,12 +314,6 @@ _OVERRIDDEN = {
     "CompileResultCacheImpl.rebuild",
     "instrument/twin_cache.py: a cached twin is loaded only when its stamp allows",
     params=("self", "target_context", "payload"),
-)
-@touches(
-    "numba.core.caching",
-    "CompileResultCacheImpl.check_cachable",
-    "instrument/twin_cache.py: what a twin may cache is decided by its rules",
-    params=("self", "cres"),
 )
 @touches("numba.core.caching", "CompileResultCacheImpl.get_filename_base", "the files' names, as Numba's")
 @touches(
@@ -353,6 +379,15 @@ def disk_cache_for(py_func, root: str, rules: CacheRules) -> object | None:
         return None
 
 
+def cache_refusal(dispatcher: object) -> str | None:
+    """Why some code of ``dispatcher`` was not cached by its :class:`TwinCache` (None: all of it
+    was, or it has no such cache)."""
+    cache = getattr(dispatcher, "_cache", None)
+    if not isinstance(cache, TwinCache) or not cache.refused:
+        return None
+    return "; ".join(dict.fromkeys(cache.refused.values()))
+
+
 @touches(
     "numba.core.dispatcher",
     "Dispatcher.enable_caching",
@@ -362,29 +397,3 @@ def disk_cache_for(py_func, root: str, rules: CacheRules) -> object | None:
 def use_disk_cache(dispatcher: object, cache: object) -> None:
     """Make ``dispatcher`` load from and save to ``cache`` (what ``enable_caching`` does)."""
     dispatcher._cache = cache
-
-
-@touches(
-    "numba.core.funcdesc",
-    "default_mangler",
-    "instrument/twin_identity.py: twins' symbol names carry their key as an ABI tag",
-    params=("name", "argtypes", "abi_tags", "uid"),
-)
-@touches(
-    "numba.core.base",
-    "BaseContext.mangler",
-    "instrument/twin_identity.py: a target context whose mangler adds the tag (subtarget)",
-)
-def tagged_context(targetctx: object, tag: str) -> object:
-    """``targetctx`` whose symbol names (functions, Environments) carry ``tag`` as an ABI tag.
-
-    Numba names a dynamic function ``<dynamic>.f`` plus a per-process counter, so
-    twins cached by different processes could define the same symbol in one
-    process (and share one Environment). The ABI tag makes each twin's names its own;
-    it is not shown by ``machine.names.pretty``.
-    """
-
-    def mangler(name, argtypes, *, abi_tags=(), uid=None):
-        return funcdesc.default_mangler(name, argtypes, abi_tags=(*abi_tags, tag), uid=uid)
-
-    return targetctx.subtarget(mangler=mangler)

@@ -183,6 +183,7 @@ def _measured(
         lines=fact.source_lines,
         signatures=fact.signatures,
         compile_seconds=dict(fact.compile_seconds),
+        uncached=dict(fact.uncached),
         objmode_lines=fact.objmode_lines,
         title=fact.title if fact.title != fact.qualname else "",
     )

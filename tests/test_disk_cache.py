@@ -69,8 +69,9 @@ print(json.dumps({"same": got == expected, "compiles": twin_compiles, "all": all
 CLI_SCRIPT = """
 import atexit
 import numpy as np
-from numba import njit
+from numba import float64, njit, prange
 from numba.core import event
+from numba.experimental import jitclass
 
 
 @njit
@@ -81,13 +82,38 @@ def scale(a):
     return out
 
 
+@njit(parallel=True)
+def pscale(a):
+    out = np.empty_like(a)
+    for i in prange(a.size):
+        out[i] = a[i] * 3.0
+    return out
+
+
+@jitclass([("k", float64)])
+class Box:
+    def __init__(self, k):
+        self.k = k
+
+
+@njit
+def boxed(b):
+    return b.k * 2.0  # its signature names the class's address: cached under a description of Box
+
+
+@njit
+def rebox(b):
+    return Box(b.k * 2.0)  # boxing it bakes the class's address in: compiled again, the header says why
+
+
 seen = []  # twin compiles: a twin's Python function has no module (instrument/twins.py)
+WATCHED = ("scale", "pscale", "boxed")
 
 
 class Watch(event.Listener):
     def on_start(self, ev):
         disp = (ev.data or {}).get("dispatcher")
-        if disp is not None and disp.py_func.__module__ is None and disp.py_func.__name__ == "scale":
+        if disp is not None and disp.py_func.__module__ is None and disp.py_func.__name__ in WATCHED:
             seen.append(1)
 
     def on_end(self, ev):
@@ -96,7 +122,129 @@ class Watch(event.Listener):
 
 event.register("numba:compile", Watch())
 atexit.register(lambda: print(f"TWIN COMPILES {len(seen)}"))  # once per run of the script
-print(scale(np.arange(1000.0)).sum())
+print(scale(np.arange(1000.0)).sum(), pscale(np.arange(1000.0)).sum(), boxed(Box(1.5)), rebox(Box(1.0)).k)
+"""
+
+
+PARALLEL_PROGRAM = """
+import json
+import numpy as np
+from numba import njit, prange
+from numba.core import event
+
+import numba_lprun
+
+
+@njit(parallel=True)
+def rows(a):
+    out = np.empty(a.shape[0])
+    for i in prange(a.shape[0]):
+        s = 0.0
+        for j in range(a.shape[1]):
+            s += np.sqrt(a[i, j]) * 1.5  # BODY
+        out[i] = s
+    return out
+
+
+@njit
+def caller(a):
+    return rows(a).sum()  # holds copies of rows's gufuncs: never charged to caller
+
+
+twin_compiles = []
+
+
+class Watch(event.Listener):
+    def on_start(self, ev):
+        disp = (ev.data or {}).get("dispatcher")
+        if disp is not None and getattr(disp.py_func, "__module__", "") is None:  # a twin
+            twin_compiles.append(disp.py_func.__name__)
+
+    def on_end(self, ev):
+        pass
+
+
+a = np.random.default_rng(0).random((200, 8000))
+expected = caller(a)
+event.register("numba:compile", Watch())
+prof = numba_lprun.LineProfiler(caller, rows, repeat=False)  # one sampled run, as a script's
+got = prof.runcall(lambda: [caller(a) for _ in range(40)][-1])
+stats = {f.name: f for f in prof.profile.functions}
+body = next(i for i, line in enumerate(stats["rows"].source_lines) if "# BODY" in line)
+print(json.dumps({
+    "same": got == expected,
+    "compiles": twin_compiles,
+    "hits": {name: sorted(f.hits.items()) for name, f in stats.items()},
+    "samples": {name: sorted(f.samples.counts.items()) for name, f in stats.items()},
+    "body": stats["rows"].first_lineno + body,
+    "uncached": {name: f.source.uncached for name, f in stats.items()},  # twin kind -> why not on disk
+}))
+"""
+
+
+SHAPES = """
+from numba import float64
+from numba.experimental import jitclass
+
+
+@jitclass([("k", float64)])
+class Inner:
+    def __init__(self, k):
+        self.k = k
+
+
+@jitclass([("x", float64), ("y", float64[:]), ("inner", Inner.class_type.instance_type)])
+class Shape:
+    def __init__(self, x, y, inner):
+        self.x = x
+        self.y = y
+        self.inner = inner
+
+    def weight(self):
+        return self.x * self.inner.k
+"""
+
+JITCLASS_PROGRAM = """
+import json
+import numpy as np
+from numba import njit
+from numba.core import event
+from shapes import Inner, Shape  # another file: an edit there leaves this one's index fresh
+
+import numba_lprun
+
+
+@njit
+def use(p):
+    s = 0.0
+    q = Inner(2.0)  # made here: its destructor is in the twin's code
+    for v in p.y:
+        if v > 0.5:
+            s += v * p.weight() + q.k
+    return s
+
+
+twin_compiles = []
+
+
+class Watch(event.Listener):
+    def on_start(self, ev):
+        disp = (ev.data or {}).get("dispatcher")
+        if disp is not None and disp.py_func.__module__ is None and disp.py_func.__name__ == "use":
+            twin_compiles.append("use")  # not Numba's own attribute accessors ("mutator")
+
+    def on_end(self, ev):
+        pass
+
+
+p = Shape(1.5, np.random.default_rng(0).random(100), Inner(3.0))
+expected = use(p)
+event.register("numba:compile", Watch())
+prof = numba_lprun.LineProfiler(use, sample=False)
+got = [prof.runcall(use, p), prof.runcall(use, Shape(1.5, p.y.copy(), Inner(3.0)))]
+(stats,) = prof.profile.functions
+print(json.dumps({"got": got, "expected": expected, "compiles": twin_compiles,
+                  "hits": sorted(stats.hits.items()), "uncached": stats.source.uncached}))
 """
 
 
@@ -191,4 +339,47 @@ def test_second_nlprun_of_an_unchanged_script_compiles_no_twin(tmp_path):
         outputs.append(done.stdout)
     first, second = (sum(int(n) for n in re.findall(r"TWIN COMPILES (\d+)", out)) for out in outputs)
     assert first > 0 and second == 0, outputs[1]
-    assert "out[i] = a[i] * 2.0" in outputs[1]
+    assert "out[i] = a[i] * 2.0" in outputs[1] and "out[i] = a[i] * 3.0" in outputs[1]
+    why = "not cached: its code holds addresses of this process's objects (returning a jitclass"
+    for out in outputs:  # said once, in rebox's header (the others are cached)
+        assert out.count("not cached") == 1 and why in " ".join(out.split()), out
+
+
+def test_a_parallel_function_is_loaded_from_the_cache_and_sampled_as_fresh(tmp_path):
+    """A ``prange`` loop body runs in gufunc copies inside the twin's own library; their names
+    differ in every process, and a library loaded from the cache has no gufunc libraries linked
+    in, so the names kept with the cached code are what lets the sampler charge them (here both
+    in ``rows``'s own code and in ``caller``'s copies of it)."""
+    path = tmp_path / "parallel.py"
+    path.write_text(PARALLEL_PROGRAM)
+    cache = str(tmp_path / "cache")
+    first = run_program(path, cache)
+    assert first["same"] and sorted(set(first["compiles"])) == ["caller", "rows"]
+    second = run_program(path, cache)
+    assert second["same"] and second["compiles"] == []
+    assert second["hits"] == first["hits"]
+    assert first["uncached"] == {"caller": {}, "rows": {}}
+    for run in (first, second):
+        hit_lines = {line for line, _ in run["hits"]["rows"]}
+        sampled = dict(run["samples"]["rows"])
+        assert sampled.get(run["body"], 0) > 0, run["samples"]  # the loop body, run by the workers
+        assert set(sampled) <= hit_lines, run["samples"]
+
+
+def test_a_function_taking_jitclass_instances_is_cached_by_a_description_of_the_class(tmp_path):
+    """A jitclass instance type's name carries its class's address, different in every process:
+    the key describes the class instead (name, fields, members' code), and the code loaded is
+    given this process's types (one overload, called twice). An edit of a method in another
+    file compiles again."""
+    (tmp_path / "shapes.py").write_text(SHAPES)
+    path = tmp_path / "uses.py"
+    path.write_text(JITCLASS_PROGRAM)
+    cache = str(tmp_path / "cache")
+    first = run_program(path, cache)
+    assert first["got"] == [first["expected"]] * 2 and first["compiles"] and first["uncached"] == {}
+    second = run_program(path, cache)
+    assert second["compiles"] == [] and second["hits"] == first["hits"]
+    assert second["got"] == first["got"]
+    (tmp_path / "shapes.py").write_text(SHAPES.replace("self.x * self.inner.k", "self.x * self.inner.k * 2"))
+    edited = run_program(path, cache)
+    assert edited["compiles"] and edited["got"] == [edited["expected"]] * 2 != first["got"]

@@ -92,6 +92,7 @@ from tests.test_twin_cache import _counting_twin
 from numba_lprun.sampling import Sampler, attribute, line_map
 from numba_lprun.instrument.source import read_source
 from numba_lprun.instrument.twins import Twin, loaded_from_cache
+from numba_lprun.sampling.rows import gufunc_kernels
 from numba_lprun.vectorized import vectorized_lines
 
 
@@ -103,11 +104,26 @@ def norm(a):
     return np.sqrt(s)
 
 
+@njit(parallel=True)
+def squares(a):
+    s = 0.0
+    for i in prange(a.size):
+        s += a[i] * a[i]
+    return s
+
+
+def mapped(f):
+    src = read_source(f)
+    return line_map(twin_of[f], src.filename, src.first_lineno, src.first_lineno + len(src.lines) - 1)
+
+
 a = np.random.default_rng(0).random(1_000_000)
-norm(a)
+norm(a), squares(a[:1000])
 twin, counters = _counting_twin(norm)
-src = read_source(norm)
-lmap = line_map(twin, src.filename, src.first_lineno, src.first_lineno + len(src.lines) - 1)
+parallel, _ = _counting_twin(squares)
+parallel(a[:1000])
+twin_of = {norm: twin, squares: parallel}
+lmap = mapped(norm)
 with Sampler(rate_hz=1000.0) as sampler:
     for _ in range(10):
         twin(a)
@@ -118,13 +134,16 @@ print(json.dumps({
     "map": sorted({int(x) for x in lmap.lines}),
     "sampled": sum(lines.values()),
     "calls": int(counters[-1, 0]),
+    "parallel": loaded_from_cache(Twin(squares, parallel, "instrumented")),
+    "parallel map": sorted({int(x) for x in mapped(squares).lines}),
+    "gufuncs": len(gufunc_kernels(parallel)),  # its prange body's, named as in the compiling process
 }))
 """
 
 
 def test_a_cached_twin_reads_as_a_fresh_one(tmp_path):
     """Line tables (the sampler's map), vectorized loops and counts of a twin loaded from the
-    cache are those of the twin compiled fresh."""
+    cache are those of the twin compiled fresh; a parallel twin's map has its prange body."""
     script = tmp_path / "sampled.py"
     script.write_text(SAMPLED)
     root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -137,7 +156,9 @@ def test_a_cached_twin_reads_as_a_fresh_one(tmp_path):
         runs.append(json.loads(done.stdout.strip().splitlines()[-1]))
     fresh, cached = runs
     assert fresh["hits"] == 0 and cached["hits"] == 1
-    for field in ("vectorized", "map", "calls"):
+    assert fresh["parallel"] == 0 and cached["parallel"] == 1
+    assert fresh["gufuncs"] == 1 and len(fresh["parallel map"]) >= 3
+    for field in ("vectorized", "map", "calls", "parallel map", "gufuncs"):
         assert fresh[field] == cached[field], field
     assert fresh["vectorized"] and fresh["map"]
     assert cached["sampled"] > 0

@@ -23,10 +23,13 @@ import types as pytypes
 import weakref
 
 import numpy as np
+from numba import types as nbtypes
 
 from . import probes as P
 
 _ADDRESS = re.compile(r"0x[0-9a-fA-F]{6,}")
+_CLASS_ADDRESS = re.compile(r"#([0-9a-f]{8,})(?=<)")  # jitclass.P#7f92...<x:float64>
+_ANY_ADDRESS = re.compile(r"#[0-9a-f]{8,}|0x[0-9a-fA-F]{6,}")
 _MAX_ARRAY_BYTES = 1 << 20  # Numba freezes global arrays as constants; larger ones are not cached
 _SCALARS = (type(None), bool, int, float, complex, str, bytes)
 
@@ -73,6 +76,51 @@ def describe(value: object) -> str | None:
         return _value(value, _Walk())
     except Uncacheable:
         return None
+
+
+def stable_signature(args: tuple) -> str | None:
+    """``str(args)`` with each jitclass's address (``instance.jitclass.P#7f92...<x:float64>``)
+    replaced by a digest of the class: its name, its fields (in the text already) and its
+    members' code and what they reach (as ``dependencies`` describes a function). None: a
+    class has no stable description. Numba's own types compare by that name, so a cached
+    entry is found by this text instead of the types."""
+    classes: dict[str, object] = {}
+    for t in args:
+        _jitclass_types(t, classes, set())
+    walk = _Walk()
+
+    def digest(found: re.Match) -> str:
+        members = classes.get(found.group(1))
+        if members is None:
+            raise Uncacheable
+        dicts = (members.jit_methods, members.jit_static_methods, members.jit_props)
+        text = f"{members.class_name}:{[_value(d, walk) for d in dicts]}"
+        return "#=" + hashlib.sha256(text.encode()).hexdigest()[:16]
+
+    try:
+        described = _CLASS_ADDRESS.sub(digest, str(args))
+    except Uncacheable:
+        return None
+    return None if _ANY_ADDRESS.search(described) else described  # an address of another kind
+
+
+def _jitclass_types(value: object, out: dict[str, object], seen: set[int]) -> None:
+    """The jitclass types (``ClassType``) reachable from a Numba type, by the address in their name."""
+    if id(value) in seen or len(seen) > 10_000:
+        return
+    seen.add(id(value))
+    if isinstance(value, (tuple, list)):
+        items = value
+    elif isinstance(value, dict):
+        items = list(value.values())
+    elif isinstance(value, nbtypes.Type):
+        if hasattr(value, "jit_methods") and hasattr(value, "struct"):  # a ClassType
+            out[format(id(value), "x")] = value
+        items = list(vars(value).values())
+    else:
+        return
+    for item in items:
+        _jitclass_types(item, out, seen)
 
 
 def _names(code: pytypes.CodeType) -> set[str]:

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import hashlib
 import itertools
+import linecache
 import types as pytypes
 import weakref
 from dataclasses import dataclass
@@ -25,7 +26,7 @@ from ..internals import tagged_context, use_disk_cache
 from . import disk_cache
 from . import probes as P
 from .fingerprint import code_digest, describe, remember_twin
-from .twin_cache import cache_for
+from .twin_cache import cache_for, no_cache
 
 _TAG_CHARS = 20
 _live: weakref.WeakValueDictionary = weakref.WeakValueDictionary()  # tag -> twin dispatcher
@@ -108,7 +109,15 @@ def register(dispatcher: object, py_func: pytypes.FunctionType, naming: TwinNami
     """Keep the tag taken while ``dispatcher`` lives, and give it its disk cache when it may have one."""
     _live[naming.tag] = dispatcher
     remember_twin(dispatcher, naming.token)
-    if naming.canonical:
+    if naming.key is None:
+        no_cache(dispatcher, "something it is compiled from (defaults, options) has no stable description")
+    elif not naming.canonical:
+        no_cache(dispatcher, "another live twin of the same code holds its counters' name")
+    else:
         cache = cache_for(py_func, naming.token)
         if cache is not None:
             use_disk_cache(dispatcher, cache)
+        elif linecache.getlines(py_func.__code__.co_filename):
+            no_cache(dispatcher, "Numba cannot place its cache files")
+        else:
+            no_cache(dispatcher, "its source cannot be read again to tell when it changes")

@@ -24,9 +24,11 @@ from ..internals import CPUDispatcher, can_compile, line_tables_only, own_class,
 from ..twin_kind import TwinKind
 from . import probes as P
 from . import unwind
+from .disk_cache import cache_root
 from .exits import flushing
 from .function_kinds import treated_as
 from .source import FunctionSource
+from .twin_cache import not_cached_because
 from .twin_identity import name_twin, register, tagged_pipeline, twin_key
 
 
@@ -165,6 +167,14 @@ def loaded_from_cache(twin: Twin) -> int:
     (for progress messages: a load fires no compile event)."""
     stats = getattr(twin.code, "stats", None)
     return sum(stats.cache_hits.values()) if stats is not None else 0
+
+
+def uncached_reason(twin: Twin) -> str | None:
+    """Why some of the twin's compiled code is not kept on disk for the next process (None: it
+    all is, or the cache is off), for the profile's header."""
+    if twin.kernel is not None:
+        return "ufunc and stencil twins are not cached yet" if cache_root() is not None else None
+    return not_cached_because(twin.dispatcher)
 
 
 def make_twin(

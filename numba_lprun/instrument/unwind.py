@@ -33,6 +33,7 @@ import functools
 import re
 
 from ..internals import internalize_linked_copies, library_pass, reparsed, rewrite_final_module
+from .parfor_code import PARFOR_GUFUNC
 
 _GROUP_RE = re.compile(r"^attributes #(\d+) = \{ (.*) \}$", re.MULTILINE)
 _DEFINE_GROUP_RE = re.compile(r"#(\d+)")
@@ -128,10 +129,6 @@ def make_unwindable(library: object, frame_pointers: bool = False) -> None:
 UnwindableLibrary = library_pass(
     "nlp_unwindable_library", make_unwindable, "make the library's code unwindable"
 )
-
-
-#: Part of the name of every parfor gufunc (a ``prange`` loop body) Numba compiles.
-PARFOR_GUFUNC = "__numba_parfor_gufunc"
 
 
 def keep_loop_body_apart(function: object) -> None:

@@ -25,7 +25,7 @@ disk cache, for twins), ``runtime`` (allocator, worker threads, random states) a
 
 from __future__ import annotations
 
-from .caching import CacheRules, disk_cache_for, tagged_context, use_disk_cache
+from .caching import CacheRules, cache_refusal, disk_cache_for, use_disk_cache
 from .codegen import (
     before_lowering,
     host_cpu_identity,
@@ -35,6 +35,7 @@ from .codegen import (
     reparsed,
     rewrite_final_module,
     runs_post_lowering,
+    tagged_context,
     with_post_lowering,
 )
 from .cuda import simulated_device_flag, simulated_fastmath
@@ -99,6 +100,7 @@ from .runtime import (
 __all__ = [
     "CPUDispatcher",
     "CacheRules",
+    "cache_refusal",
     "NUMBA_RANGE",
     "PrivateUse",
     "StencilBuild",

@@ -13,9 +13,11 @@ twin needs overridden, each small:
   (read through ``linecache``, so IPython cells work too);
 * the key: Numba's (argument types, CPU) plus what :class:`CacheRules` adds;
 * the pickle: the descriptor's globals dict is dropped and put back on load (the
-  live twin's), and what ``CacheRules.stamp`` says is kept next to the code;
+  live twin's), and what ``CacheRules.stamp`` says is kept next to the code (and
+  given back to ``CacheRules.loaded`` with the rebuilt library);
 * robustness: a data file carries a SHA-256 of its contents, and an unreadable
-  index or data file is a miss (rewritten by the next save).
+  index or data file is a miss (rewritten by the next save);
+* a load fires ``LOAD_EVENT``: the JIT loads code as a compile would (the sampler pauses).
 
 What may be cached and under which key is numba_lprun's decision
 (``instrument.twin_cache``); this module only speaks Numba's cache protocol.
@@ -32,31 +34,45 @@ import sys
 import warnings
 from typing import Protocol
 
-from numba.core import event, funcdesc, sigutils
+from numba.core import event, funcdesc, sigutils, typing
 from numba.core.caching import Cache, CompileResultCacheImpl, IndexDataCacheFile, _CacheLocator
 from numba.core.compiler import CompileResult
 
+from .dispatchers import LOAD_EVENT
 from .libraries import compiled_object
 from .registry import touches
 
 _DIGEST = hashlib.sha256().digest_size
-_FORMAT = "numba_lprun twin 1"
+_FORMAT = "numba_lprun twin 2"
 
 
 class CacheRules(Protocol):
     """What one function's cache may keep and load, and the key it adds to Numba's."""
 
+    def signature(self, args: tuple) -> tuple | str | None:
+        """What stands for the argument types in the key: ``args`` themselves, or a text equal in
+        every process where their names are not (the types are then not kept with the code: this
+        process's stand in when it is loaded); None: this signature is not cached."""
+
     def key(self, args: tuple) -> tuple | None:
-        """The key parts after Numba's (argument types, CPU); None: this signature is not cached."""
+        """The key parts after the signature and the CPU; None: this signature is not cached."""
 
     def keeps(self, object_code: bytes) -> bool:
         """Whether freshly compiled nopython code (its ELF object code) may be cached."""
 
-    def stamp(self, object_code: bytes) -> object:
-        """What is kept with cached code, for :meth:`loadable` to check (picklable)."""
+    def stamp(self, object_code: bytes, library: object) -> object:
+        """What is kept with cached code (picklable), for :meth:`loadable` and :meth:`loaded`;
+        ``library`` is the freshly compiled code library (with the libraries linked into it)."""
 
     def loadable(self, stamp: object) -> bool:
         """Whether cached code kept with ``stamp`` may be loaded in this process now."""
+
+    def loaded(self, library: object, stamp: object) -> None:
+        """Told of each library rebuilt from code kept with ``stamp`` (it has no libraries linked in)."""
+
+    def refusal(self, args: tuple, object_code: bytes | None = None) -> str:
+        """Why :meth:`key` refused ``args`` or, given ``object_code``, why :meth:`keeps` refused it
+        (words for the profile's header)."""
 
 
 class _NotLoadable(Exception):
@@ -126,47 +142,56 @@ class _TwinCacheImpl(CompileResultCacheImpl):
         """
         fndesc = copy.copy(cres.fndesc)
         fndesc.global_dict = None
-        payload = cres._replace(fndesc=fndesc)._reduce()
+        args = tuple(cres.signature.args)
+        described = self.nlp_rules.signature(args) != args  # by a text: this process's types are not kept
+        if described:
+            fndesc.argtypes = None
+        payload = cres._replace(fndesc=fndesc, signature=None if described else cres.signature)._reduce()
         _name, _kind, (object_code, _bitcode) = payload[0]
-        return (_FORMAT, self.nlp_rules.stamp(object_code), payload)
+        return (_FORMAT, self.nlp_rules.stamp(object_code, cres.library), payload)
 
-    def rebuild(self, target_context, data):
+    def rebuild(self, target_context, data, args: tuple = ()):
+        """The compile result kept in ``data``; ``args``, the types asked for, stand in for those of
+        code kept without its types (``CacheRules.signature``)."""
         form, stamp, payload = data
         if form != _FORMAT or not self.nlp_rules.loadable(stamp):
             raise _NotLoadable
         fndesc = payload[1]
+        if payload[3] is None:
+            fndesc.argtypes = tuple(args)
+            payload = (*payload[:3], typing.signature(fndesc.restype, *args), *payload[4:])
         if fndesc.modname == funcdesc._dynamic_modname:  # as at compile time: look globals up in the twin's
             fndesc.global_dict = self._py_func.__globals__
         cres = CompileResult._rebuild(target_context, *payload)
         _keep_object_code(cres.library, payload[0])
+        self.nlp_rules.loaded(cres.library, stamp)
         return cres
 
-    def check_cachable(self, cres) -> bool:
-        """Nopython code with no lifted blocks and no baked addresses, which the rules keep;
-        Numba's warning is not shown."""
-        if cres.objectmode or cres.lifted or cres.library.has_dynamic_globals:
-            return False
+    def refusal(self, cres) -> str | None:
+        """Why ``cres`` may not be cached (None: it may): nopython code with no lifted blocks or baked
+        addresses, which the rules keep (Numba's own check, ``check_cachable``, warns)."""
+        if cres.objectmode or cres.lifted:
+            return "object-mode code"
+        if cres.library.has_dynamic_globals:
+            return "its code holds addresses of this process's objects (returning a jitclass instance does)"
+        returned = (cres.signature.return_type,)
+        if self.nlp_rules.signature(returned) != returned:
+            return "its return type's name carries an address"
         code = compiled_object(cres.library) or b""
-        return bool(code) and self.nlp_rules.keeps(code)
+        if not code:
+            return "Numba kept no object code for it"
+        return None if self.nlp_rules.keeps(code) else self.nlp_rules.refusal(cres.signature.args, code)
 
 
 def _keep_object_code(library, libdata) -> None:
-    """Keep the object code of a library loaded from the cache, as a fresh compile keeps it.
-
-    Numba hands cached object code to the JIT and drops its own copy; the sampler
-    and the machine-code view read a twin's line tables and symbols from it
-    (``libraries.compiled_object``).
-    """
+    """Keep the object code of a library loaded from the cache, as a fresh compile keeps it
+    (Numba drops its copy; the sampler and the machine-code view read it)."""
     _name, kind, data = libdata
     if kind == "object":
         try:
             library._set_compiled_object(data[0])
         except ValueError:  # already compiled from IR: it kept its own object code
             pass
-
-
-#: The event fired while a twin's code is loaded from the cache (Numba fires none for a load).
-LOAD_EVENT = "numba_lprun:load"
 
 
 class TwinCache(Cache):
@@ -179,6 +204,7 @@ class TwinCache(Cache):
         self._py_func = py_func
         self._impl = _TwinCacheImpl(py_func, root, rules)
         self._cache_path = self._impl.locator.get_cache_path()
+        self.refused: dict[str, str] = {}  # signature -> why its code is not cached
         self._cache_file = _TwinCacheFile(
             cache_path=self._cache_path,
             filename_base=self._impl.filename_base,
@@ -189,10 +215,12 @@ class TwinCache(Cache):
     def _index_key(self, sig, codegen):
         """Numba's key with the rules' parts; None when the rules say this signature is not cached."""
         args, _ = sigutils.normalize_signature(sig)  # a callee compiles by args, a twin by full signature
-        extra = self._impl.nlp_rules.key(tuple(args))
-        if extra is None:
+        rules = self._impl.nlp_rules
+        stands_for, extra = rules.signature(tuple(args)), rules.key(tuple(args))
+        if stands_for is None or extra is None:
+            self.refused[str(args)] = rules.refusal(tuple(args))
             return None
-        return (tuple(args), codegen.magic_tuple(), *extra)
+        return (stands_for, codegen.magic_tuple(), *extra)
 
     def _load_overload(self, sig, target_context):
         if not self._enabled:
@@ -204,15 +232,17 @@ class TwinCache(Cache):
             data = self._cache_file.load(key)
             if data is None:
                 return None
-            # the JIT loads the code (and registers its unwind tables) as a compile would: the
-            # sampler pauses for it as for a compile, and the code's own tables join its walks
-            with event.trigger_event(LOAD_EVENT, data={"dispatcher": None, "args": ()}):
-                return self._impl.rebuild(target_context, data)
+            args, _ = sigutils.normalize_signature(sig)
+            with event.trigger_event(LOAD_EVENT, data={"dispatcher": None, "args": ()}):  # as a compile
+                return self._impl.rebuild(target_context, data, tuple(args))
         except Exception:  # a stale or corrupt entry: compile (and overwrite it)
             return None
 
     def _save_overload(self, sig, data):
-        if not self._enabled or not self._impl.check_cachable(data):
+        why = self._impl.refusal(data) if self._enabled else None
+        if why is not None:
+            self.refused[str(tuple(data.signature.args))] = why
+        if not self._enabled or why is not None:
             return
         key = self._index_key(sig, data.codegen)
         if key is None:
@@ -222,7 +252,8 @@ class TwinCache(Cache):
             with warnings.catch_warnings():
                 warnings.simplefilter("ignore")
                 self._cache_file.save(key, self._impl.reduce(data))
-        except Exception:  # unwritable or unpicklable: this function stays uncached
+        except Exception as exc:  # unwritable or unpicklable: this function stays uncached
+            self.refused[str(tuple(data.signature.args))] = f"its cache entry could not be written ({exc})"
             self.disable()
 
 
@@ -284,12 +315,6 @@ _OVERRIDDEN = {
     "CompileResultCacheImpl.rebuild",
     "instrument/twin_cache.py: a cached twin is loaded only when its stamp allows",
     params=("self", "target_context", "payload"),
-)
-@touches(
-    "numba.core.caching",
-    "CompileResultCacheImpl.check_cachable",
-    "instrument/twin_cache.py: what a twin may cache is decided by its rules",
-    params=("self", "cres"),
 )
 @touches("numba.core.caching", "CompileResultCacheImpl.get_filename_base", "the files' names, as Numba's")
 @touches(
@@ -355,6 +380,15 @@ def disk_cache_for(py_func, root: str, rules: CacheRules) -> object | None:
         return None
 
 
+def cache_refusal(dispatcher: object) -> str | None:
+    """Why some code of ``dispatcher`` was not cached by its :class:`TwinCache` (None: all of it
+    was, or it has no such cache)."""
+    cache = getattr(dispatcher, "_cache", None)
+    if not isinstance(cache, TwinCache) or not cache.refused:
+        return None
+    return "; ".join(dict.fromkeys(cache.refused.values()))
+
+
 @touches(
     "numba.core.dispatcher",
     "Dispatcher.enable_caching",
@@ -364,29 +398,3 @@ def disk_cache_for(py_func, root: str, rules: CacheRules) -> object | None:
 def use_disk_cache(dispatcher: object, cache: object) -> None:
     """Make ``dispatcher`` load from and save to ``cache`` (what ``enable_caching`` does)."""
     dispatcher._cache = cache
-
-
-@touches(
-    "numba.core.funcdesc",
-    "default_mangler",
-    "instrument/twin_identity.py: twins' symbol names carry their key as an ABI tag",
-    params=("name", "argtypes", "abi_tags", "uid"),
-)
-@touches(
-    "numba.core.base",
-    "BaseContext.mangler",
-    "instrument/twin_identity.py: a target context whose mangler adds the tag (subtarget)",
-)
-def tagged_context(targetctx: object, tag: str) -> object:
-    """``targetctx`` whose symbol names (functions, Environments) carry ``tag`` as an ABI tag.
-
-    Numba names a dynamic function ``<dynamic>.f`` plus a per-process counter, so
-    twins cached by different processes could define the same symbol in one
-    process (and share one Environment). The ABI tag makes each twin's names its own;
-    it is not shown by ``machine.names.pretty``.
-    """
-
-    def mangler(name, argtypes, *, abi_tags=(), uid=None):
-        return funcdesc.default_mangler(name, argtypes, abi_tags=(*abi_tags, tag), uid=uid)
-
-    return targetctx.subtarget(mangler=mangler)

@@ -10,7 +10,9 @@ Twins need three things done to their code that Numba has no public switch for:
   inserted before Numba's native lowering creates it, as lowering would);
 * the library's final module, linked and optimized, rewritten before machine code is
   made (``instrument.unwind``): ``CPUCodeLibrary._finalize_final_module`` is the only
-  place where that module exists and is not yet compiled.
+  place where that module exists and is not yet compiled;
+* symbol names of a twin's own (``tagged_context``), so that code cached by different
+  processes never defines the same symbol twice in one.
 
 Parsing and editing LLVM modules and registering JIT symbols is ``llvmlite.binding``,
 which numba_lprun reaches only here.
@@ -20,6 +22,8 @@ from __future__ import annotations
 
 import functools
 from collections.abc import Callable
+
+from numba.core import funcdesc
 
 from .registry import touches
 
@@ -233,3 +237,29 @@ def host_cpu_identity() -> str:
     import llvmlite.binding as ll
 
     return f"{ll.get_process_triple()}|{ll.get_host_cpu_name()}|{ll.get_host_cpu_features().flatten()}"
+
+
+@touches(
+    "numba.core.funcdesc",
+    "default_mangler",
+    "instrument/twin_identity.py: twins' symbol names carry their key as an ABI tag",
+    params=("name", "argtypes", "abi_tags", "uid"),
+)
+@touches(
+    "numba.core.base",
+    "BaseContext.mangler",
+    "instrument/twin_identity.py: a target context whose mangler adds the tag (subtarget)",
+)
+def tagged_context(targetctx: object, tag: str) -> object:
+    """``targetctx`` whose symbol names (functions, Environments) carry ``tag`` as an ABI tag.
+
+    Numba names a dynamic function ``<dynamic>.f`` plus a per-process counter, so
+    twins cached by different processes could define the same symbol in one
+    process (and share one Environment). The ABI tag makes each twin's names its own;
+    it is not shown by ``machine.names.pretty``.
+    """
+
+    def mangler(name, argtypes, *, abi_tags=(), uid=None):
+        return funcdesc.default_mangler(name, argtypes, abi_tags=(*abi_tags, tag), uid=uid)
+
+    return targetctx.subtarget(mangler=mangler)

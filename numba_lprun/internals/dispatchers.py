@@ -80,6 +80,11 @@ def ignore_debug_info_warnings() -> None:
     warnings.simplefilter("ignore", NumbaDebugInfoWarning)
 
 
+#: The event fired while a twin's code is loaded from numba_lprun's cache (Numba fires none for
+#: a load, though the JIT loads code and registers its unwind tables as for a compile).
+LOAD_EVENT = "numba_lprun:load"
+
+
 @touches(
     "numba.core.event",
     "install_listener",
@@ -95,8 +100,6 @@ def compile_events(listener) -> contextlib.AbstractContextManager:
     stay behind the door.
     """
     from numba.core import event
-
-    from .caching import LOAD_EVENT
 
     class Relay(event.Listener):
         def on_start(self, ev: event.Event) -> None:

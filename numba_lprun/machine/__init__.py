@@ -21,9 +21,9 @@ from __future__ import annotations
 import time
 from dataclasses import dataclass, replace
 
+from ..instrument.parfor_code import code_libraries
 from ..internals import linked_libraries
 from ..sampling.dwarf import line_map
-from ..sampling.rows import code_libraries
 from ..twin_kind import TwinKind
 from .disasm import is_packed, read_code
 from .hints import CodeFacts, function_hints, hot_lines, line_hints

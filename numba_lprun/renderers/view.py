@@ -103,7 +103,8 @@ class FunctionView:
                 f"{kind} twin {sec:.2f} s" if sec > 0 else f"{kind} twin reused"
                 for kind, sec in sorted(s.source.compile_seconds.items())
             )
-            rows.append(("Compile", said))
+            reasons = dict.fromkeys(why for _, why in sorted(s.source.uncached.items()))
+            rows.append(("Compile", said + "".join(f"; not cached: {why}" for why in reasons)))
         source = time_source_text(s)
         if source:
             rows.append(("Time from", source))

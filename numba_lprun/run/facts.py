@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from ..instrument.twins import uncached_reason
 from ..vectorized import vectorized_lines
 from .measurements import PLAIN, FunctionFacts, Key
 from .naming import titles
@@ -17,9 +18,10 @@ def target_facts(
 ) -> tuple[FunctionFacts, ...]:
     """Each target's facts, titled (see ``naming``).
 
-    Compile seconds are this runner's (0.0: the twin was reused); the
-    vectorized loops of the plain and the user's twins are read from their
-    optimized LLVM IR (both carry line tables). ``labels``: each target's name, where known.
+    Compile seconds are this runner's (0.0: the twin was reused), with why a twin
+    compiled is not kept on disk for the next process, if it is not; the vectorized
+    loops of the plain and the user's twins are read from their optimized LLVM IR
+    (both carry line tables). ``labels``: each target's name, where known.
     """
     entries = [
         (t.original, t.source.py_func, label, t.source.key)
@@ -32,6 +34,11 @@ def target_facts(
             kind: compile_seconds.get(id(twin), 0.0)
             for kind, twin in target.twins.items()
             if twin.has_code and kind in used
+        }
+        uncached = {
+            kind: why
+            for kind, twin in target.twins.items()
+            if compiled.get(kind, 0.0) > 0 and (why := uncached_reason(twin)) is not None
         }
         user = target.twins.get(user_kind)
         signatures = []
@@ -54,6 +61,7 @@ def target_facts(
                 objmode_lines=frozenset(target.rewrite(user_kind).objmode_lines),
                 signatures=tuple(signatures),
                 compile_seconds=compiled,
+                uncached=uncached,
                 vectorized=vectorized,
                 sampleable=sampled_lines(target, user_kind),
                 title=heading,

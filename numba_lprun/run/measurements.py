@@ -177,6 +177,7 @@ class FunctionFacts:
     objmode_lines: frozenset[int] = frozenset()
     signatures: tuple[str, ...] = ()
     compile_seconds: dict[str, float] = field(default_factory=dict)  # twin kind -> seconds this call
+    uncached: dict[str, str] = field(default_factory=dict)  # twin kind compiled -> why not on disk
     vectorized: dict[str, frozenset[int]] = field(default_factory=dict)  # twin kind -> SIMD loop lines
     sampleable: bool = True  # samples map to its lines (not a ufunc's, nor a stencil's in a parallel caller)
     title: str = ""  # what its table is headed with (see ``naming``); "": the qualified name
@@ -343,5 +344,6 @@ def merge_records(older: CallRecord | None, newer: CallRecord) -> CallRecord:
         seconds = (
             fold([before.compile_seconds, f.compile_seconds]) if before is not None else f.compile_seconds
         )
-        facts[f.key] = dataclasses.replace(f, compile_seconds=seconds)
+        uncached = {**before.uncached, **f.uncached} if before is not None else f.uncached
+        facts[f.key] = dataclasses.replace(f, compile_seconds=seconds, uncached=uncached)
     return CallRecord(tuple(merged), tuple(facts.values()))

@@ -32,12 +32,12 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from ..instrument.parfor_code import code_libraries
 from ..internals import compiled_object
 from .elf import _SECTION_SHIFT, _function_symbols, _relocate_debug, _runtime_bases, read_once
 from .inlined import inlined_ranges
 from .rows import (
     FunctionCode,
-    code_libraries,
     function_lines,
     gufunc_kernels,
     is_kernel_of,

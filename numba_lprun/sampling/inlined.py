@@ -22,6 +22,7 @@ import io
 import os
 from dataclasses import dataclass
 
+from ..instrument.parfor_code import code_libraries
 from ..internals import compiled_object
 from . import elf as E
 from . import rows as R
@@ -49,7 +50,7 @@ def inlined_ranges(
     seen: set[int] = set()
     for host in hosts:
         for cres in list(getattr(host, "overloads", {}).values()):
-            for library, _ in R.code_libraries(cres.library):
+            for library, _ in code_libraries(cres.library):
                 if id(library) in seen:
                     continue
                 seen.add(id(library))

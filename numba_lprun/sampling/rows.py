@@ -1,9 +1,9 @@
-"""What a DWARF line program says, as plain rows, and which Numba code libraries hold a function.
+"""What a DWARF line program says, as plain rows, and the names of a function's parfor gufuncs.
 
 Shared by ``dwarf`` (a function's own code) and ``inlined`` (its code inlined into
-other functions): the line rows and inlined-call records of one object file, the
-libraries of an overload (its parfor gufuncs included), and the names that tell
-a function's gufuncs apart in the copies other libraries run.
+other functions): the line rows and inlined-call records of one object file, and
+the names that tell a function's gufuncs apart in the copies other libraries run
+(which libraries hold a function: ``instrument.parfor_code``).
 """
 
 from __future__ import annotations
@@ -12,9 +12,8 @@ import os
 from collections.abc import Iterator
 from dataclasses import dataclass
 
-from ..internals import linked_libraries, parse_line_program_at
-
-_GUFUNC_PARTS = ("parallelgufuncwrapper", "_GufuncWrapper", "__numba_parfor_gufunc")
+from ..instrument.parfor_code import own_gufuncs
+from ..internals import parse_line_program_at
 
 
 @dataclass
@@ -31,37 +30,20 @@ def gufunc_kernels(dispatcher: object) -> frozenset[str]:
     """Names of the parfor gufuncs of ``dispatcher``'s ``prange`` loops.
 
     Their code also runs as copies inside other libraries (``instrument.unwind``
-    makes a twin run its own copies of what it links), where a function whose
-    symbol contains one of these names is this function's loop body: its rows
-    name the file ``<string>``, so the symbol is what tells whose body it is.
+    makes a twin run its own copies of what it links; a library loaded from the
+    disk cache has only those), where a function whose symbol contains one of these
+    names is this function's loop body: its rows name the file ``<string>``, so the
+    symbol is what tells whose body it is (``instrument.parfor_code``).
     """
-    names = set()
+    names: set[str] = set()
     for cres in list(getattr(dispatcher, "overloads", {}).values()):
-        names.update(lib.name for lib, is_gufunc in code_libraries(cres.library) if is_gufunc)
+        names.update(own_gufuncs(cres.library))
     return frozenset(names)
 
 
 def is_kernel_of(symbol: str, kernels: frozenset[str]) -> bool:
     """Whether ``symbol`` is (a wrapper of) one of the gufuncs named in ``kernels``."""
     return any(name in symbol for name in kernels)
-
-
-def code_libraries(root: object) -> Iterator[tuple[object, bool]]:
-    """The overload's library, then the parfor gufunc libraries linked into it.
-
-    Other linked libraries are other functions (callees, NumPy implementations):
-    their code is charged to the calling line by walking the stack instead.
-    """
-    yield root, False
-    seen = {id(root)}
-    stack = linked_libraries(root)
-    while stack:
-        lib = stack.pop()
-        if id(lib) in seen or not any(part in lib.name for part in _GUFUNC_PARTS):
-            continue
-        seen.add(id(lib))
-        yield lib, lib.name.startswith("__numba_parfor_gufunc")
-        stack.extend(linked_libraries(lib))
 
 
 @dataclass

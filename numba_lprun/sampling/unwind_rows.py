@@ -28,10 +28,10 @@ from pathlib import Path
 import numpy as np
 
 from ..instrument import disk_cache
+from ..instrument.parfor_code import code_libraries
 from ..internals import defined_function
 from .cfa_rules import GAP, ROW, _Reader, section_rows
 from .elf import read_once
-from .rows import code_libraries
 from .walks import _DwarfEhBases, _find_fde
 
 _PT_GNU_EH_FRAME = 0x6474E550

@@ -162,3 +162,19 @@ def test_a_cached_twin_reads_as_a_fresh_one(tmp_path):
         assert fresh[field] == cached[field], field
     assert fresh["vectorized"] and fresh["map"]
     assert cached["sampled"] > 0
+
+
+def test_a_code_digest_does_not_follow_reference_counts():
+    """The same code, the same digest: marshal marks an object shared only while more than one
+    reference holds it, so its bytes changed once something else held the code's constants (a
+    parallel twin's key changed between its load and its save, and it was never found)."""
+    from numba_lprun.instrument.fingerprint import code_digest
+
+    def kernel(x):
+        return x * 12345.678 + len("some text") + (x in {"alpha", "beta", "gamma"})
+
+    before = code_digest(kernel.__code__)
+    held = [*kernel.__code__.co_consts, *kernel.__code__.co_names]  # what a compile holds
+    assert code_digest(kernel.__code__) == before
+    assert held
+    assert code_digest((lambda x: x * 2.0).__code__) != code_digest((lambda x: x * 3.0).__code__)

@@ -17,9 +17,9 @@ from __future__ import annotations
 import builtins
 import enum
 import hashlib
-import marshal
 import re
 import types as pytypes
+import warnings
 import weakref
 
 import numpy as np
@@ -47,8 +47,41 @@ def remember_twin(dispatcher: object, token: str | None) -> None:
 
 
 def code_digest(code: pytypes.CodeType) -> str:
-    """The code object as compiled (bytecode, constants, names, file and line table)."""
-    return hashlib.sha256(marshal.dumps(code)).hexdigest()
+    """The code object as compiled (bytecode, constants, names, file and line table).
+
+    Not ``marshal.dumps``: marshal marks an object it writes as shared only while its
+    reference count is above one, so the same code gave another digest once Numba had
+    compiled a function holding its constants (a parallel twin's key changed between its
+    load and its save, and it was never found again)."""
+    return hashlib.sha256(_code_text(code).encode()).hexdigest()
+
+
+_CODE_FIELDS = (
+    *("co_name", "co_qualname", "co_filename", "co_firstlineno", "co_flags"),
+    *("co_argcount", "co_posonlyargcount", "co_kwonlyargcount"),
+    *("co_names", "co_varnames", "co_freevars", "co_cellvars"),
+)
+_CODE_BYTES = ("co_code", "co_linetable", "co_lnotab", "co_exceptiontable")
+
+
+def _code_text(code: pytypes.CodeType) -> str:
+    parts = [f"{name}={getattr(code, name)!r}" for name in _CODE_FIELDS if hasattr(code, name)]
+    with warnings.catch_warnings():  # co_lnotab is deprecated (3.12) but still there
+        warnings.simplefilter("ignore", DeprecationWarning)
+        parts += [f"{name}={getattr(code, name).hex()}" for name in _CODE_BYTES if hasattr(code, name)]
+    parts.append("consts=" + ",".join(_constant(c) for c in code.co_consts))
+    return ";".join(parts)
+
+
+def _constant(value: object) -> str:
+    """A code constant, the same in every process (a frozenset's order follows the string hash)."""
+    if isinstance(value, pytypes.CodeType):
+        return f"code({_code_text(value)})"
+    if isinstance(value, tuple):
+        return "(" + ",".join(_constant(v) for v in value) + ")"
+    if isinstance(value, frozenset):
+        return "frozenset(" + ",".join(sorted(_constant(v) for v in value)) + ")"
+    return f"{type(value).__name__}:{value!r}"
 
 
 class _Walk:

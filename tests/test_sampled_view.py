@@ -1,6 +1,10 @@
 """The sampled view through the profiler: where samples land, and what --no-sample leaves."""
 
+import json
+import os
 import signal
+import subprocess
+import sys
 
 import numpy as np
 import pytest
@@ -74,3 +78,38 @@ def test_once_samples_the_users_run_and_says_how_few():
     # Whole-suite runs once charged it 100 and 245: with periodic timers and walks dearer than
     # the period, signals queued behind each handler at the same pc (test_sampling, "outlast")
     assert stats.samples.total < 20 and any(n.level == "caution" for n in stats.notes)
+
+
+FIRST_PROFILE = """
+import json
+import numpy as np, numba_lprun
+from numba import njit
+from numba_lprun.sampling import sampler
+
+@njit
+def kernel(n):
+    acc = 0.0
+    for i in range(n):
+        acc += np.sqrt(i * 0.5)
+    return acc
+
+kernel(10)
+assert not sampler.sampler_running()
+prof = numba_lprun.LineProfiler(kernel, sample_rate=2000, repeat=False)
+prof.runcall(kernel, 30_000_000)
+s = prof.profile.sampling
+print(json.dumps([s.unavailable, s.total, prof.profile.functions[0].samples.total]))
+"""
+
+
+def test_the_first_profile_with_a_cold_handler_cache_is_sampled(tmp_path):
+    """The handler is compiled in the first sampler's start when Numba's cache lacks it (a new
+    install, a new cache dir): that compile's end must not start a second sampler beside the
+    first, whose refusal ('another Sampler is running') once dropped the run's samples."""
+    env = {**os.environ, "NUMBA_CACHE_DIR": str(tmp_path / "numba"), "NUMBA_LPRUN_CACHE_DIR": str(tmp_path)}
+    script = tmp_path / "first_profile.py"
+    script.write_text(FIRST_PROFILE)
+    done = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, env=env, timeout=300)
+    assert done.returncode == 0, done.stderr[-3000:]
+    unavailable, total, in_kernel = json.loads(done.stdout.splitlines()[-1])
+    assert unavailable is None and in_kernel > 0, done.stdout

@@ -33,6 +33,9 @@ class SegmentedSampling:
     unavailable: str | None = None
     _sampler: Sampler | None = None
     _running: bool = False
+    #: A sampler is being started: its start may compile (the handler, on a cold cache), and the
+    #: compile listener's resume after that compile must not start a second sampler beside it
+    _starting: bool = False
     _lock: threading.RLock = field(default_factory=threading.RLock)  # a worker's part: read from a thread
 
     @contextlib.contextmanager
@@ -74,7 +77,7 @@ class SegmentedSampling:
         return over
 
     def _resume(self) -> None:
-        if not self._running or self._sampler is not None or self.unavailable is not None:
+        if not self._running or self._sampler is not None or self.unavailable is not None or self._starting:
             return
         boost = None
         if self.boost is not None:
@@ -83,7 +86,11 @@ class SegmentedSampling:
         with ctrl_c_deferred():  # an armed sampler is always kept, so that pause() disarms it
             own = self.code() if self.code is not None else ()
             sampler = Sampler(rate_hz=self.rate_hz, numba_threads=self.parallel, boost=boost, own_code=own)
-            sampler.__enter__()
+            self._starting = True
+            try:
+                sampler.__enter__()
+            finally:
+                self._starting = False
             if sampler.unavailable is not None:
                 self.unavailable = sampler.unavailable
                 return

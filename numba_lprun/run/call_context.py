@@ -73,9 +73,9 @@ class CallContext:
         itself); ``boost``: start faster (a run that is the only one)."""
         rate = self.settings.rate_hz
         fast = (min(BOOST_FACTOR * rate, BOOST_MAX_HZ), BOOST_SAMPLES) if boost else None
-        # the handler's own walk (sampling.own_walk) is opt-in until a CI failure is understood: after
-        # the fuzzer's compiles one corpus case got no samples with it (issue 31 item 4)
-        own = os.environ.get("NUMBA_LPRUN_OWN_WALK", "0") not in ("", "0")
+        # the handler walks the twins' frames itself (sampling.own_walk); NUMBA_LPRUN_OWN_WALK=0 leaves
+        # every walk to libgcc
+        own = os.environ.get("NUMBA_LPRUN_OWN_WALK", "1") not in ("", "0")
         code = functools.partial(twin_code, self.runner, kind) if own else None
         self.last_sampling = SegmentedSampling(rate, self.concurrent, fast, code=code)
         return self.last_sampling

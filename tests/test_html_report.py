@@ -13,6 +13,7 @@ import subprocess
 import pytest
 
 from numba_lprun.renderers import profile_html
+from numba_lprun.renderers.columns import html_folds
 from numba_lprun.renderers.view import number, per_hit_text, profile_views, seconds_text
 from tests.render_kernels import LONG_LINE, long_line_profile
 
@@ -29,7 +30,10 @@ addEventListener("load", () => {
   });
   const out = document.createElement("pre");
   out.id = "layout";
-  out.textContent = JSON.stringify({width: document.documentElement.clientWidth, cells});
+  const shown = (el) => getComputedStyle(el).display !== "none";
+  const hidden = [...document.querySelectorAll("th.n")].filter((th) => !shown(th)).map((th) => th.innerText);
+  const notices = [...document.querySelectorAll(".folded")].filter(shown).map((d) => d.textContent);
+  out.textContent = JSON.stringify({width: document.documentElement.clientWidth, cells, hidden, notices});
   document.body.appendChild(out);
 });
 </script>"""
@@ -156,7 +160,7 @@ def test_probe_only_report_marks_probe_times(profile_probes):
     assert "95% CI" not in page and 'class="bar bs"' not in page and "clock probes" in page
 
 
-@pytest.mark.parametrize("width", [700, 1600])
+@pytest.mark.parametrize("width", [700, 900, 1600])
 def test_browser_shows_every_number_whole_at_narrow_and_wide_windows(
     chromium, profile, page, tmp_path, width
 ):
@@ -172,10 +176,18 @@ def test_browser_shows_every_number_whole_at_narrow_and_wide_windows(
     texts = {c["text"] for c in shown}
     for figure in expected_numbers(profile):  # line_profiler's columns never fold
         assert figure in texts, (width, figure)
-    if width == 700:  # optional columns fold rather than push the table out of the window
+    if width < 1600:  # optional columns fold rather than push the table out of the window
         assert any(not c["shown"] for c in layout["cells"])
     else:
         assert all(c["shown"] for c in layout["cells"])
+    # the registry's fold widths (columns.html_folds) hide the columns; one notice a table names them
+    folded = [c.name for w, cols in html_folds() for c in cols if width <= w]
+    assert sorted(set(layout["hidden"])) == sorted(folded), (width, layout["hidden"])
+    if folded:
+        assert len(layout["notices"]) == len(profile.functions), layout["notices"]
+        assert all(name in notice for name in folded for notice in layout["notices"]), layout["notices"]
+    else:
+        assert layout["notices"] == []
     assert all(c["lines"] <= 1 for c in shown)  # one line per number, never wrapped
 
 

@@ -8,7 +8,8 @@ lockstep (a new column was four edits, joined by header strings). A column says:
 - ``shown``: whether the function's table has it (only sampled, only with probes...);
 - ``fold``: where it stands in the order columns give way on a narrow terminal
   (``None``: never folds), with the source width below which it folds and whether the
-  headers wrap first;
+  headers wrap first, and the window width at which the HTML report hides it (its CSS
+  and the "narrow window" notice are generated from these: ``html_folds``);
 - ``explanation``: a sentence for the legend and the HTML ``title``;
 - ``text``: whether line_profiler's text layout has it (that layout must match line_profiler).
 """
@@ -31,6 +32,7 @@ from .view import (
 
 SAMPLE_COUNTS = "Samples"  # the name ``--sample-counts`` asks for
 CODE_MIN = 20  # the source column is cropped down to this before any column folds
+WHISKER = "the whisker shows the interval"  # the HTML bars' whisker, once 95% CI is folded
 PROBES_CODE_MIN = 8  # Probe % folds only when the source would get fewer characters
 
 
@@ -41,6 +43,8 @@ class Fold:
     order: int  # lower folds first
     floor: int  # the source width below which it folds
     wrap_first: bool  # whether the column headers wrap onto two lines before it folds
+    html_width: int | None = None  # the window width (px) at or below which the HTML hides it
+    html_hint: str = ""  # what still shows its figures once the HTML hides it
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -58,7 +62,6 @@ class Column:
     #: the HTML cell's inner HTML (``human``: times with their unit); None: the cell, escaped
     html_cell: Callable[[FunctionView, LineView, bool], str] | None = None
     html_class: Callable[[LineView], str] | str = ""  # the HTML cell's classes after ``n``
-    html_head_class: str = ""  # the HTML header's classes after ``n`` (the fold CSS)
     unit_title: bool = False  # the HTML header's title says the time unit
     text_line: bool = False  # line_profiler's layout has no room: the text writes it as a line
     html_title: bool = False  # the HTML header's title is the explanation (new columns)
@@ -134,20 +137,17 @@ AFTER_EXTRAS = (
         explanation="the 95% interval of the sampled % Time",
         cell=lambda view, line: interval_text(line.interval),
         shown=_sampled,
-        fold=Fold(order=1, floor=CODE_MIN, wrap_first=True),
+        fold=Fold(order=1, floor=CODE_MIN, wrap_first=True, html_width=820, html_hint=WHISKER),
         style="dim",
-        html_class=" ci f3",
-        html_head_class=" f3",
+        html_class=" ci",
     ),
     Column(
         name="Probe Time",
         explanation="the clock probes' time beside the sampled one (--probes; ~: below resolution)",
         cell=lambda view, line: probe_time_text(line),
         shown=_probes,
-        fold=Fold(order=0, floor=CODE_MIN, wrap_first=False),
+        fold=Fold(order=0, floor=CODE_MIN, wrap_first=False, html_width=1000),
         html_cell=html_cells.probe_time_cell,
-        html_class=" f2",
-        html_head_class=" f2",
         unit_title=True,
     ),
     Column(
@@ -177,3 +177,17 @@ def fold_order() -> tuple[tuple[str, int, bool], ...]:
     """The registry's folding columns, first folded first: (header, floor, headers wrap first)."""
     folding = sorted((c for c in REGISTRY if c.fold is not None), key=lambda c: c.fold.order)
     return tuple((c.name, c.fold.floor, c.fold.wrap_first) for c in folding if c.fold is not None)
+
+
+def html_fold_class(column: Column) -> str:
+    """The class (with its leading space) by which the HTML report's CSS hides ``column``."""
+    fold = column.fold
+    return f" fold{fold.order}" if fold is not None and fold.html_width is not None else ""
+
+
+def html_folds() -> tuple[tuple[int, tuple[Column, ...]], ...]:
+    """Each window width at which the HTML report hides columns, widest first, with the columns
+    it hides there (each narrower width hides those of the wider ones too)."""
+    folding = [c for c in REGISTRY if c.fold is not None and c.fold.html_width is not None]
+    widths = sorted({c.fold.html_width for c in folding}, reverse=True)
+    return tuple((w, tuple(c for c in folding if c.fold.html_width == w)) for w in widths)

@@ -16,13 +16,28 @@ import hashlib
 from html import escape
 
 from ..stats import ProfileStats
+from .columns import AFTER_EXTRAS, BEFORE_EXTRAS, html_fold_class, html_folds
 from .html_table import BELOW_RESOLUTION, DISAGREE, function_table
 from .svg_chart import INSTRUMENTED, SAMPLED, time_chart
 from .view import NOTE_TITLES, FunctionView, profile_views
 
-#: window widths (px) at or below which optional columns fold, as in the terminal: first
-#: Probe Time (class f2), then 95% CI (f3; the whisker still shows it)
-FOLD_WIDTHS = (1000, 820)
+
+def fold_css() -> str:
+    """The CSS that hides the registry's folding columns as the window narrows (``html_folds``),
+    and shows the notice of what is hidden in each band (``_fold_notices``). At the widest
+    fold the headers may wrap and the bars narrow too."""
+    rules = []
+    for i, (width, columns) in enumerate(html_folds()):
+        hide = ", ".join(f".nlprun .{html_fold_class(c).strip()}" for c in columns)
+        rules.append(f"@media (max-width: {width}px) {{ {hide} {{ display: none; }}")
+        if i == 0:
+            rules.append("  .nlprun th.n { white-space: normal; }")
+            rules.append("  .nlprun .bars { min-width: 56px; width: 64px; }")
+        else:
+            rules.append(f"  .nlprun .folded.at{i - 1} {{ display: none; }}")
+        rules.append(f"  .nlprun .folded.at{i} {{ display: block; }} }}")
+    return "\n".join(rules) + "\n"
+
 
 STYLE = f"""
 .nlprun {{ font: 13px/1.45 system-ui, -apple-system, 'Segoe UI', Roboto, sans-serif; color: inherit;
@@ -83,12 +98,7 @@ STYLE = f"""
 .nlprun details.asm .ad {{ opacity: .6; }} .nlprun details.asm .tgt {{ color: #0891b2; }}
 .nlprun .note.hint {{ border-left-color: #0891b2; }}
 .nlprun .folded {{ display: none; font-size: 12px; opacity: .8; }}
-@media (max-width: {FOLD_WIDTHS[0]}px) {{ .nlprun .f1, .nlprun .f2 {{ display: none; }}
-  .nlprun .folded.at1 {{ display: block; }} .nlprun th.n {{ white-space: normal; }}
-  .nlprun .bars {{ min-width: 56px; width: 64px; }} }}
-@media (max-width: {FOLD_WIDTHS[1]}px) {{ .nlprun .f3 {{ display: none; }}
-  .nlprun .folded.at1 {{ display: none; }} .nlprun .folded.at2 {{ display: block; }} }}
-"""
+""" + fold_css()
 
 _PAGE = """<!DOCTYPE html>
 <html lang="en"><head><meta charset="utf-8"><meta name="color-scheme" content="light dark">
@@ -147,17 +157,25 @@ def _key(view: FunctionView) -> str:
     if any(line.disagree for line in view.lines):
         marks.append(f'<span title="{escape(DISAGREE)}">! the two views disagree</span>')
     text = " ".join(parts) + ("; marks: " + ", ".join(marks) if marks else "")
-    folded = ""
-    if view.sampled:
-        hover = "hover a bar for the figures"
-        both = " and Probe Time are" if view.probes_beside else " is"
-        if view.probes_beside:
-            folded = f'<div class="folded at1">narrow window: Probe Time is folded ({hover})</div>'
-        folded += (
-            f'<div class="folded at2">narrow window: 95% CI{both} folded '
-            f"(the whisker shows the interval; {hover})</div>"
-        )
+    folded = _fold_notices(view)
     return (f'<div class="key">{text}</div>' if text else "") + folded
+
+
+def _fold_notices(view: FunctionView) -> str:
+    """One notice per band of window widths (``fold_css`` shows the band's): the columns of this
+    table hidden there, narrowest-folded first, and what still shows their figures."""
+    shown = [c for c in AFTER_EXTRAS + BEFORE_EXTRAS if c.shown(view)]
+    notices, hidden = [], []
+    for i, (_, columns) in enumerate(html_folds()):
+        hidden = [c for c in columns if c in shown] + hidden
+        if not hidden:
+            continue
+        names = " and ".join(c.name for c in hidden)
+        hints = [c.fold.html_hint for c in hidden if c.fold.html_hint] + ["hover a bar for the figures"]
+        verb = "is" if len(hidden) == 1 else "are"
+        said = f"narrow window: {names} {verb} folded ({'; '.join(hints)})"
+        notices.append(f'<div class="folded at{i}">{said}</div>')
+    return "".join(notices)
 
 
 def _notes(view: FunctionView) -> str:

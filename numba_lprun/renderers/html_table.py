@@ -16,7 +16,7 @@ from html import escape
 from pygments.lexers import PythonLexer
 from pygments.token import Comment, Keyword, Name, Number, String, Token
 
-from .columns import AFTER_EXTRAS, BEFORE_EXTRAS, Column
+from .columns import AFTER_EXTRAS, BEFORE_EXTRAS, Column, html_fold_class
 from .html_cells import BELOW_RESOLUTION, DISAGREE
 from .view import FunctionView, LineView, interval_text, number
 
@@ -138,9 +138,9 @@ def _heads(view: FunctionView, human: bool) -> str:
     def title(c: Column) -> str:
         return unit if c.unit_title else f' title="{escape(c.explanation)}"' if c.html_title else ""
 
-    heads = [head(c.name, c.html_head_class, title(c)) for c in before]
+    heads = [head(c.name, html_fold_class(c), title(c)) for c in before]
     heads += [head(h, "", said.get(h, "")) for h in view.extra_headers]
-    heads += [head(c.name, c.html_head_class, title(c)) for c in after]
+    heads += [head(c.name, html_fold_class(c), title(c)) for c in after]
     head_html = "".join(heads)
     if view.timed:
         swatches = [("Time", "s" if view.sampled else "t")] + (
@@ -155,6 +155,7 @@ def _cell(view: FunctionView, line: LineView, spec: Column, human: bool) -> str:
     """One registry column's cell: its own HTML, or its text escaped, in its classes."""
     inner = spec.html_cell(view, line, human) if spec.html_cell else escape(spec.cell(view, line))
     css = spec.html_class(line) if callable(spec.html_class) else spec.html_class
+    css += html_fold_class(spec)
     return _num(inner, css)
 
 

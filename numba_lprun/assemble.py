@@ -157,7 +157,7 @@ def _measured(
     sampled = fold(m.functions[key] for m in _sampled(record) if key in m.functions) or LineSamples()
     if not settings.timing:
         time_source = None
-    elif sampling is not None and sampling.unavailable is None and fact.sampleable:
+    elif sampling is not None and sampling.unavailable is None and not fact.unsampled:
         time_source = SAMPLES
     elif probed.line_ticks:
         time_source = PROBES
@@ -185,6 +185,7 @@ def _measured(
         compile_seconds=dict(fact.compile_seconds),
         uncached=dict(fact.uncached),
         objmode_lines=fact.objmode_lines,
+        unsampled=fact.unsampled,
         title=fact.title if fact.title != fact.qualname else "",
     )
     counts = Counts(

@@ -54,7 +54,7 @@ def diagnose(
     notes: list[Note] = []
     if not counts.calls and not counts.hits:
         notes.append(Note("info", "not called during the run"))
-    notes += _time_notes(counts, samples, sampling_unavailable)
+    notes += _time_notes(counts, samples, sampling_unavailable, measured.source.unsampled)
     notes += _overhead_notes(measured, threshold, unit)
     below = _below_resolution(probes)
     if below:
@@ -104,8 +104,11 @@ def hottest(counts: Counts, samples: Samples, probes: Probes) -> tuple[int, ...]
     return tuple(hot_lines({line: time_share(line, counts, samples, probes) or 0.0 for line in lines}))
 
 
-def _time_notes(counts: Counts, samples: Samples, sampling_unavailable: str | None) -> list[Note]:
-    """Where the Time column comes from, when that needs saying, and how sure it is."""
+def _time_notes(
+    counts: Counts, samples: Samples, sampling_unavailable: str | None, unsampled: str
+) -> list[Note]:
+    """Where the Time column comes from, when that needs saying, and how sure it is
+    (``unsampled``: why the function's kind puts no sample on its lines, ``Source.unsampled``)."""
     if not counts.hits:
         return []
     if counts.time_source is None:
@@ -115,7 +118,9 @@ def _time_notes(counts: Counts, samples: Samples, sampling_unavailable: str | No
             why = f"sampling unavailable: {sampling_unavailable}"
         elif counts.twin == PROBED:
             why = "--no-sample"
-        else:  # a ufunc's kernel, or a stencil a parallel caller inlines: no line table names its lines
+        elif unsampled:
+            why = unsampled
+        else:  # a profile saved before its function's kind said why (JSON without Source.unsampled)
             why = (
                 "Numba builds a ufunc's loops without line tables, and inlines a stencil into its "
                 "parallel caller's loops: no sample can be placed on their lines"

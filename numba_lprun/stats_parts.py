@@ -74,6 +74,7 @@ class Source:
     compile_seconds: dict[str, float] = field(default_factory=dict)  # twin kind -> seconds (0: reused)
     uncached: dict[str, str] = field(default_factory=dict)  # twin kind compiled -> why not cached on disk
     objmode_lines: frozenset[int] = frozenset()
+    unsampled: str = ""  # why no sample maps to its lines, in its kind's words ("": they do)
     # what the table is headed with: the function as the user holds it, where that is not its
     # qualified name ("fast_sum_log_nz (sum_log_nz, fastmath)"); "": the qualified name
     title: str = ""
@@ -239,7 +240,9 @@ class Diagnosis:
 
 
 #: Fields of the parts that format 1 had no name for (added since: absent in a format-1 profile).
-SINCE_FORMAT_2: frozenset[tuple[str, str]] = frozenset({("distortion", "uncompared"), ("source", "uncached")})
+SINCE_FORMAT_2: frozenset[tuple[str, str]] = frozenset(
+    {("distortion", "uncompared"), ("source", "uncached"), ("source", "unsampled")}
+)
 
 #: Where each field of format 1's flat FunctionStats went: its part and its name there (format 2).
 FLAT_FIELDS: dict[str, tuple[str, str]] = {

@@ -130,7 +130,9 @@ def test_ufunc_api(name, call, reference):
     # the user's run is probed (a ufunc's loops have no line tables): no separate probed run
     # was made, so no note says one was not compared
     assert stats.probe_ticks and stats.distortion.probe_unmeasured is None
-    assert ufunc_state(u) == before and getattr(kinds, name) is u
+    said = " ".join(n.text for n in stats.notes)  # why probes: the ufunc kind's reason, not a guess
+    assert "a ufunc's loops without line tables" in said and "stencil" not in said, said
+    assert stats.source.unsampled and ufunc_state(u) == before and getattr(kinds, name) is u
     assert np.array_equal(call(kinds), expected)  # the user's ufunc still works
 
 
@@ -401,6 +403,7 @@ def test_a_stencil_a_parallel_caller_inlines_is_timed_by_probes():
     assert stats.time_source == "probes" and stats.hits == stencil_reference()
     said = " ".join(n.text for n in stats.notes)
     assert "inlines a stencil into its parallel caller's loops" in said and "too short" not in said
+    assert "ufunc" not in said, said  # the stencil kind's reason, not one for both kinds
 
 
 def test_a_stencil_timed_by_probes_warns_of_their_cost():

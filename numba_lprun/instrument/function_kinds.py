@@ -63,6 +63,8 @@ class FunctionKind:
     #: ``parallel=True`` caller inlines into its loops)
     inlined_by_parallel_callers: bool = False
     line_tables: bool = True  # its twins carry line tables, so samples map to its lines (not a ufunc's)
+    #: why no sample maps to its lines where ``sampleable`` says none can (the profile's note says it)
+    unsampled_because: str = ""
     per_point: bool = False  # its kernel is called once per point of an array (its calls are never timed)
     #: where its targets are kept between profiles (the object itself, or one Numba keeps inside it)
     holder: Callable[[object], object] = _itself
@@ -84,6 +86,10 @@ class FunctionKind:
         Numba's parfor pass inlines it into that caller's loops, whose line table names none of
         its lines."""
         return self.line_tables and not (inlined_in_parallel and self.inlined_by_parallel_callers)
+
+    def unsampled(self, inlined_in_parallel: bool = False) -> str:
+        """Why samples cannot be mapped to its lines (``sampleable``), or "" where they can."""
+        return "" if self.sampleable(inlined_in_parallel) else self.unsampled_because
 
     def may_run_on_threads(self, obj: object) -> bool:
         """Whether ``obj``'s code may run on Numba's worker threads in some run."""
@@ -140,6 +146,7 @@ UFUNC = FunctionKind(  # NumPy runs ufunc loops without the GIL, and Numba build
     kernel_twin=ufunc_twin,
     concurrent=lambda obj: True,
     line_tables=False,
+    unsampled_because="Numba builds a ufunc's loops without line tables: no sample can be placed on them",
     holder=ufunc_dispatcher,  # the kernel dispatcher: the object the user holds is left as it was
 )
 STENCIL = FunctionKind(  # called from Python it holds the GIL; in a parallel caller it is inlined
@@ -150,6 +157,9 @@ STENCIL = FunctionKind(  # called from Python it holds the GIL; in a parallel ca
     kernel_twin=stencil_twin,
     concurrent=lambda obj: False,
     inlined_by_parallel_callers=True,
+    unsampled_because=(
+        "Numba inlines a stencil into its parallel caller's loops, whose line table names none of its lines"
+    ),
     per_point=True,
 )
 JITCLASS = FunctionKind(

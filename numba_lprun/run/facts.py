@@ -6,7 +6,7 @@ from ..instrument.twins import uncached_reason
 from ..vectorized import vectorized_lines
 from .measurements import PLAIN, FunctionFacts, Key
 from .naming import titles
-from .targets import Target, sampled_lines
+from .targets import Target, unsampled_lines
 
 
 def target_facts(
@@ -63,7 +63,7 @@ def target_facts(
                 compile_seconds=compiled,
                 uncached=uncached,
                 vectorized=vectorized,
-                sampleable=sampled_lines(target, user_kind),
+                unsampled=unsampled_lines(target, user_kind),
                 title=heading,
                 calls_timed=all(target.clocks[k][1] for k in (user_kind, PLAIN) if k in target.clocks),
             )

@@ -179,7 +179,8 @@ class FunctionFacts:
     compile_seconds: dict[str, float] = field(default_factory=dict)  # twin kind -> seconds this call
     uncached: dict[str, str] = field(default_factory=dict)  # twin kind compiled -> why not on disk
     vectorized: dict[str, frozenset[int]] = field(default_factory=dict)  # twin kind -> SIMD loop lines
-    sampleable: bool = True  # samples map to its lines (not a ufunc's, nor a stencil's in a parallel caller)
+    #: why no sample maps to its lines (a ufunc's, a stencil's in a parallel caller); "": they do
+    unsampled: str = ""
     title: str = ""  # what its table is headed with (see ``naming``); "": the qualified name
     calls_timed: bool = True  # its twin read the clock at each call's entry and exit (not a helper's)
 

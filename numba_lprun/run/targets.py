@@ -196,6 +196,12 @@ def sampled_lines(target: Target, kind: str) -> bool:
     return sampleable(target.original, target.atomic.get(kind, False))
 
 
+def unsampled_lines(target: Target, kind: str) -> str:
+    """Why no sample maps to the lines of ``target``'s twin of ``kind`` ("": they do; see
+    ``sampled_lines``), in the words of the function's kind."""
+    return treated_as(target.original).unsampled(target.atomic.get(kind, False))
+
+
 def new_target(dispatcher: CPUDispatcher, source: FunctionSource) -> Target:
     names = objmode_names(source.py_func)
     rewrites = {

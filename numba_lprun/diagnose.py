@@ -10,10 +10,21 @@ from dataclasses import dataclass
 
 from .machine import hot_lines
 from .run.page_faults import PAGE_BYTES
-from .stats import PROBES, SAMPLES, Counts, Diagnosis, Distortion, Measured, Note, Probes, Samples, time_share
+from .stats import (
+    DEFAULT_THRESHOLD,
+    PROBES,
+    SAMPLES,
+    Counts,
+    Diagnosis,
+    Distortion,
+    Measured,
+    Note,
+    Probes,
+    Samples,
+    time_share,
+)
 from .twin_kind import COUNTING, PLAIN, PROBED
 
-DEFAULT_THRESHOLD = 1.2  # run/plain ratio above which a view is only a guide
 DISAGREE_POINTS = 1.0  # a probe share this far outside the sampled interval: probes distort
 MIN_SAMPLES = 100  # fewer samples in a function: shares too coarse to compare line by line
 RESOLUTION_FACTOR = 2.0  # raw probe time per hit under this many probe costs: not measurable

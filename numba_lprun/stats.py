@@ -62,6 +62,7 @@ __all__ = [
     "Diagnosis",
     "Distortion",
     "ExtraColumn",
+    "DEFAULT_THRESHOLD",
     "FORMAT",
     "Extras",
     "FunctionStats",
@@ -85,6 +86,7 @@ __all__ = [
     "write_line_stats",
 ]
 
+DEFAULT_THRESHOLD = 1.2  # run/plain ratio above which a view is only a guide (every front end's default)
 FORMAT = 2  # the JSON format ``to_json`` writes (1: no "format" key, flat FunctionStats)
 
 
@@ -296,7 +298,7 @@ class ProfileStats:
     functions: tuple[FunctionStats, ...] = ()
     sampling: SamplingSummary | None = None  # None: sampling was not asked for
     runs: RunsSummary | None = field(default_factory=RunsSummary)  # None: no CPU run model
-    threshold: float = 1.2  # overhead ratio above which the profile is flagged as distorted
+    threshold: float = DEFAULT_THRESHOLD  # overhead ratio above which the profile is flagged as distorted
     tick: str | None = None  # times shown in these ticks ("cycle"), not converted to seconds
     # where the work was done: every process's own profile (the main one first), whose sums
     # ``functions`` are, and the processes that sent none (``merge``); empty: this process only

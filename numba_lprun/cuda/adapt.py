@@ -15,6 +15,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
+from ..diagnose import DEFAULT_THRESHOLD  # one threshold for the CPU's profiles and the GPU's
 from ..stats import (
     PROBES,
     Counts,
@@ -32,7 +33,6 @@ from ..twin_kind import COUNTING, PROBED
 from .model import CudaFunctionProfile, CudaLaunch, CudaProfile, merge_profiles
 
 TICK = "cycle"
-DEFAULT_THRESHOLD = 1.2
 CYCLES_MEANING = (
     "Time is GPU cycles (%clock64) one warp spent from the line's probe to its next probe, summed over "
     "the line's warp executions: the latency a warp saw (memory, barriers, the other side of a divergent "

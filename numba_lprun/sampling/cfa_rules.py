@@ -34,23 +34,20 @@ class _Reader:
         self.at += ctypes.sizeof(ctype)
         return value
 
-    def uleb(self) -> int:
+    def _leb128(self, signed: bool) -> int:
         result = shift = 0
         while True:
             byte = self.u(ctypes.c_uint8)
             result |= (byte & 0x7F) << shift
             shift += 7
             if byte < 0x80:
-                return result
+                return result - (1 << shift) if signed and byte & 0x40 else result
+
+    def uleb(self) -> int:
+        return self._leb128(False)
 
     def sleb(self) -> int:
-        result = shift = 0
-        while True:
-            byte = self.u(ctypes.c_uint8)
-            result |= (byte & 0x7F) << shift
-            shift += 7
-            if byte < 0x80:
-                return result - (1 << shift) if byte & 0x40 else result
+        return self._leb128(True)
 
     def cstring(self) -> bytes:
         out = bytearray()

@@ -49,11 +49,39 @@ def _flush_exits(module: ir.Module) -> None:
         if not flushes:
             continue
         builder = ir.IRBuilder()
-        for block in list(function.blocks):
-            if isinstance(block.terminator, ir.Ret):
-                builder.position_before(block.terminator)
-                for flush in flushes.values():
-                    flush(builder)
+        rets = [block for block in function.blocks if isinstance(block.terminator, ir.Ret)]
+        failed = [block for block in rets if not _returns_ok(block.terminator)]
+        if len(failed) > 1:
+            failed = [_one_exit(function, failed)]
+        for block in [block for block in rets if _returns_ok(block.terminator)] + failed:
+            builder.position_before(block.terminator)
+            for flush in flushes.values():
+                flush(builder)
+
+
+def _returns_ok(ret: ir.Ret) -> bool:
+    """Whether ``ret`` returns Numba's OK status (a constant 0) or nothing: a normal return,
+    where ``leave`` has flushed and zeroed the slot and LLVM folds the second flush away."""
+    operands = ret.operands
+    return not operands or (isinstance(operands[0], ir.Constant) and operands[0].constant == 0)
+
+
+def _one_exit(function: ir.Function, blocks: list[ir.Block]) -> ir.Block:
+    """The error returns of ``function`` (``blocks``) made branches to one new block that
+    returns their status, so that they share one flush. Numba's code has an error return
+    after each call that may raise: a 280-line function had 29 returns, and a flush copied
+    before each was a third of the compile (0.34 s of 1.55 s)."""
+    exit_block = function.append_basic_block("nlp.error_exit")
+    builder = ir.IRBuilder(exit_block)
+    status = builder.phi(blocks[0].terminator.operands[0].type, name="nlp.status")
+    for block in blocks:
+        ret = block.terminator
+        block.instructions.remove(ret)
+        block.terminator = None  # llvmlite keeps the terminator apart from the instructions too
+        ir.IRBuilder(block).branch(exit_block)
+        status.add_incoming(ret.operands[0], block)
+    builder.ret(status)
+    return exit_block
 
 
 def flushing(base: type) -> type:

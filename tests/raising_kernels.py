@@ -41,3 +41,27 @@ CASES = {
     "bump(); checked_sum(BAD)": ValueError,
     "around(GOOD)": NameError,
 }
+
+
+@njit
+def checked_root(v):
+    if v < 0:
+        raise ValueError("negative value")
+    return np.sqrt(v)
+
+
+@njit
+def three_stages(a):
+    """Three calls that may raise, so Numba's code has an error return after each of them
+    (the twin's flush for all of them is made once: ``instrument.exits``)."""
+    s = 0.0
+    for i in range(a.size):
+        s += checked_root(a[i])
+    t = 0.0
+    for i in range(a.size):
+        t += checked_root(a[i] - 1.0)
+    u = checked_root(s + t)
+    return s + t + u
+
+
+STAGES_BAD = np.array([4.0, 3.0, 0.5, 2.0])  # the second loop raises at its third element

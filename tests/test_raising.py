@@ -5,10 +5,12 @@ magic and the command line."""
 import os
 import traceback
 
+import line_profiler
 import pytest
 
 import numba_lprun
 from tests import raising_kernels as K
+from tests.conftest import hits_of
 from tests.test_cli import nlprun
 
 PACKAGE = os.path.dirname(numba_lprun.__file__) + os.sep
@@ -102,3 +104,22 @@ def test_script_error_shows_the_scripts_frames_only():
     assert done.stderr.count("checked(-1)") == 1 and "ValueError: negative input" in done.stderr
     assert "numba_lprun" not in done.stderr.split("Traceback (most recent call last):")[1]
     assert "Function:   checked at line" in done.stdout
+
+
+def test_hits_before_an_error_in_a_callee_are_counted_on_every_error_path():
+    """The error returns after each call that may raise share one flush of the hits held in
+    registers: what ran before the error, in the caller and the callee, is counted as
+    line_profiler counts it in the interpreter."""
+    reference = line_profiler.LineProfiler(K.three_stages.py_func, K.checked_root.py_func)
+    names, jitted = vars(K), K.checked_root
+    names["checked_root"] = jitted.py_func  # the interpreted caller calls the interpreted callee
+    try:
+        with pytest.raises(ValueError):
+            reference.runcall(K.three_stages.py_func, K.STAGES_BAD)
+    finally:
+        names["checked_root"] = jitted
+    prof = numba_lprun.LineProfiler(K.three_stages, K.checked_root, repeat=False)
+    with pytest.raises(ValueError, match="negative value"):
+        prof.runcall(K.three_stages, K.STAGES_BAD)
+    for name in ("three_stages", "checked_root"):
+        assert hits_of(prof.get_stats(), name) == hits_of(reference.get_stats(), name), name

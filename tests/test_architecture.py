@@ -345,3 +345,15 @@ def test_kinds_of_function_are_told_apart_only_by_their_strategies():
             if isinstance(node, (ast.Name, ast.Attribute, ast.alias)) and named in KIND_TESTS:
                 found.append(f"{name}:{getattr(node, 'lineno', '?')} {named}")
     assert not found, found
+
+
+def test_the_docs_list_the_parts_in_their_enforced_order():
+    """``docs/how_it_works.md`` draws the package as the pipeline, each part importing only from
+    the parts above it: its listing must be in the order this file enforces (it once put
+    ``run/`` above ``machine/``, which ``run/`` imports)."""
+    text = (Path(__file__).resolve().parent.parent / "docs" / "how_it_works.md").read_text(encoding="utf-8")
+    listing = text.split("```\nnumba_lprun/\n", 1)[1].split("```", 1)[0]
+    listed = re.findall(r"^  (\w+)(?:/|\.py)", listing, flags=re.MULTILINE)
+    stages = [stage_of(f"numba_lprun.{name}") for name in listed]
+    assert stages == sorted(stages), list(zip(listed, stages, strict=True))
+    assert {"internals", "instrument", "sampling", "machine", "run", "renderers", "processes"} <= set(listed)

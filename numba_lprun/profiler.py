@@ -52,7 +52,8 @@ def _profiled_call(
     if once is None and not settings.repeat:
         once = "--once asked for one run"
     concurrent = any(may_run_on_threads(t.original) for t in runner.targets.values())
-    launches = Launches([t.original for t in runner.targets.values()], settings.timing)
+    # the functions as each process starts: a script may define them first (``Runner.adopt``)
+    launches = Launches(lambda: [t.original for t in runner.targets.values()], settings.timing)
     ctx = CallContext(runner, execute, namespaces, progress, settings, concurrent, children=launches)
     if once is None and settings.timing:
         ctx.snapshot = take_snapshot(reach or Reach(), settings.snapshot_budget, concurrent)

@@ -253,3 +253,48 @@ def test_the_magic_around_a_fork_pool(ipshell):
     assert ipshell.user_ns["steps"] == [collatz_steps.py_func(N)] * TASKS
     assert _hits(profile) == _expected()
     assert "your run started 2 processes" in profile.runs.once  # run once: no plain run repeats the pool
+
+
+SCRIPT_WITH_ITS_KERNEL = """\
+import multiprocessing as mp
+from numba import njit
+
+@njit
+def triangle(n):
+    s = 0
+    for i in range(n):
+        s += i
+    return s
+
+if __name__ == "__main__":
+    with mp.get_context("{method}").Pool(2) as pool:
+        print("total", sum(pool.map(triangle, [1000] * 4)))
+"""
+
+
+@pytest.mark.parametrize("method", ["fork", "spawn"])
+def test_nlprun_on_a_script_whose_pool_runs_a_kernel_the_script_defines(tmp_path, method):
+    """The kernel is defined by the script as it runs (the profiler adopts it then), and a spawned
+    worker knows the script as ``__mp_main__``: the workers' counts once never came back (an
+    empty table, "not called during the run"), as the processes were told the functions known
+    before the script ran, and a spawned worker did not find ``__main__.triangle``."""
+    script = tmp_path / "pool_script.py"
+    script.write_text(SCRIPT_WITH_ITS_KERNEL.format(method=method))
+    lprof = tmp_path / "out.lprof"
+    env = {"PYTHONPATH": str(ROOT), "COLUMNS": "80", "PATH": "/usr/bin:/bin"}
+    done = subprocess.run(
+        [sys.executable, "-m", "numba_lprun", "-f", "triangle", "-D", str(lprof), str(script)],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=300,
+        cwd=tmp_path,
+    )
+    assert done.returncode == 0, done.stderr
+    assert f"total {4 * sum(range(1000))}" in done.stdout
+    assert "main + 2 workers" in done.stdout and "not called during the run" not in done.stdout
+    from numba_lprun.stats import read_line_stats
+
+    (rows,) = read_line_stats(str(lprof)).timings.values()
+    hits = sorted(n for _, n, _ in rows if n)
+    assert hits == [4, 4, 4000, 4004], hits  # s = 0 and return s, the body, the loop: exact

@@ -20,7 +20,7 @@ import signal
 import sys
 import tempfile
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from multiprocessing.process import BaseProcess
 
@@ -36,7 +36,9 @@ from .spec import ChildSpec, named
 class Launches:
     """The processes one user's run started, and where they write their parts."""
 
-    functions: list[object]  # the profiled functions (a forked child uses them as they are)
+    #: the profiled functions as of now (a forked child uses them as they are); asked at each
+    #: start, since a script may define them as it runs (``Runner.adopt``) and then start a pool
+    functions: Callable[[], list[object]]
     timing: bool  # the twins read the clock (not with --hits)
     twin: str = COUNTING  # the kind of twin the user's run is on (set once the run is planned)
     sampled: bool = False  # whether it is sampled
@@ -49,19 +51,18 @@ class Launches:
     @contextlib.contextmanager
     def watching(self) -> Iterator[None]:
         """Processes started inside the block are profiled (``ChildTarget``)."""
-        spec: ChildSpec | None = None
         original = BaseProcess.start
 
         def start(process: BaseProcess) -> None:
-            nonlocal spec
             target = process_target(process)
             if target is None or not _runs_its_target(process):
                 self.processes.append(process)  # its own run(): no target to wrap (said when collected)
                 return original(process)
-            if spec is None:
+            if self.directory is None:
                 self.directory = tempfile.mkdtemp(prefix="nlprun-parts-")
-                spec = self._spec(self.directory)
-            set_process_target(process, ChildTarget(target, spec, process.name, self.functions))
+            functions = self.functions()
+            spec = self._spec(self.directory, functions)
+            set_process_target(process, ChildTarget(target, spec, process.name, functions))
             try:
                 original(process)
             finally:
@@ -72,7 +73,9 @@ class Launches:
         if "distributed" in sys.modules:  # a Dask client in use reaches workers started before the run
             from .dask_workers import ExistingWorkers
 
-            self.dask = ExistingWorkers(self._spec(""), self.functions)  # each worker makes its own directory
+            functions = self.functions()
+            # each worker makes its own directory
+            self.dask = ExistingWorkers(self._spec("", functions), functions)
         with ctrl_c_deferred():
             BaseProcess.start = start
         try:
@@ -81,9 +84,9 @@ class Launches:
             with ctrl_c_deferred():
                 BaseProcess.start = original
 
-    def _spec(self, directory: str) -> ChildSpec:
+    def _spec(self, directory: str, functions: list[object]) -> ChildSpec:
         """How a child is to profile: the same functions, twins and sampling as this run."""
-        return ChildSpec(directory, named(self.functions), self.timing, self.twin, self.sampled, self.rate_hz)
+        return ChildSpec(directory, named(functions), self.timing, self.twin, self.sampled, self.rate_hz)
 
     def elsewhere(self) -> str | None:
         """What the run did in other processes, in words (None: nothing): processes it started,

@@ -80,4 +80,13 @@ def _find(name: tuple[str, str]) -> list[object]:
         found = resolve(holder)
     except Exception:
         return []
-    return [d for d in found if name_of(d) == name]
+    return [d for d in found if _as_main(name_of(d)) == _as_main(name)]
+
+
+def _as_main(name: tuple[str, str] | None) -> tuple[str, str] | None:
+    """``name`` with a spawned child's main module called as the parent's: ``multiprocessing``
+    imports the script there as ``__mp_main__`` (also ``sys.modules["__main__"]``), so a function
+    the script defines is ``__mp_main__.work`` in the child and ``__main__.work`` in the parent."""
+    if name is not None and name[0] == "__mp_main__":
+        return ("__main__", name[1])
+    return name

@@ -50,10 +50,11 @@ def _flush_exits(module: ir.Module) -> None:
             continue
         builder = ir.IRBuilder()
         rets = [block for block in function.blocks if isinstance(block.terminator, ir.Ret)]
-        failed = [block for block in rets if not _returns_ok(block.terminator)]
+        ok = [block for block in rets if _returns_ok(block.terminator)]
+        failed = [block for block in rets if block not in ok]
         if len(failed) > 1:
             failed = [_one_exit(function, failed)]
-        for block in [block for block in rets if _returns_ok(block.terminator)] + failed:
+        for block in ok + failed:
             builder.position_before(block.terminator)
             for flush in flushes.values():
                 flush(builder)

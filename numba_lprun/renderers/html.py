@@ -16,7 +16,7 @@ import hashlib
 from html import escape
 
 from ..stats import ProfileStats
-from .columns import AFTER_EXTRAS, BEFORE_EXTRAS, html_fold_class, html_folds
+from .columns import REGISTRY, html_fold_class, html_folds
 from .html_table import BELOW_RESOLUTION, DISAGREE, function_table
 from .svg_chart import INSTRUMENTED, SAMPLED, time_chart
 from .view import NOTE_TITLES, FunctionView, profile_views
@@ -164,7 +164,7 @@ def _key(view: FunctionView) -> str:
 def _fold_notices(view: FunctionView) -> str:
     """One notice per band of window widths (``fold_css`` shows the band's): the columns of this
     table hidden there, narrowest-folded first, and what still shows their figures."""
-    shown = [c for c in AFTER_EXTRAS + BEFORE_EXTRAS if c.shown(view)]
+    shown = [c for c in REGISTRY if c.shown(view)]
     notices, hidden = [], []
     for i, (_, columns) in enumerate(html_folds()):
         hidden = [c for c in columns if c in shown] + hidden

@@ -272,14 +272,29 @@ if __name__ == "__main__":
 """
 
 
-@pytest.mark.parametrize("method", ["fork", "spawn"])
+JOBLIB_MAIN = """
+if __name__ == "__main__":
+    from joblib import Parallel, delayed
+    print("total", sum(Parallel(n_jobs=2)(delayed(triangle)(1000) for _ in range(4))))
+"""
+
+
+@pytest.mark.parametrize("method", ["fork", "spawn", "joblib"])
 def test_nlprun_on_a_script_whose_pool_runs_a_kernel_the_script_defines(tmp_path, method):
     """The kernel is defined by the script as it runs (the profiler adopts it then), and a spawned
     worker knows the script as ``__mp_main__``: the workers' counts once never came back (an
     empty table, "not called during the run"), as the processes were told the functions known
-    before the script ran, and a spawned worker did not find ``__main__.triangle``."""
+    before the script ran, and a spawned worker did not find ``__main__.triangle``. joblib's
+    loky workers never run the script: the tasks send the kernel by value, and a worker found
+    none to profile ("did not answer: its work is not counted") until the processes were sent
+    the kernel pickled too."""
+    if method == "joblib":
+        pytest.importorskip("joblib", reason="joblib is not installed (the .[dask] extra)")
     script = tmp_path / "pool_script.py"
-    script.write_text(SCRIPT_WITH_ITS_KERNEL.format(method=method))
+    source = SCRIPT_WITH_ITS_KERNEL.format(method=method)
+    if method == "joblib":
+        source = source[: source.index('if __name__ == "__main__":')] + JOBLIB_MAIN
+    script.write_text(source)
     lprof = tmp_path / "out.lprof"
     env = {"PYTHONPATH": str(ROOT), "COLUMNS": "80", "PATH": "/usr/bin:/bin"}
     done = subprocess.run(

@@ -6,8 +6,9 @@ power state (``constant_tsc`` and ``nonstop_tsc``). Anywhere else they call
 ``clock_gettime(CLOCK_MONOTONIC)``, which costs more but is portable and already
 counts nanoseconds. Set ``NUMBA_LPRUN_CLOCK=monotonic`` to force the fallback.
 
-Calibrating the TSC compiles a reader and times a 30 ms interval (0.05 s of a start), and
-its result is kept in the cache directory per machine and boot
+Calibrating the TSC compiles a reader and times an interval of at least 30 ms, from the
+start to the first use of the rate (after the run: ``TscRate``), and its result is kept in
+the cache directory per machine and boot
 (``disk_cache.machine_key``: the kernel sets the TSC up at boot, and a VM may come
 back on another host) and read back by later processes.
 """
@@ -17,7 +18,9 @@ from __future__ import annotations
 import functools
 import os
 import platform
+import threading
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 
 from llvmlite import ir
@@ -31,11 +34,25 @@ _I64 = ir.IntType(64)
 
 @dataclass(frozen=True)
 class ClockInfo:
-    """The clock chosen for this process: what it is and what one tick is worth."""
+    """The clock chosen for this process: what it is and what one tick is worth.
+
+    The TSC's worth may be measured only when first asked (``TscRate``): the profile needs it
+    after the run, and the interval it is measured over then passes during the run."""
 
     kind: str  # "tsc" or "monotonic"
-    seconds_per_tick: float
-    note: str  # why this clock was chosen, shown to the user on request
+    rate: Callable[[], float]  # seconds per tick
+    why: str  # why this clock was chosen
+
+    @property
+    def seconds_per_tick(self) -> float:
+        return self.rate()
+
+    @property
+    def note(self) -> str:
+        """Why this clock was chosen, shown to the user on request."""
+        if self.kind == "tsc":
+            return f"invariant TSC at {1e-9 / self.seconds_per_tick:.3f} GHz"
+        return self.why
 
 
 def _tsc_is_invariant() -> bool:
@@ -99,43 +116,71 @@ def _mark(read, tries: int = 7) -> tuple[int, int]:
     return best[1], best[2]
 
 
-def _calibrate_tsc(read, interval: float = 0.03) -> float:
-    """Seconds per TSC tick, over ``interval`` against perf_counter_ns. Each end is a tightly
-    bracketed pair (``_mark``: within about 100 ns), so 30 ms of sleep give the rate to about
-    5e-6, where three 50 ms spins, each end one unguarded pair, took 0.15 s of a cold start."""
-    read()  # compile outside the measured interval
-    t0, c0 = _mark(read)
-    time.sleep(interval)  # the TSC is invariant (``_tsc_is_invariant``): it counts while we sleep
-    t1, c1 = _mark(read)
-    return (t1 - t0) * 1e-9 / (c1 - c0) if c1 > c0 else 0.0
+class TscRate:
+    """Seconds per TSC tick against perf_counter_ns: the first mark is taken when the clock is
+    chosen, the second when the rate is first asked for, at least ``interval`` later (slept
+    only where the profile asks sooner). Each end is a tightly bracketed pair (``_mark``:
+    within about 100 ns), so 30 ms give the rate to about 5e-6; a start no longer waits for
+    them (three 50 ms spins once took 0.15 s of a cold start, a 30 ms sleep 0.03 s)."""
+
+    def __init__(
+        self, read: Callable[[], int], interval: float = 0.03, keep: Callable[[float], None] | None = None
+    ):
+        read()  # compile outside the measured interval
+        self._read, self._interval, self._keep = read, interval, keep
+        self._first = _mark(read)
+        self._seconds: float | None = None
+        self._lock = threading.Lock()
+
+    def ticking(self) -> bool:
+        """Whether the counter moved since the first mark (a TSC that stands still is no clock)."""
+        return self._read() > self._first[1]
+
+    def __call__(self) -> float:
+        with self._lock:
+            if self._seconds is None:
+                t0, c0 = self._first
+                time.sleep(max(0.0, self._interval - (time.perf_counter_ns() - t0) * 1e-9))
+                t1, c1 = _mark(self._read)
+                self._seconds = (t1 - t0) * 1e-9 / (c1 - c0) if c1 > c0 else 0.0
+                if self._keep is not None and self._seconds > 0:
+                    self._keep(self._seconds)
+            return self._seconds
+
+
+def _constant(value: float) -> Callable[[], float]:
+    return lambda: value
 
 
 @functools.cache
 def current_clock() -> ClockInfo:
-    """The clock for this process, calibrated once and then cached."""
+    """The clock for this process, chosen once (its TSC rate is measured or read back once)."""
     forced = os.environ.get("NUMBA_LPRUN_CLOCK", "").strip().lower()
     if forced not in ("", "tsc", "monotonic"):
         raise ValueError(f"NUMBA_LPRUN_CLOCK must be 'tsc' or 'monotonic', not {forced!r}")
     if forced != "monotonic" and _tsc_is_invariant():
-        seconds = tsc_seconds_per_tick()
-        if seconds > 0:
-            return ClockInfo("tsc", seconds, f"invariant TSC at {1e-9 / seconds:.3f} GHz")
+        rate = tsc_rate()
+        if rate is not None:
+            return ClockInfo("tsc", rate, "invariant TSC")
     why = "forced by NUMBA_LPRUN_CLOCK" if forced == "monotonic" else "no invariant TSC"
-    return ClockInfo("monotonic", 1e-9, f"clock_gettime(CLOCK_MONOTONIC), {why}")
+    return ClockInfo("monotonic", _constant(1e-9), f"clock_gettime(CLOCK_MONOTONIC), {why}")
 
 
-def tsc_seconds_per_tick() -> float:
+def tsc_rate() -> Callable[[], float] | None:
     """Seconds per TSC tick on this machine: from the cache when this boot measured it, else
-    measured now (and kept). 0.0 when the measurement failed (nothing is kept then)."""
+    measured from now on (``TscRate``, kept once measured). None when the TSC does not tick."""
     key = disk_cache.machine_key()
     if key is not None:
         kept = disk_cache.load_record("machine", key).get("tsc_seconds_per_tick")
         if isinstance(kept, float) and 0 < kept < 1e-6:  # anything else is not a TSC rate
-            return kept
-    seconds = _calibrate_tsc(_make_reader("tsc"))
-    if key is not None and seconds > 0:
-        disk_cache.update_record("machine", key, tsc_seconds_per_tick=seconds)
-    return seconds
+            return _constant(kept)
+
+    def keep(seconds: float) -> None:
+        if key is not None:
+            disk_cache.update_record("machine", key, tsc_seconds_per_tick=seconds)
+
+    rate = TscRate(_make_reader("tsc"), keep=keep)
+    return rate if rate.ticking() else None
 
 
 @functools.cache

@@ -219,6 +219,40 @@ def line_tables_only(
     return _line_tables_only(base, on_subprogram, library_pass)
 
 
+@touches(
+    "numba.core.base",
+    "BaseContext._compile_subroutine_no_cache",
+    "twins.py: what the twin's lowering compiles for itself (argsort's sort) gets no line tables",
+    params=("self", "builder", "impl", "sig", "locals", "flags"),
+)
+@touches(
+    "numba.core.base",
+    "BaseContext.enable_debuginfo",
+    "twins.py: the subroutines' target context is the twin's without debug info",
+)
+@functools.cache
+def _plain_subroutines(context_class: type) -> type:
+    """``context_class`` (the twin's target context's) whose internal subroutines compile without
+    debug info, as the original's do.
+
+    Numba compiles some of a function's operations as subroutines of its own source
+    (``np.argsort``'s sort, from ``numba/np/arrayobj.py``) with the caller's target context: a
+    twin's would give them line tables and look up their first line by parsing that whole
+    7,000-line file (0.17 s of a twin's compile that sorts). Their lines are Numba's, never
+    shown; LLVM gives code it inlines from them the twin's calling line, and a sample in one
+    not inlined walks up to it. Numba also keeps each subroutine once per process, whichever
+    compile came first (its key has no debug flag), so the twin and the original now get the
+    same code.
+    """
+
+    def _compile_subroutine_no_cache(self, *args, **kwargs):
+        plain = self.subtarget(enable_debuginfo=False) if self.enable_debuginfo else self
+        return context_class._compile_subroutine_no_cache(plain, *args, **kwargs)
+
+    namespace = {"_compile_subroutine_no_cache": _compile_subroutine_no_cache}
+    return type(f"PlainSubroutines{context_class.__name__}", (context_class,), namespace)
+
+
 @functools.cache
 def _line_tables_only(base: type, on_subprogram: Callable | None, library_pass: type | None) -> type:
     lifting = _with_lifting_pass()
@@ -228,6 +262,7 @@ def _line_tables_only(base: type, on_subprogram: Callable | None, library_pass: 
     def __init__(self, typingctx, targetctx, library, args, return_type, flags, locals):
         flags.dbg_directives_only = True
         targetctx = targetctx.subtarget(DIBuilder=builder)
+        targetctx.__class__ = _plain_subroutines(type(targetctx))
         base.__init__(self, typingctx, targetctx, library, args, return_type, flags, locals)
 
     def define_pipelines(self):

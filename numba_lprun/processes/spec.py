@@ -4,12 +4,14 @@ Why names: a spawned child is a fresh interpreter, which holds none of the
 parent's objects; it imports the profiled functions' modules (the script itself
 is ``__main__`` there too: ``multiprocessing`` runs it again as ``__mp_main__``)
 and finds each function by its qualified name. A forked child finds the very
-same dispatchers by the same names.
+same dispatchers by the same names. A worker that never runs the script (joblib's loky)
+has no name to find the script's own functions by: those travel pickled as well.
 """
 
 from __future__ import annotations
 
 import importlib
+import pickle
 import sys
 from dataclasses import dataclass
 
@@ -17,6 +19,10 @@ from ..instrument.kinds import resolve
 from ..instrument.source import python_function_of
 from ..internals import pickle_identity, unpickle_as
 from ..run.measurements import COUNTING
+
+#: How a child finds one function: its module, qualified name, the id Numba pickles it under,
+#: and for a function of the script, the dispatcher pickled (``by_value``).
+Named = tuple[str, str, str | None, bytes | None]
 
 
 @dataclass(frozen=True)
@@ -26,7 +32,7 @@ class ChildSpec:
     child runs the same twins: none compiled), sampled or not, and at what rate."""
 
     directory: str
-    functions: tuple[tuple[str, str, str | None], ...]  # module, qualified name, pickle id
+    functions: tuple[Named, ...]
     timing: bool = True
     twin: str = COUNTING
     sampled: bool = False
@@ -45,24 +51,48 @@ def name_of(function: object) -> tuple[str, str] | None:
     return module, qualname
 
 
-def named(functions: list[object]) -> tuple[tuple[str, str, str | None], ...]:
+def named(functions: list[object]) -> tuple[Named, ...]:
     """What a spawned child finds ``functions`` by: their names, and the ids Numba pickles them
     under (made here, before any fork: a forked child's unpickled tasks are the very dispatchers)."""
     found = []
     for function in functions:
         name = name_of(function)
         if name is not None:
-            found.append((*name, pickle_identity(function)))
+            found.append((*name, pickle_identity(function), by_value(function, name)))
     return tuple(found)
 
 
-def find(named: tuple[str, str, str | None]) -> list[object]:
+def by_value(function: object, name: tuple[str, str]) -> bytes | None:
+    """``function`` pickled, where it is the script's own (``__main__``): joblib's loky workers do
+    not run the script, so no name finds it there; the tasks send it by value, and Numba
+    unpickles every copy of one dispatcher as the first (keyed by its pickle id), so a worker
+    that unpickles this one first runs the tasks on the profiled dispatcher. None for a module's
+    function (imported by name) or one that does not pickle (the tasks could not send it either)."""
+    if name[0] != "__main__":
+        return None
+    try:
+        return pickle.dumps(function)
+    except Exception:  # pickling runs user code (reducers of what the function refers to)
+        return None
+
+
+def find(named: Named) -> list[object]:
     """The dispatchers ``named`` stands for in this process ([] where it cannot be found); the
     tasks a pool pickled with the parent's dispatcher unpickle as this process's one."""
     found = _find(named[:2])
+    if not found and named[3] is not None:
+        found = _unpickled(named[3], named[:2])
     if named[2] is not None and len(found) == 1:
         unpickle_as(named[2], found[0])
     return found
+
+
+def _unpickled(pickled: bytes, name: tuple[str, str]) -> list[object]:
+    try:
+        found = resolve(pickle.loads(pickled))
+    except Exception:  # what it refers to may not unpickle here: then it cannot be profiled here
+        return []
+    return [d for d in found if name_of(d) == name]
 
 
 def _find(name: tuple[str, str]) -> list[object]:

@@ -16,28 +16,48 @@ its return address is undefined); an rbp offset of 0 means ``rbp`` is the caller
 from __future__ import annotations
 
 import ctypes
+import struct
 
 GAP, FROM_RSP, FROM_RBP, END = 0, 1, 2, 3
 ROW = 4
 _RSP, _RBP, _RA = 7, 6, 16  # DWARF register numbers on x86-64
 _MAX_RECORDS = 100_000  # an .eh_frame longer than this is not walked further
+_MAX_RECORD = 1 << 16  # bytes: a CIE or FDE claiming more is not read (its length is not believed)
+
+
+_FORMATS = {ctypes.c_uint8: "<B", ctypes.c_uint16: "<H", ctypes.c_uint32: "<I", ctypes.c_uint64: "<Q",
+            ctypes.c_int16: "<h", ctypes.c_int32: "<i", ctypes.c_int64: "<q"}  # fmt: skip
+_STRUCTS = {ctype: struct.Struct(fmt) for ctype, fmt in _FORMATS.items()}
 
 
 class _Reader:
-    """Little-endian reads from this process's memory at absolute addresses."""
+    """Little-endian reads of this process's memory at absolute addresses, from a copy of the
+    bytes from ``at`` to ``end`` (one record, or a program) made once: a ctypes read per byte
+    took most of the 90 ms libc's rules cost. A read past ``end`` raises ``IndexError``."""
 
-    def __init__(self, at: int):
-        self.at = at
+    def __init__(self, at: int, end: int):
+        if end - at > _MAX_RECORD:
+            raise ValueError("a record longer than any function's rules")
+        self.at, self._base = at, at
+        self._data = ctypes.string_at(at, max(0, end - at))
+
+    def byte(self) -> int:
+        value = self._data[self.at - self._base]
+        self.at += 1
+        return value
 
     def u(self, ctype) -> int:
-        value = ctype.from_address(self.at).value
-        self.at += ctypes.sizeof(ctype)
-        return value
+        form = _STRUCTS[ctype]
+        offset = self.at - self._base
+        if offset + form.size > len(self._data):
+            raise IndexError("read past the record")
+        self.at += form.size
+        return form.unpack_from(self._data, offset)[0]
 
     def _leb128(self, signed: bool) -> int:
         result = shift = 0
         while True:
-            byte = self.u(ctypes.c_uint8)
+            byte = self.byte()
             result |= (byte & 0x7F) << shift
             shift += 7
             if byte < 0x80:
@@ -51,7 +71,7 @@ class _Reader:
 
     def cstring(self) -> bytes:
         out = bytearray()
-        while (byte := self.u(ctypes.c_uint8)) != 0:
+        while (byte := self.byte()) != 0:
             out.append(byte)
         return bytes(out)
 
@@ -90,12 +110,28 @@ class _Cie:
                     reader.u(ctypes.c_uint8)
             reader.at = data_end
         self.program = (reader.at, end)
+        self._start: tuple[dict, list] | Exception | None = None
+
+    def start(self) -> tuple[dict, list]:
+        """The rules its initial instructions set, and the rows they emit from address 0: run
+        once per CIE, not once per function (libc's 2,900 functions share a few CIEs)."""
+        if self._start is None:
+            state: dict = {}
+            rows: list = []
+            try:
+                _run(self.program, self, 0, state, rows, None)
+                self._start = (state, rows)
+            except (ValueError, KeyError, IndexError) as exc:
+                self._start = exc
+        if isinstance(self._start, Exception):
+            raise self._start
+        return self._start
 
 
 def _run(program: tuple[int, int], cie: _Cie, start: int, state: dict, rows: list, initial: dict | None):
     """Run one CFA program from ``start``, appending a rule at each address it advances to.
     Only the CFA, ``rbp`` and the return address are followed (``_Rule``)."""
-    reader, end = _Reader(program[0]), program[1]
+    reader, end = _Reader(*program), program[1]
     rule = _Rule(reader, cie, state, initial)
     at, stack = start, []
 
@@ -108,7 +144,7 @@ def _run(program: tuple[int, int], cie: _Cie, start: int, state: dict, rows: lis
             rows.append(row)
 
     while reader.at < end:
-        op = reader.u(ctypes.c_uint8)
+        op = reader.byte()
         if op & 0xC0 == 0x40 or op in (0x02, 0x03, 0x04):  # advance_loc, advance_loc1/2/4
             emit()
             sizes = {2: ctypes.c_uint8, 3: ctypes.c_uint16, 4: ctypes.c_uint32}
@@ -194,23 +230,21 @@ def _restore(state: dict, register: int, initial: dict | None) -> None:
 
 def _function_rows(fde_at: int, cies: dict[int, _Cie], rows: list) -> None:
     """The rules of the function one FDE covers (a GAP row at its end)."""
-    reader = _Reader(fde_at)
-    length = reader.u(ctypes.c_uint32)
-    end = reader.at + length
+    end = fde_at + 4 + ctypes.c_uint32.from_address(fde_at).value
+    reader = _Reader(fde_at + 4, end)
     cie_at = reader.at - reader.u(ctypes.c_uint32)
     cie = cies.get(cie_at)
     if cie is None:
-        cie_reader = _Reader(cie_at + 8)  # past its length and its id (0)
-        cie = cies[cie_at] = _Cie(cie_reader, cie_at + 4 + ctypes.c_uint32.from_address(cie_at).value)
+        cie_end = cie_at + 4 + ctypes.c_uint32.from_address(cie_at).value
+        cie = cies[cie_at] = _Cie(_Reader(cie_at + 8, cie_end), cie_end)  # past its length and id (0)
     start = reader.encoded(cie.encoding)
     size = reader.encoded(cie.encoding & 0x0F)
     if cie.has_data:
         reader.at += reader.uleb()
-    state: dict = {}
-    mine: list = []
-    _run(cie.program, cie, start, state, mine, None)
-    initial = dict(state)
-    _run((reader.at, end), cie, start, state, mine, initial)
+    initial, first = cie.start()
+    state = dict(initial)
+    mine = [(start + at, *rule) for at, *rule in first]
+    _run((reader.at, end), cie, start, state, mine, dict(initial))
     if size > 0 and mine[0][1] in (FROM_RSP, FROM_RBP, END):
         rows.extend(r for r in mine if r[0] < start + size)
         rows.append((start + size, GAP, 0, 0))

@@ -73,7 +73,7 @@ def _library_rows(name: str, base: int, eh_frame_hdr: int) -> np.ndarray:
             return relative + np.array([base, 0, 0, 0], np.int64)
         except (OSError, ValueError):
             pass
-    reader = _Reader(eh_frame_hdr)
+    reader = _Reader(eh_frame_hdr, eh_frame_hdr + 12)  # version, 3 encodings, the section's address
     version, frame_encoding = reader.u(ctypes.c_uint8), reader.u(ctypes.c_uint8)
     reader.at += 2
     rows = _as_array(section_rows(reader.encoded(frame_encoding)) if version == 1 else [])

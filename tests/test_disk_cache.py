@@ -340,7 +340,7 @@ def test_second_nlprun_of_an_unchanged_script_compiles_no_twin(tmp_path):
     first, second = (sum(int(n) for n in re.findall(r"TWIN COMPILES (\d+)", out)) for out in outputs)
     assert first > 0 and second == 0, outputs[1]
     assert "out[i] = a[i] * 2.0" in outputs[1] and "out[i] = a[i] * 3.0" in outputs[1]
-    why = "not cached: its code holds addresses of this process's objects, as Numba's cache refuses too"
+    why = "not cached: its code holds addresses of this process's objects (Numba's cache refuses them too)"
     for out in outputs:  # said once, in rebox's header (the others are cached)
         assert out.count("not cached") == 1 and why in " ".join(out.split()), out
 

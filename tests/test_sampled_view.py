@@ -113,3 +113,47 @@ def test_the_first_profile_with_a_cold_handler_cache_is_sampled(tmp_path):
     assert done.returncode == 0, done.stderr[-3000:]
     unavailable, total, in_kernel = json.loads(done.stdout.splitlines()[-1])
     assert unavailable is None and in_kernel > 0, done.stdout
+
+
+TWIN_THAT_SORTS = """
+import json, sys
+import numpy as np
+from numba import njit
+import numba_lprun
+
+parsed = []  # Numba's own source parsed whole (to find a subroutine's first line for its line table)
+marker = "def array" + "_argsort("  # in numba/np/arrayobj.py (not spelled out: this file is parsed too)
+sys.addaudithook(lambda event, args: event == "compile" and marker in str(args[0]) and parsed.append(args[1]))
+
+@njit
+def sorts(a, times):
+    total = 0
+    for _ in range(times):
+        total += np.argsort(a)[0]
+    return total
+
+prof = numba_lprun.LineProfiler(sorts, repeat=False)
+prof.runcall(sorts, np.random.default_rng(0).random(20_000), 300)
+(stats,) = prof.profile.functions
+line = sorts.py_func.__code__.co_firstlineno + 4
+print(json.dumps([parsed, sum(stats.sample_counts.values()), stats.sample_share(line)]))
+"""
+
+
+def test_what_a_twin_compiles_as_numba_subroutines_carries_no_line_tables(tmp_path):
+    """``np.argsort`` is compiled as a subroutine of Numba's own source with the caller's target
+    context: a twin's gave it line tables, and Numba then parsed the whole of
+    ``numba/np/arrayobj.py`` (7,000 lines, 0.17 s of a twin's compile) to find its first line.
+    Its samples still charge the sorting line. (A fresh process: Numba keeps each subroutine once
+    per process, whichever compile came first.)"""
+    script = tmp_path / "sorts.py"
+    script.write_text(TWIN_THAT_SORTS)
+    env = {**os.environ, "NUMBA_LPRUN_CACHE_DIR": str(tmp_path)}
+    done = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, env=env, timeout=300)
+    assert done.returncode == 0, done.stderr[-3000:]
+    parsed, samples, share = json.loads(done.stdout.splitlines()[-1])
+    assert parsed == []
+    # the sort is nearly all of the run (300 sorts of 20,000 numbers, about 0.6 s: some 1,200 samples
+    # at 2,000 Hz); with 100 samples or more, a share at or below 50% is over 9 standard errors
+    # away from 95% (false failure below 1e-19)
+    assert samples >= 100 and share > 50.0, (samples, share)

@@ -173,10 +173,7 @@ class _TwinCacheImpl(CompileResultCacheImpl):
         if cres.objectmode or cres.lifted:
             return "object-mode code"
         if cres.library.has_dynamic_globals:
-            return (
-                "its code holds addresses of this process's objects, as Numba's cache refuses too"
-                " (one cause: returning a jitclass instance)"
-            )
+            return "its code holds addresses of this process's objects (Numba's cache refuses them too)"
         returned = (cres.signature.return_type,)
         if self.nlp_rules.signature(returned) != returned:
             return "its return type's name carries an address"

@@ -24,6 +24,7 @@ import signal
 import threading
 import time
 from collections.abc import Callable, Iterator
+from dataclasses import replace
 from typing import Any
 
 from ..assemble import assemble, assembly_settings
@@ -36,7 +37,7 @@ from ..run.runner import Runner
 from ..run.sampled_run import line_maps, measured
 from ..run.targets import may_run_on_threads
 from ..stats import ProfileStats
-from .spec import ChildSpec, find
+from .spec import ChildSpec, find, named
 
 PART_PREFIX = "part-"  # part-<pid>.json in the run's directory
 STARTED = "started-"  # started-<pid>: the process began its target
@@ -50,8 +51,13 @@ class ChildTarget:
         self.functions: list[object] | None = functions  # a forked child's own; None once pickled
 
     def __getstate__(self) -> dict:
-        """A spawned child finds the functions by name (``spec.functions``)."""
-        return {**self.__dict__, "functions": None}
+        """A spawned child finds the functions by name (``spec.functions``), or the script's own,
+        which a worker that does not run the script cannot name (joblib's), by their pickles; a
+        forked child pickles nothing."""
+        spec = self.spec
+        if self.functions is not None:
+            spec = replace(spec, functions=named(self.functions, pickled=True))
+        return {**self.__dict__, "spec": spec, "functions": None}
 
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
         found = self.functions

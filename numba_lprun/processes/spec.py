@@ -51,14 +51,16 @@ def name_of(function: object) -> tuple[str, str] | None:
     return module, qualname
 
 
-def named(functions: list[object]) -> tuple[Named, ...]:
+def named(functions: list[object], pickled: bool = False) -> tuple[Named, ...]:
     """What a spawned child finds ``functions`` by: their names, and the ids Numba pickles them
-    under (made here, before any fork: a forked child's unpickled tasks are the very dispatchers)."""
+    under (made here, before any fork: a forked child's unpickled tasks are the very dispatchers);
+    with ``pickled``, the script's own functions pickled as well (``by_value``: only for a child
+    that is sent them, since pickling copies what they refer to)."""
     found = []
     for function in functions:
         name = name_of(function)
         if name is not None:
-            found.append((*name, pickle_identity(function), by_value(function, name)))
+            found.append((*name, pickle_identity(function), by_value(function, name) if pickled else None))
     return tuple(found)
 
 

@@ -46,6 +46,19 @@ def test_function_passed_as_argument(ipshell):
     assert kinds.integrate(f, 0.0, 1.0, n) == expected  # the original specialization still runs
 
 
+def test_signatures_name_a_function_argument_and_a_jitclass_without_their_addresses():
+    """Numba's type names carry addresses (``<function integrand at 0x7f...>``, ``Particle#7f48...``):
+    noise in the header, and different in every process, so a worker's signature did not merge
+    with the parent's. The profile names them without."""
+    prof = numba_lprun.LineProfiler(kinds.integrate, kinds.simulate, sample=False)
+    prof.runcall(kinds.integrate, kinds.integrand, 0.0, 1.0, 10)
+    prof.runcall(kinds.simulate, kinds.Particle(0.0, 2.0), 3)
+    said = {stats.source.name: stats.signatures for stats in prof.profile.functions}
+    assert said["integrate"] == ("type(CPUDispatcher(integrand)), float64, float64, int64",)
+    (particle,) = said["simulate"]
+    assert particle.startswith("instance.jitclass.Particle<x:float64,") and particle.endswith(", int64")
+
+
 def test_function_passed_inside_jitted_code():
     expected = kinds.integrate_both(40)
     prof = numba_lprun.LineProfiler(kinds.integrand, sample_time=0.05)

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import re
+
 from ..instrument.twins import uncached_reason
 from ..vectorized import vectorized_lines
 from .measurements import PLAIN, FunctionFacts, Key
@@ -44,7 +46,7 @@ def target_facts(
         signatures = []
         if user is not None:
             for sig in user.code.overloads:  # argument tuples (a ufunc kernel's, a stencil's: .args)
-                signatures.append(", ".join(str(t) for t in getattr(sig, "args", sig)))
+                signatures.append(without_addresses(", ".join(str(t) for t in getattr(sig, "args", sig))))
             signatures = list(dict.fromkeys(signatures))  # a stencil compiles at each call from Python
         vectorized = {
             kind: frozenset(vectorized_lines(twin.code))
@@ -69,3 +71,16 @@ def target_facts(
             )
         )
     return tuple(out)
+
+
+#: Addresses in Numba's type names: a function passed as an argument
+#: (``type(CPUDispatcher(<function g at 0x7f...>))``), a jitclass instance's class
+#: (``instance.jitclass.Particle#5581c7d0<x:float64>``).
+_ADDRESS = re.compile(r"<function (\S+) at 0x[0-9a-fA-F]+>|(instance\.jitclass\.[\w.]+)#[0-9a-fA-F]+(?=<)")
+
+
+def without_addresses(text: str) -> str:
+    """A signature's text without the addresses in its type names: they are noise to a reader,
+    and they differ in every process, so a worker's signature would not merge with the
+    parent's (one signature shown as two)."""
+    return _ADDRESS.sub(lambda found: found.group(1) or found.group(2), text)

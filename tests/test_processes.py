@@ -104,17 +104,23 @@ def test_the_hot_lines_get_the_workers_samples():
 
 
 def test_a_worker_killed_outright_is_named_and_the_profile_still_comes():
+    """Two workers killed for one reason are one warning naming both (a pool of 16 was 16)."""
+
     def run():
-        process = mp.get_context("fork").Process(target=die_after, args=(N,))
-        process.start()
-        process.join()
-        return process.exitcode
+        processes = [mp.get_context("fork").Process(target=die_after, args=(N,)) for _ in range(2)]
+        for process in processes:
+            process.start()
+        for process in processes:
+            process.join()
+        return [process.exitcode for process in processes], [process.pid for process in processes]
 
     profiler = LineProfiler(collatz_steps)
-    assert profiler.runcall(run) == -9
+    codes, pids = profiler.runcall(run)
+    assert codes == [-9, -9]
     profile = profiler.profile
     (missing,) = profile.missing
-    assert "killed by SIGKILL" in missing and "not counted" in missing
+    assert missing.startswith("2 processes (") and all(f"(pid {pid})" in missing for pid in pids)
+    assert "were killed by SIGKILL before they could send their counts: their work is not counted" in missing
     assert any(missing == n.text for n in profile.functions[0].notes)
 
 

@@ -117,11 +117,13 @@ class Launches:
         began = {int(n[len(STARTED) :]) for n in names if n.startswith(STARTED)}
         # a worker stopped before its target began (a pool's spawned worker still importing when
         # the pool was terminated) did no work: nothing of it is missing
-        missing = [
-            _why_missing(p)
-            for p in self.processes
-            if p.pid not in parts and (p.pid in began or not _stopped_before_starting(p))
-        ]
+        missing = _why_missing(
+            [
+                p
+                for p in self.processes
+                if p.pid not in parts and (p.pid in began or not _stopped_before_starting(p))
+            ]
+        )
         self.processes, self.directory = [], None
         found = list(parts.values())
         if self.dask is not None:
@@ -180,21 +182,55 @@ def _read_part(text: str) -> ProcessPart:
     return ProcessPart(label, int(pid), ProfileStats.from_json(body))
 
 
-def _why_missing(process: BaseProcess) -> str:
-    """Why ``process`` sent no part, in words."""
-    who = f"process {process.name} (pid {process.pid})"
+#: Why a process sent no part: (what one did, what several did), by the reason's key.
+_WHY = {
+    "own run": (
+        "runs its own run() method, which numba_lprun cannot profile: its work is not counted",
+        "run their own run() methods, which numba_lprun cannot profile: their work is not counted",
+    ),
+    "running": (
+        "was still running when your run ended and did not answer: its work is not counted",
+        "were still running when your run ended and did not answer: their work is not counted",
+    ),
+    "killed": (
+        "was killed by {} before it could send its counts: its work is not counted",
+        "were killed by {} before they could send their counts: their work is not counted",
+    ),
+    "exited": (
+        "exited with status {} without sending its counts: its work is not counted",
+        "exited with status {} without sending their counts: their work is not counted",
+    ),
+}
+
+
+def _reason(process: BaseProcess) -> tuple[str, str]:
+    """Why ``process`` sent no part: a key of ``_WHY``, and the signal or status it names."""
     if not _runs_its_target(process):
-        return f"{who} runs its own run() method, which numba_lprun cannot profile: its work is not counted"
+        return "own run", ""
     code = _exit_code(process)
     if code is None:
-        return f"{who} was still running when your run ended and did not answer: its work is not counted"
+        return "running", ""
     if code < 0:
         try:
-            name = signal.Signals(-code).name
+            return "killed", signal.Signals(-code).name
         except ValueError:
-            name = f"signal {-code}"
-        return f"{who} was killed by {name} before it could send its counts: its work is not counted"
-    return f"{who} exited with status {code} without sending its counts: its work is not counted"
+            return "killed", f"signal {-code}"
+    return "exited", str(code)
+
+
+def _why_missing(processes: list[BaseProcess]) -> list[str]:
+    """Why the ``processes`` sent no part, in words: one warning per reason, naming each process
+    (a pool of 16 workers killed is one warning, not 16)."""
+    groups: dict[tuple[str, str], list[BaseProcess]] = {}
+    for process in processes:
+        groups.setdefault(_reason(process), []).append(process)
+    said = []
+    for (key, detail), group in groups.items():
+        one, several = _WHY[key]
+        names = ", ".join(f"{p.name} (pid {p.pid})" for p in group[:4]) + (" ..." if len(group) > 4 else "")
+        who = f"process {names}" if len(group) == 1 else f"{len(group)} processes ({names})"
+        said.append(f"{who} {(one if len(group) == 1 else several).format(detail)}")
+    return said
 
 
 def _started_before(processes: list[BaseProcess]) -> str:

@@ -51,7 +51,7 @@ class ClockInfo:
     def note(self) -> str:
         """Why this clock was chosen, shown to the user on request."""
         if self.kind == "tsc":
-            return f"invariant TSC at {1e-9 / self.seconds_per_tick:.3f} GHz"
+            return f"{self.why} at {1e-9 / self.seconds_per_tick:.3f} GHz"
         return self.why
 
 

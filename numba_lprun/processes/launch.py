@@ -227,17 +227,24 @@ def _why_missing(processes: list[BaseProcess]) -> list[str]:
     said = []
     for (key, detail), group in groups.items():
         one, several = _WHY[key]
-        names = ", ".join(f"{p.name} (pid {p.pid})" for p in group[:4]) + (" ..." if len(group) > 4 else "")
+        names = _names(group)
         who = f"process {names}" if len(group) == 1 else f"{len(group)} processes ({names})"
         said.append(f"{who} {(one if len(group) == 1 else several).format(detail)}")
     return said
+
+
+def _names(processes: list[BaseProcess]) -> str:
+    """The processes as a warning names them: the first four, by name and pid."""
+    return ", ".join(f"{p.name} (pid {p.pid})" for p in processes[:4]) + (
+        " ..." if len(processes) > 4 else ""
+    )
 
 
 def _started_before(processes: list[BaseProcess]) -> str:
     """The warning for processes already running when the run began (a pool made in an earlier
     cell, joblib's workers kept from an earlier call): what they did for the run is unseen."""
     n = len(processes)
-    names = ", ".join(f"{p.name} (pid {p.pid})" for p in processes[:4]) + (" ..." if n > 4 else "")
+    names = _names(processes)
     were = "was" if n == 1 else "were"
     return (
         f"{n} worker process{'es' if n > 1 else ''} started before this profile {were} running, "

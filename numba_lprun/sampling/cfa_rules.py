@@ -228,9 +228,8 @@ def _restore(state: dict, register: int, initial: dict | None) -> None:
         state.pop(register, None)
 
 
-def _function_rows(fde_at: int, cies: dict[int, _Cie], rows: list) -> None:
-    """The rules of the function one FDE covers (a GAP row at its end)."""
-    end = fde_at + 4 + ctypes.c_uint32.from_address(fde_at).value
+def _function_rows(fde_at: int, end: int, cies: dict[int, _Cie], rows: list) -> None:
+    """The rules of the function one FDE (``fde_at`` to ``end``) covers (a GAP row at its end)."""
     reader = _Reader(fde_at + 4, end)
     cie_at = reader.at - reader.u(ctypes.c_uint32)
     cie = cies.get(cie_at)
@@ -244,7 +243,7 @@ def _function_rows(fde_at: int, cies: dict[int, _Cie], rows: list) -> None:
     initial, first = cie.start()
     state = dict(initial)
     mine = [(start + at, *rule) for at, *rule in first]
-    _run((reader.at, end), cie, start, state, mine, dict(initial))
+    _run((reader.at, end), cie, start, state, mine, initial)  # restores read the initial rules only
     if size > 0 and mine[0][1] in (FROM_RSP, FROM_RBP, END):
         rows.extend(r for r in mine if r[0] < start + size)
         rows.append((start + size, GAP, 0, 0))
@@ -261,7 +260,7 @@ def section_rows(at: int) -> list[tuple[int, int, int, int]]:
             break
         if ctypes.c_uint32.from_address(at + 4).value != 0:  # an FDE (a CIE's id is 0)
             try:
-                _function_rows(at, cies, rows)
+                _function_rows(at, at + 4 + length, cies, rows)
             except (ValueError, KeyError, IndexError):
                 pass  # a function with rules the handler does not follow: libgcc walks it
         at += 4 + length

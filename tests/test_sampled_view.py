@@ -80,6 +80,17 @@ def test_once_samples_the_users_run_and_says_how_few():
     assert stats.samples.total < 20 and any(n.level == "caution" for n in stats.notes)
 
 
+def _printed_by(tmp_path, name: str, source: str, env: dict | None = None) -> list:
+    """What the script ``source`` prints last, as JSON, run as ``name`` in a fresh interpreter
+    with its own twin cache (``tmp_path``) and ``env``."""
+    script = tmp_path / name
+    script.write_text(source)
+    env = {**os.environ, "NUMBA_LPRUN_CACHE_DIR": str(tmp_path), **(env or {})}
+    done = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, env=env, timeout=300)
+    assert done.returncode == 0, done.stderr[-3000:]
+    return json.loads(done.stdout.splitlines()[-1])
+
+
 FIRST_PROFILE = """
 import json
 import numpy as np, numba_lprun
@@ -106,13 +117,9 @@ def test_the_first_profile_with_a_cold_handler_cache_is_sampled(tmp_path):
     """The handler is compiled in the first sampler's start when Numba's cache lacks it (a new
     install, a new cache dir): that compile's end must not start a second sampler beside the
     first, whose refusal ('another Sampler is running') once dropped the run's samples."""
-    env = {**os.environ, "NUMBA_CACHE_DIR": str(tmp_path / "numba"), "NUMBA_LPRUN_CACHE_DIR": str(tmp_path)}
-    script = tmp_path / "first_profile.py"
-    script.write_text(FIRST_PROFILE)
-    done = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, env=env, timeout=300)
-    assert done.returncode == 0, done.stderr[-3000:]
-    unavailable, total, in_kernel = json.loads(done.stdout.splitlines()[-1])
-    assert unavailable is None and in_kernel > 0, done.stdout
+    cold = {"NUMBA_CACHE_DIR": str(tmp_path / "numba")}
+    unavailable, total, in_kernel = _printed_by(tmp_path, "first_profile.py", FIRST_PROFILE, cold)
+    assert unavailable is None and in_kernel > 0, (unavailable, total, in_kernel)
 
 
 TWIN_THAT_SORTS = """
@@ -146,12 +153,7 @@ def test_what_a_twin_compiles_as_numba_subroutines_carries_no_line_tables(tmp_pa
     ``numba/np/arrayobj.py`` (7,000 lines, 0.17 s of a twin's compile) to find its first line.
     Its samples still charge the sorting line. (A fresh process: Numba keeps each subroutine once
     per process, whichever compile came first.)"""
-    script = tmp_path / "sorts.py"
-    script.write_text(TWIN_THAT_SORTS)
-    env = {**os.environ, "NUMBA_LPRUN_CACHE_DIR": str(tmp_path)}
-    done = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, env=env, timeout=300)
-    assert done.returncode == 0, done.stderr[-3000:]
-    parsed, samples, share = json.loads(done.stdout.splitlines()[-1])
+    parsed, samples, share = _printed_by(tmp_path, "sorts.py", TWIN_THAT_SORTS)
     assert parsed == []
     # the sort is nearly all of the run (300 sorts of 20,000 numbers, about 0.6 s: some 1,200 samples
     # at 2,000 Hz); with 100 samples or more, a share at or below 50% is over 9 standard errors

@@ -12,7 +12,8 @@ call repeated to ~1 s), each profiled three ways:
   is restorable and the user's run took at most 0.5 s (``extra_limit``), a timed plain
   run and sampled repeats up to 2,000 samples or 1 s (so the long statement runs once);
 * one run (``--once``): the user's run only;
-* ``--probes``: the default plus a clock-probed run.
+* ``--probes``: the default plus a clock-probed run;
+* ``--hits``: hits only (counting twins reading no clock, no sampler): the floor of the others.
 
 Twins are compiled by a first profile and kept on the function, so the timed
 profiles compile nothing (as a second ``%nlprun`` of the same function); the
@@ -35,7 +36,12 @@ import numba_lprun  # noqa: E402
 from numba_lprun.instrument.clock import current_clock  # noqa: E402
 from numba_lprun.renderers import TextRenderer  # noqa: E402
 
-MODES = {"default": {}, "one run": {"repeat": False}, "--probes": {"probes": True}}
+MODES = {
+    "default": {},
+    "one run": {"repeat": False},
+    "--probes": {"probes": True},
+    "--hits": {"timing": False},
+}
 LONG_SECONDS = 1.0
 
 
@@ -95,6 +101,8 @@ def shares(func, args, truth: dict) -> list[str]:
     func(*args)
     out = []
     for label, options in MODES.items():
+        if options.get("timing", True) is False:  # hits only: no time, no share
+            continue
         prof = numba_lprun.LineProfiler(func, **options)
         prof.runcall(func, *args)
         (s,) = prof.profile.functions

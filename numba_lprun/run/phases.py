@@ -54,10 +54,11 @@ from .targets import sampled_lines
 __all__ = ["CallContext", "Phase", "Plan", "RunSettings", "plan", "run_phases"]
 
 
-def _own_seconds(run: PhaseRun | None, started: float) -> float:
-    """A run's wall time since ``started``, the compiles inside it left out (sampled or not:
-    a ufunc's twin compiles on its first call, and that is not the user's code's time)."""
-    now = time.perf_counter()
+def _own_seconds(run: PhaseRun | None, started: float, ended: float | None = None) -> float:
+    """A run's wall time from ``started`` to ``ended`` (now, where it did not end), the compiles
+    inside it left out (sampled or not: a ufunc's twin compiles on its first call, and that is
+    not the user's code's time)."""
+    now = time.perf_counter() if ended is None else ended
     return now - started - (run.compiling_since(started) if run is not None else 0.0)
 
 
@@ -73,16 +74,17 @@ def _extra_run(ctx: CallContext, kind: str, sampled: bool, label: str) -> None:
     """One silent run of the statement on ``kind`` twins (sampled if asked), its counts and
     samples appended, and the state put back: the timed plain run and the probed run."""
     sampling = ctx.sampling(kind) if sampled else None
-    started, faults_at = time.perf_counter(), -1
+    started, ended, faults_at = time.perf_counter(), None, -1
     completed = False
     run = None
     try:
         with ctx.runner.phase(kind, ctx.namespaces, ctx.progress, sampling) as run:
-            started, faults_at = time.perf_counter(), minor_faults()
-            with sampled_by(sampling):
+            with sampled_by(sampling):  # the run's time starts once the sampler has (see UserRun)
+                started, faults_at = time.perf_counter(), minor_faults()
                 completed = silently(ctx, run)
+                ended = time.perf_counter()
     finally:
-        seconds = _own_seconds(run, started)
+        seconds = _own_seconds(run, started, ended)
         faults = _own_faults(run, started, faults_at)
         counts = ctx.runner.take_counts(kind)
         if completed:  # a run cut short measured part of a call: nothing to compare or add up
@@ -257,16 +259,22 @@ class UserRun:
 
     def run(self, ctx: CallContext) -> None:
         sampling = ctx.sampling(self.kind, self.boost) if self.sampled else None
-        started, faults_at = time.perf_counter(), -1
+        started, ended, faults_at = time.perf_counter(), None, -1
         run = None
         try:
             with ctx.runner.phase(self.kind, ctx.namespaces, ctx.progress, sampling) as run:
-                started, faults_at = time.perf_counter(), minor_faults()
                 watching = ctx.children.watching() if ctx.children else contextlib.nullcontext()
                 with sampled_by(sampling), watching:
-                    ctx.result = ctx.execute(run)
+                    # the run's own time: from once the sampler has started (its tables read, its
+                    # handler loaded: 0.2 s or more in a process's first profile, over --extra-limit
+                    # for a short run on a busy machine) to the statement's end, not the stop
+                    started, faults_at = time.perf_counter(), minor_faults()
+                    try:
+                        ctx.result = ctx.execute(run)
+                    finally:
+                        ended = time.perf_counter()
         finally:
-            seconds = _own_seconds(run, started)
+            seconds = _own_seconds(run, started, ended)
             ctx.user_seconds = seconds
             faults = (_own_faults(run, started, faults_at),)
             ctx.made.append(Counted(self.kind, True, ctx.runner.take_counts(self.kind), faults=faults))

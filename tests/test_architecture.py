@@ -33,7 +33,7 @@ STAGES: list[set[str]] = [
     {"options"},
     {"magic", "cli", "__main__", "demo"},  # front ends
 ]
-MAX_MODULE_LINES = 400
+MAX_MODULE_LINES = 600  # a guide (modules cut by subject), not a cap to squeeze under
 MAX_FUNCTION_LINES = 80
 MAX_PROFILER_LINES = 150
 

@@ -22,7 +22,7 @@ import types as pytypes
 import weakref
 from dataclasses import dataclass
 
-from ..internals import tagged_context, use_disk_cache
+from ..internals import use_disk_cache
 from . import disk_cache
 from . import probes as P
 from .fingerprint import code_digest, describe, remember_twin
@@ -93,16 +93,6 @@ def name_twin(key: str | None, slot: P.CounterSlot | None) -> TwinNaming:
     if slot is not None:
         slot.bind(tag[3:])
     return TwinNaming(key, tag, slot is None or slot.canonical)
-
-
-def tagged_pipeline(base: type, tag: str) -> type:
-    """``base`` (a Numba compiler class) compiling with symbol names that carry ``tag``."""
-
-    def __init__(self, typingctx, targetctx, library, args, return_type, flags, locals):
-        targetctx = tagged_context(targetctx, tag)
-        base.__init__(self, typingctx, targetctx, library, args, return_type, flags, locals)
-
-    return type(base.__name__, (base,), {"__init__": __init__, "__qualname__": base.__qualname__})
 
 
 def register(dispatcher: object, py_func: pytypes.FunctionType, naming: TwinNaming) -> None:

@@ -11,7 +11,10 @@ twins have a cache of their own (``twin_cache``), keyed by ``twin_identity``.
 from __future__ import annotations
 
 import ast
+import copy
+import functools
 import re
+import sys
 import types as pytypes
 from collections.abc import Iterable
 from dataclasses import dataclass, field
@@ -20,7 +23,14 @@ import numba
 
 from .. import internals
 from ..errors import TwinCompileError
-from ..internals import CPUDispatcher, can_compile, line_tables_only, own_class, pipeline_class
+from ..internals import (
+    CPUDispatcher,
+    can_compile,
+    line_tables_only,
+    make_twin_dispatcher,
+    pipeline_class,
+    tagged_pipeline,
+)
 from ..twin_kind import TwinKind
 from . import probes as P
 from . import unwind
@@ -29,7 +39,7 @@ from .exits import flushing
 from .function_kinds import treated_as
 from .source import FunctionSource
 from .twin_cache import not_cached_because
-from .twin_identity import name_twin, register, tagged_pipeline, twin_key
+from .twin_identity import name_twin, register, twin_key
 
 
 def objmode_names(py_func: pytypes.FunctionType) -> frozenset[str]:
@@ -39,44 +49,89 @@ def objmode_names(py_func: pytypes.FunctionType) -> frozenset[str]:
     return frozenset(names)
 
 
+_TWIN_DEF = "_nlp_twin"  # the def's name while it is executed (its code is renamed back)
+
+
 def exec_def(
     tree: ast.FunctionDef, src: FunctionSource, globals_: dict, relink: dict[int, object] | None = None
 ) -> pytypes.FunctionType:
-    """Execute a rewritten def in ``globals_``, inside a factory when it has free variables.
+    """Execute a rewritten def in ``globals_`` as Python compiled the original: in the class it
+    was written in and with its free variables.
 
-    The factory's parameters are the original's free variables, so the twin
-    closes over the same objects as the original (``relink``: id(object) -> what the twin
-    closes over instead, as CUDA's device functions' twins). The CPU and CUDA twins share it.
+    The def runs inside a factory whose parameters are the original's free variables, so
+    the twin closes over the same objects as the original (``relink``: id(object) -> what the
+    twin closes over instead, as CUDA's device functions' twins); cells the original has
+    still empty stay empty (``fill_cells``). The factory is a method of a class statement
+    named as the innermost class around the original (``mangling_class``), so private names
+    (``self.__value``) are mangled as they were (``_Counter__value``); the class is bound in
+    ``globals_`` only while the def executes. The def is named ``_nlp_twin`` there (then its
+    code takes the original's name back): a closure that calls itself (``fib3`` inside
+    ``make()``) keeps calling the cell the factory was given. The CPU and CUDA twins share it.
     """
     py_func = src.py_func
     freevars = py_func.__code__.co_freevars
-    if not freevars:
-        module = ast.Module(body=[tree], type_ignores=[])
-        had = tree.name in globals_
-        before = globals_.get(tree.name)
-        exec(compile(module, src.filename, "exec"), globals_)
-        py_func = globals_.pop(tree.name)
-        if had:  # keep the original binding: link() points it at the right twin
-            globals_[tree.name] = before
-        return py_func
-    params = [ast.arg(arg=name) for name in freevars]
+    tree = copy.copy(tree)
+    tree.name = _TWIN_DEF
     factory = ast.FunctionDef(
         name="_nlp_factory",
-        args=ast.arguments(posonlyargs=[], args=params, kwonlyargs=[], kw_defaults=[], defaults=[]),
-        body=[tree, ast.Return(value=ast.Name(id=tree.name, ctx=ast.Load()))],
+        args=ast.arguments(
+            posonlyargs=[],
+            args=[ast.arg(arg=name) for name in freevars],
+            kwonlyargs=[],
+            kw_defaults=[],
+            defaults=[],
+        ),
+        body=[tree, ast.Return(value=ast.Name(id=_TWIN_DEF, ctx=ast.Load()))],
         decorator_list=[],
         returns=None,
         type_comment=None,
+        **_TYPE_PARAMS,
     )
-    ast.copy_location(factory, tree)
-    module = ast.fix_missing_locations(ast.Module(body=[factory], type_ignores=[]))
-    local_ns: dict = {}
-    exec(compile(module, src.filename, "exec"), globals_, local_ns)
+    scope_name = mangling_class(py_func.__qualname__)
+    scope = ast.ClassDef(
+        name=scope_name, bases=[], keywords=[], body=[factory], decorator_list=[], **_TYPE_PARAMS
+    )
+    for node in (factory, scope):
+        ast.copy_location(node, tree)
+    module = ast.fix_missing_locations(ast.Module(body=[scope], type_ignores=[]))
+    had, before = scope_name in globals_, globals_.get(scope_name)
+    try:
+        exec(compile(module, src.filename, "exec"), globals_)
+        make = vars(globals_[scope_name])["_nlp_factory"]
+    finally:
+        if had:
+            globals_[scope_name] = before
+        else:
+            globals_.pop(scope_name, None)
+    cells = py_func.__closure__ or ()
     contents = []
-    for cell in py_func.__closure__ or ():
-        value = cell_value(cell)  # an empty cell gives None: no call could use it
+    for cell in cells:
+        value = cell_value(cell)
         contents.append(value if relink is None else relink.get(id(value), value))
-    return local_ns["_nlp_factory"](*contents)
+    made = make(*contents)
+    code = made.__code__
+    made.__code__ = code.replace(co_name=py_func.__code__.co_name, co_qualname=py_func.__qualname__)
+    for mine, theirs in zip(made.__closure__ or (), cells, strict=True):
+        if is_empty(theirs):  # bound later (see fill_cells)
+            del mine.cell_contents
+    return made
+
+
+_TYPE_PARAMS = {"type_params": []} if sys.version_info >= (3, 12) else {}
+
+
+def mangling_class(qualname: str) -> str:
+    """The name of the innermost class a function with ``qualname`` was written in, which
+    Python mangles its private names with; ``_`` (a name Python mangles nothing with) for a
+    function written in no class. In ``Holder.make.<locals>.read``, ``make`` is a function
+    (its locals follow) and ``Holder`` a class."""
+    parts = qualname.split(".")[:-1]
+    classes = [
+        part
+        for i, part in enumerate(parts)
+        if part != "<locals>" and (i + 1 == len(parts) or parts[i + 1] != "<locals>")
+    ]
+    return classes[-1] if classes else "_"
 
 
 @dataclass
@@ -140,7 +195,9 @@ def _new_dispatcher(
     pipeline = flushing(pipeline)  # counters held in registers reach memory on every exit
     locals_ = dict(original.locals)
     naming = name_twin(twin_key(kind, py_func, options, locals_, pipeline, slot), slot)
-    dispatcher = own_class(original)(
+    dispatcher = make_twin_dispatcher(
+        original,
+        functools.partial(fill_cells, py_func, original.py_func),
         py_func,
         locals=locals_,
         targetoptions=options,
@@ -216,21 +273,47 @@ class LiveGlobals(dict):
     Numba reads a function's globals when it compiles (``__globals__[name]``), and a
     twin compiles when first called: by then a script may have bound names that did
     not exist when the twin was made (the function's own name, when ``@njit`` is
-    seen as it runs; a helper defined further down).
+    seen as it runs; a helper defined further down). What it finds there is linked as
+    the copy's names are (``links``, set by ``link``): a profiled function defined
+    later is reached through its twin.
     """
 
     def __init__(self, module_globals: dict):
         super().__init__(module_globals)
         self._module = module_globals
+        self.links: dict[int, tuple[object, object]] = {}  # id(original) -> (it, its twin)
+
+    def linked(self, value: object) -> object:
+        """``value``, or the twin it is linked to."""
+        pair = self.links.get(id(value))
+        return pair[1] if pair is not None and pair[0] is value else value
 
     def __missing__(self, name: str):
-        return self._module[name]
+        return self.linked(self._module[name])
+
+
+def fill_cells(twin_func: pytypes.FunctionType, original_func: pytypes.FunctionType) -> None:
+    """Fill the twin's closure cells that were empty when it was made from the original's,
+    which the program has bound since (called before each compile of the twin).
+
+    A closure that calls itself (``fib3 = njit(fib3)`` inside ``make()``), or a sibling
+    defined after it in the same function, is made while that cell is still empty; Numba
+    reads the cell when the function first compiles, and so does its twin.
+    """
+    g = twin_func.__globals__
+    for mine, theirs in zip(twin_func.__closure__ or (), original_func.__closure__ or (), strict=False):
+        if is_empty(mine) and not is_empty(theirs):
+            value = theirs.cell_contents
+            mine.cell_contents = g.linked(value) if isinstance(g, LiveGlobals) else value
 
 
 def make_relinked(original: CPUDispatcher) -> Twin:
     """A copy of ``original`` whose globals and closure can be pointed at other twins."""
     old = original.py_func
-    cells = tuple(pytypes.CellType(cell_value(c)) for c in (old.__closure__ or ()))
+    cells = tuple(
+        pytypes.CellType() if is_empty(c) else pytypes.CellType(c.cell_contents)
+        for c in (old.__closure__ or ())
+    )
     py_func = pytypes.FunctionType(
         old.__code__, LiveGlobals(old.__globals__), old.__name__, old.__defaults__, cells or None
     )
@@ -248,20 +331,35 @@ def cell_value(cell: pytypes.CellType) -> object:
         return None
 
 
+def is_empty(cell: pytypes.CellType) -> bool:
+    """Whether a closure cell is still unbound (its variable is assigned later)."""
+    try:
+        cell.cell_contents  # noqa: B018  (reading is the test)
+    except ValueError:
+        return True
+    return False
+
+
 def link(twins: Iterable[Twin]) -> None:
-    """Point every twin's globals and closure cells at the other twins of its set."""
+    """Point every twin's globals and closure cells at the other twins of its set (and what it
+    finds later, see ``LiveGlobals`` and ``fill_cells``)."""
     twins = list(twins)
-    replace = {id(t.original): t.dispatcher for t in twins}
+    links = {id(t.original): (t.original, t.dispatcher) for t in twins}
     for twin in twins:
         py_func = twin.code.py_func
         g = py_func.__globals__
+        if isinstance(g, LiveGlobals):
+            g.links = links
         for name, value in list(g.items()):
-            if id(value) in replace:
-                g[name] = replace[id(value)]
+            pair = links.get(id(value))
+            if pair is not None and pair[0] is value:
+                g[name] = pair[1]
         for cell in py_func.__closure__ or ():
-            value = cell_value(cell)
-            if id(value) in replace:
-                cell.cell_contents = replace[id(value)]
+            if is_empty(cell):
+                continue
+            pair = links.get(id(cell.cell_contents))
+            if pair is not None and pair[0] is cell.cell_contents:
+                cell.cell_contents = pair[1]
 
 
 _LINE_RE = re.compile(r'File "([^"]+)", line (\d+)')

@@ -36,6 +36,7 @@ from .codegen import (
     rewrite_final_module,
     runs_post_lowering,
     tagged_context,
+    tagged_pipeline,
     with_post_lowering,
 )
 from .cuda import simulated_device_flag, simulated_fastmath
@@ -88,7 +89,7 @@ from .overloads import (
     templates_with_implementations,
 )
 from .processes import process_target, set_process_target
-from .redirect import compiled_entry_points, own_class, redirect_calls, stop_redirect
+from .redirect import compiled_entry_points, make_twin_dispatcher, own_class, redirect_calls, stop_redirect
 from .registry import NUMBA_RANGE, USES, PrivateUse, installed_numba, minor, missing, private_names
 from .runtime import (
     allocation_statistics_on,
@@ -153,6 +154,7 @@ __all__ = [
     "rebuild_stencil",
     "rebuild_ufunc",
     "own_class",
+    "make_twin_dispatcher",
     "redirect_calls",
     "compiled_entry_points",
     "register_symbol",
@@ -167,6 +169,7 @@ __all__ = [
     "stop_redirect",
     "symbol_address",
     "tagged_context",
+    "tagged_pipeline",
     "templates_with_implementations",
     "ufunc_dispatcher",
     "use_disk_cache",

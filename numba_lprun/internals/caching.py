@@ -36,6 +36,7 @@ from typing import Protocol
 
 from numba.core import event, funcdesc, sigutils, typing
 from numba.core.caching import Cache, CompileResultCacheImpl, IndexDataCacheFile, _CacheLocator
+from numba.core.codegen import RuntimeLinker as _RuntimeLinker
 from numba.core.compiler import CompileResult
 
 from .dispatchers import LOAD_EVENT
@@ -180,6 +181,10 @@ class _TwinCacheImpl(CompileResultCacheImpl):
         code = compiled_object(cres.library) or b""
         if not code:
             return "Numba kept no object code for it"
+        if _RuntimeLinker.PREFIX.encode() in code:
+            # a mutually recursive call, named for this process's functions (loaded in another,
+            # Numba's own cache=True code crashes on it)
+            return "it calls a mutually recursive function by a name that holds in this process only"
         return None if self.nlp_rules.keeps(code) else self.nlp_rules.refusal(cres.signature.args, code)
 
 
@@ -367,6 +372,11 @@ _OVERRIDDEN = {
     "instrument/twin_cache.py: a library loaded from the cache keeps its object code (line tables)",
 )
 @touches("numba.core.sigutils", "normalize_signature", "a callee compiles by args, a twin by full signature")
+@touches(
+    "numba.core.codegen",
+    "RuntimeLinker.PREFIX",
+    "instrument/twin_cache.py: code calling a mutually recursive function by a per-process name is not kept",
+)
 def disk_cache_for(py_func, root: str, rules: CacheRules) -> object | None:
     """A Numba disk cache for the function compiled from ``py_func``, its files under ``root``,
     keeping and loading what ``rules`` allow; None where Numba cannot place its files (or

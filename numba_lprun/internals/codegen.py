@@ -239,6 +239,15 @@ def host_cpu_identity() -> str:
     return f"{ll.get_process_triple()}|{ll.get_host_cpu_name()}|{ll.get_host_cpu_features().flatten()}"
 
 
+#: Numba's identity of each function a twin compile started (``FunctionIdentity.unique_id``, unique
+#: in the process) -> the tag of that twin and the ABI tags of its compile flags. A mutually
+#: recursive call is named in the *caller's* lowering, with the caller's mangler and flags
+#: (``Lower._lower_call_RecursiveCall``), which a twin and the relinked twin it calls do not share:
+#: the callee's are found here, so the call names the symbol the callee really defines.
+#: Process-wide, as the JIT's symbols are; one short entry per twin compile.
+_NAMING_OF_FUNCTION: dict[int, tuple[str, tuple[str, ...]]] = {}
+
+
 @touches(
     "numba.core.funcdesc",
     "default_mangler",
@@ -256,10 +265,47 @@ def tagged_context(targetctx: object, tag: str) -> object:
     Numba names a dynamic function ``<dynamic>.f`` plus a per-process counter, so
     twins cached by different processes could define the same symbol in one
     process (and share one Environment). The ABI tag makes each twin's names its own;
-    it is not shown by ``machine.names.pretty``.
+    it is not shown by ``machine.names.pretty``. A name of another function (``uid``:
+    a mutually recursive callee) carries that function's tag, none for a function that
+    is no twin.
     """
 
     def mangler(name, argtypes, *, abi_tags=(), uid=None):
-        return funcdesc.default_mangler(name, argtypes, abi_tags=(*abi_tags, tag), uid=uid)
+        if uid is None:
+            tags = (*abi_tags, tag)
+        elif uid in _NAMING_OF_FUNCTION:  # a twin's function: its own tag and flags
+            its_tag, its_flags = _NAMING_OF_FUNCTION[uid]
+            tags = (*its_flags, its_tag)
+        else:  # a function compiled as Numba compiles it (no twin)
+            tags = tuple(abi_tags)
+        return funcdesc.default_mangler(name, argtypes, abi_tags=tags, uid=uid)
 
     return targetctx.subtarget(mangler=mangler)
+
+
+@touches(
+    "numba.core.compiler",
+    "CompilerBase._compile_core",
+    "instrument/twin_identity.py: a twin's function identity is known once its compile starts",
+)
+@touches(
+    "numba.core.compiler",
+    "CompilerBase",
+    "the compile's state: its function identity (func_id.unique_id) and flags (get_mangle_string)",
+    instance_attribute="state",
+)
+def tagged_pipeline(base: type, tag: str) -> type:
+    """``base`` (a Numba compiler class) compiling with symbol names that carry ``tag``
+    (``tagged_context``), its functions known by their identity as ``tag``'s."""
+
+    def __init__(self, typingctx, targetctx, library, args, return_type, flags, locals):
+        targetctx = tagged_context(targetctx, tag)
+        base.__init__(self, typingctx, targetctx, library, args, return_type, flags, locals)
+
+    def _compile_core(self):
+        flags = (self.state.flags.get_mangle_string(),)  # what Numba's lowering names it with
+        _NAMING_OF_FUNCTION[self.state.func_id.unique_id] = (tag, flags)
+        return base._compile_core(self)
+
+    namespace = {"__init__": __init__, "_compile_core": _compile_core, "__qualname__": base.__qualname__}
+    return type(base.__name__, (base,), namespace)

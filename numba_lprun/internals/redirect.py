@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import functools
 import sys
+from collections.abc import Callable
 
 from .registry import touches
 
@@ -19,19 +20,24 @@ _SYNCING = "_numba_lprun_syncing"
 _REDIRECT = "_numba_lprun_twin"
 _OWN_CLASS = "_numba_lprun_own_class"  # on a redirecting subclass: the class it redirects
 _HANDED = "_numba_lprun_handed"  # id(twin's entry point) -> (it, the original's), see compile
+_DECORATORS = "numba.core.decorators"  # where ``njit(sigs)(f)`` compiles the explicit signatures
 
 
-@functools.cache
-def _redirecting(cls: type) -> type:
-    """A subclass of ``cls`` whose instances call the twin stored on them.
+class _Redirecting:
+    """What a redirected dispatcher's class adds to its own: its instances call the twin stored on them.
 
-    While a run lasts the original's class is this one, so every Python-level call
-    of it goes to its twin, while everything else a program may touch is the
-    original's own: ``py_func``, ``__name__``, ``isinstance``, pickling (as the
-    original's class). What the original would have compiled by now, it compiles
-    when a program reads it (``overloads``, so ``signatures``, ``inspect_types()``...):
-    the types its twin was called with, compiled on demand, so a profile costs no
-    second compile unless the program asks.
+    While a run lasts the original's class is a subclass of its own with these members
+    (``_redirecting``), so every Python-level call of it goes to its twin, while
+    everything else a program may touch is the original's own: ``py_func``,
+    ``__name__``, ``isinstance``, pickling (as the original's class). What the original
+    would have compiled by now, it compiles when a program reads it (``overloads``, so
+    ``signatures``, ``inspect_types()``, ``stats``...): the types its twin was called
+    with, compiled on demand, so a profile costs no second compile unless the program
+    asks. Explicit signatures and ``disable_compile()`` reach the twin too, so a call
+    is converted to, or refused by, the same signatures as without the profiler.
+
+    The members are copied into a direct subclass of the original's class (``_redirecting``),
+    whose instance layout is its base's (``__class__`` is assigned); ``_own(self)`` is that base.
     """
 
     def __call__(self, *args, **kwargs):
@@ -46,52 +52,127 @@ def _redirecting(cls: type) -> type:
 
     def _reduce_class(self):
         # pickled (Numba's ReduceMixin) as the original's class, so unpickling makes a plain dispatcher
-        return cls
+        return _own(self)
 
-    def _get_overloads(self):
+    def _take_twins_types(self) -> dict:
+        """Compile what the twin compiled and the original did not (what it would have by now)."""
         own = self.__dict__["overloads"]
         twin = self.__dict__.get(_REDIRECT)
         if twin is None or _SYNCING in self.__dict__ or not self._can_compile:
             return own
-        if sys._getframe(1).f_globals.get("__name__", "").startswith("numba_lprun"):
-            return own  # the profiler's own bookkeeping: what the original really has
         missing = [types for types in list(twin.overloads) if types not in own]
         if missing:
             self.__dict__[_SYNCING] = True  # compile() reads overloads itself
             try:
                 for types in missing:
-                    cls.compile(self, types)
+                    _own(self).compile(self, types)
             finally:
                 del self.__dict__[_SYNCING]
         return own
 
-    def _set_overloads(self, value):
+    @property
+    def overloads(self):
+        if sys._getframe(1).f_globals.get("__name__", "").startswith("numba_lprun"):
+            return self.__dict__["overloads"]  # the profiler's own bookkeeping: what the original has
+        return self._take_twins_types()
+
+    @overloads.setter
+    def overloads(self, value):
         self.__dict__["overloads"] = value
+
+    @property
+    def stats(self):
+        # a program reading its cache hits (``f.stats.cache_hits``) sees those the original's
+        # compiles of the twin's types made, as the compiles the program caused would have
+        self._take_twins_types()
+        return _own(self).stats.__get__(self)
 
     def compile(self, sig):
         # ``entry = f.compile(sig)`` during a run: the program gets the twin's entry point, so
         # its calls through it are counted (the original compiles the signature too); the run
         # puts the original's entry point back wherever the program keeps it (stop_redirect, Swap._take_back)
-        own = cls.compile(self, sig)
+        own = _own(self).compile(self, sig)
         twin = self.__dict__.get(_REDIRECT)
         caller = sys._getframe(1).f_globals.get("__name__", "")
-        if twin is None or _SYNCING in self.__dict__ or caller.split(".")[0] in ("numba", "numba_lprun"):
+        if twin is None or _SYNCING in self.__dict__:
+            return own
+        if caller == _DECORATORS:
+            # ``njit("float64(float64)")(f)`` made during the run compiles its signatures after the
+            # dispatcher exists (and was redirected): the twin takes them too, so a call casts its
+            # arguments to them as the original's would (``g(3)`` returns 3.0, not 3)
+            twin.compile(sig)
+            return own
+        if caller.split(".")[0] in ("numba", "numba_lprun"):
             return own
         theirs = twin.compile(sig)
         self.__dict__.setdefault(_HANDED, {})[id(theirs)] = (theirs, own)
         return theirs
 
+    def disable_compile(self, val=True):
+        # the program freezes the original's signatures (as the decorator does after compiling
+        # explicit ones): the original first takes the types its twin compiled meanwhile (what
+        # it would have compiled itself), then both stop compiling
+        twin = self.__dict__.get(_REDIRECT)
+        if twin is not None and val:
+            self._take_twins_types()
+        _own(self).disable_compile(self, val)
+        if twin is not None:
+            for types in list(self.__dict__["overloads"]):
+                if types not in twin.overloads:
+                    twin.compile(types)
+            twin.disable_compile(val)
+
+
+def _own(dispatcher: object) -> type:
+    """The class a redirected dispatcher had (whose methods the redirecting ones call)."""
+    return type(dispatcher).__dict__[_OWN_CLASS]
+
+
+_MEMBERS = {k: v for k, v in vars(_Redirecting).items() if k not in ("__dict__", "__weakref__", "__doc__")}
+
+
+@functools.cache
+def _redirecting(cls: type) -> type:
+    """A direct subclass of ``cls``, named as ``cls``, with :class:`_Redirecting`'s members."""
+    namespace = {**_MEMBERS, "__module__": cls.__module__, "__qualname__": cls.__qualname__, _OWN_CLASS: cls}
+    return type(cls.__name__, (cls,), namespace)
+
+
+_BEFORE_COMPILE = "_numba_lprun_before_compile"  # on a twin: called before each compile
+
+
+@functools.cache
+def _twin_class(cls: type) -> type:
+    """A subclass of ``cls`` for twins, whose ``compile`` first calls the hook stored on the
+    instance (``make_twin_dispatcher``): a twin made before the program bound something its
+    code names (a closure's own name, a function defined later in the same scope) takes it
+    when it compiles, as the original does. Pickled as ``cls``."""
+
+    def compile(self, sig):
+        hook = self.__dict__.get(_BEFORE_COMPILE)
+        if hook is not None:
+            hook()
+        return cls.compile(self, sig)
+
+    def _reduce_class(self):
+        return cls
+
     namespace = {
-        "__call__": __call__,
-        "_numba_type_": _numba_type_,
-        "_reduce_class": _reduce_class,
-        "overloads": property(_get_overloads, _set_overloads),
         "compile": compile,
+        "_reduce_class": _reduce_class,
         "__module__": cls.__module__,
         "__qualname__": cls.__qualname__,
         _OWN_CLASS: cls,
     }
     return type(cls.__name__, (cls,), namespace)
+
+
+def make_twin_dispatcher(original: object, before_compile: Callable[[], None], *args, **kwargs) -> object:
+    """A dispatcher of ``original``'s own class (see ``own_class``) made with ``args`` and
+    ``kwargs``, which calls ``before_compile()`` before each compile."""
+    dispatcher = _twin_class(own_class(original))(*args, **kwargs)
+    dispatcher.__dict__[_BEFORE_COMPILE] = before_compile
+    return dispatcher
 
 
 def own_class(dispatcher: object) -> type:

@@ -38,6 +38,7 @@ from .run.measurements import (
     RanOnce,
     Restored,
     Sampled,
+    Unprofiled,
     fold,
     restored_union,
 )
@@ -118,8 +119,16 @@ def assemble(
         machine = _machine(measured, verdict, (readings or {}).get(fact.key), allocations, record)
         parts = (measured.counts, measured.samples, measured.probes, measured.distortion, machine)
         functions.append(FunctionStats(measured.source, *parts, diagnosis=verdict))
+    unprofiled = fold(record.of(Unprofiled))
+    reasons = tuple(unprofiled.reasons.values()) if unprofiled is not None else ()
     return ProfileStats(
-        settings.unit, settings.clock, tuple(functions), sampling, _runs(record), settings.threshold
+        settings.unit,
+        settings.clock,
+        tuple(functions),
+        sampling,
+        _runs(record),
+        settings.threshold,
+        unprofiled=reasons,
     )
 
 

@@ -56,7 +56,15 @@ def merged(
     unavailable = sampling.unavailable if sampling is not None else None
     lost = tuple(Note("warning", why) for why in missing)
     functions = tuple(_diagnosed(s, main, corrected, unavailable, lost) for s in sums)
-    return replace(main, functions=functions, sampling=sampling, parts=(own, *parts), missing=tuple(missing))
+    unprofiled = tuple(dict.fromkeys(main.unprofiled + tuple(u for p in parts for u in p.profile.unprofiled)))
+    return replace(
+        main,
+        functions=functions,
+        sampling=sampling,
+        parts=(own, *parts),
+        missing=tuple(missing),
+        unprofiled=unprofiled,
+    )
 
 
 def _scaled(ticks: dict[int, int], scale: float) -> dict[int, int]:

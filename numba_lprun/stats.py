@@ -304,6 +304,8 @@ class ProfileStats:
     # ``functions`` are, and the processes that sent none (``merge``); empty: this process only
     parts: tuple[ProcessPart, ...] = ()
     missing: tuple[str, ...] = ()  # a sentence per process that sent no part, saying why
+    # functions the program made during the run that ran as themselves, unprofiled: why, per function
+    unprofiled: tuple[str, ...] = ()
 
     def to_line_stats(self) -> LineStats:
         return LineStats({f.key: f.timings() for f in self.functions}, self.unit)

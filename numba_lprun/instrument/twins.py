@@ -31,7 +31,7 @@ from ..internals import (
     pipeline_class,
     tagged_pipeline,
 )
-from ..twin_kind import TwinKind
+from ..twin_kind import PLAIN, TwinKind
 from . import probes as P
 from . import unwind
 from .disk_cache import cache_root
@@ -202,6 +202,7 @@ def _new_dispatcher(
         locals=locals_,
         targetoptions=options,
         pipeline_class=tagged_pipeline(pipeline, naming.tag),
+        silent=kind == PLAIN,  # compiled beside the twin the program's calls run on
     )
     register(dispatcher, py_func, naming)
     return dispatcher

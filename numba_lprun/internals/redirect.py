@@ -12,7 +12,11 @@ from __future__ import annotations
 
 import functools
 import sys
+import warnings
 from collections.abc import Callable
+
+from numba.core.errors import NumbaDebugInfoWarning as _NumbaDebugInfoWarning
+from numba.core.sigutils import normalize_signature as _normalize_signature
 
 from .registry import touches
 
@@ -64,8 +68,10 @@ class _Redirecting:
         if missing:
             self.__dict__[_SYNCING] = True  # compile() reads overloads itself
             try:
-                for types in missing:
-                    _own(self).compile(self, types)
+                with warnings.catch_warnings():  # the program saw this compile's warnings from the twin's
+                    warnings.simplefilter("ignore")
+                    for types in missing:
+                        _own(self).compile(self, types)
             finally:
                 del self.__dict__[_SYNCING]
         return own
@@ -139,6 +145,7 @@ def _redirecting(cls: type) -> type:
 
 
 _BEFORE_COMPILE = "_numba_lprun_before_compile"  # on a twin: called before each compile
+_TWIN_OF = "_numba_lprun_twin_of"  # on a twin: (its original, whether its compiles are always silent)
 
 
 @functools.cache
@@ -146,13 +153,26 @@ def _twin_class(cls: type) -> type:
     """A subclass of ``cls`` for twins, whose ``compile`` first calls the hook stored on the
     instance (``make_twin_dispatcher``): a twin made before the program bound something its
     code names (a closure's own name, a function defined later in the same scope) takes it
-    when it compiles, as the original does. Pickled as ``cls``."""
+    when it compiles, as the original does. Pickled as ``cls``.
+
+    A twin's compile warns as the original's would (the program sees one compile of each
+    signature, the twin's), but never that its exec'd helpers have no source for their
+    line tables; where the original compiled those types itself, or the twin's compile is
+    an extra one (a plain twin), the program already saw its warnings and sees none again.
+    """
 
     def compile(self, sig):
         hook = self.__dict__.get(_BEFORE_COMPILE)
         if hook is not None:
             hook()
-        return cls.compile(self, sig)
+        original, silent = self.__dict__.get(_TWIN_OF, (None, True))
+        seen = getattr(original, "__dict__", {}).get("overloads", {})  # what the original compiled itself
+        with warnings.catch_warnings():
+            if silent or _normalize_signature(sig)[0] in seen:
+                warnings.simplefilter("ignore")
+            else:
+                warnings.simplefilter("ignore", _NumbaDebugInfoWarning)
+            return cls.compile(self, sig)
 
     def _reduce_class(self):
         return cls
@@ -167,11 +187,16 @@ def _twin_class(cls: type) -> type:
     return type(cls.__name__, (cls,), namespace)
 
 
-def make_twin_dispatcher(original: object, before_compile: Callable[[], None], *args, **kwargs) -> object:
+@touches("numba.core.sigutils", "normalize_signature", "a twin's compile is silent for the original's types")
+def make_twin_dispatcher(
+    original: object, before_compile: Callable[[], None], *args, silent: bool = False, **kwargs
+) -> object:
     """A dispatcher of ``original``'s own class (see ``own_class``) made with ``args`` and
-    ``kwargs``, which calls ``before_compile()`` before each compile."""
+    ``kwargs``, which calls ``before_compile()`` before each compile; ``silent``: its compiles
+    never warn (an extra twin, compiled beside the one the program's calls run on)."""
     dispatcher = _twin_class(own_class(original))(*args, **kwargs)
     dispatcher.__dict__[_BEFORE_COMPILE] = before_compile
+    dispatcher.__dict__[_TWIN_OF] = (original, silent)
     return dispatcher
 
 

@@ -19,7 +19,7 @@ from ..stats import ProfileStats
 from .columns import REGISTRY, html_fold_class, html_folds
 from .html_table import BELOW_RESOLUTION, DISAGREE, function_table
 from .svg_chart import INSTRUMENTED, SAMPLED, time_chart
-from .view import NOTE_TITLES, FunctionView, profile_views
+from .view import NOTE_TITLES, FunctionView, profile_notes, profile_views
 
 
 def fold_css() -> str:
@@ -233,6 +233,7 @@ def profile_html(
     # times in s/ms/us/ns unless a unit was asked for (the text layout keeps line_profiler's)
     human = output_unit is None
     parts += [_function(view, anchor, human) for view, anchor in zip(views, ids, strict=True)]
+    parts += [f'<p class="note">{escape(note)}</p>' for note in profile_notes(profile)]
     parts.append("</div>")
     fragment = "\n".join(parts)
     return _PAGE.format(title=escape(title), body=fragment) if page else fragment

@@ -34,7 +34,7 @@ from .asm import hint_lines, listing_lines
 from .columns import AFTER_EXTRAS, BEFORE_EXTRAS, CODE_MIN, PROBES_CODE_MIN, Column
 from .columns import fold_order as registry_fold_order
 from .text import output_width
-from .view import NOTE_TITLES, FunctionView, interval_text, profile_views, signature_lines
+from .view import NOTE_TITLES, FunctionView, interval_text, profile_notes, profile_views, signature_lines
 
 THEME = "ansi_dark"
 #: optional columns, first folded first: (header, the source width below which it folds,
@@ -213,12 +213,13 @@ def profile_renderables(
     """Everything :func:`print_profile` prints, laid out for ``width`` columns (``columns``: the
     optional ones asked for; ``colour``: see :func:`function_renderable`)."""
     views = profile_views(profile, output_unit, stripzeros, columns)
+    notes: list[RenderableType] = [Text(note, style="yellow") for note in profile_notes(profile)]
     if not views:
-        return [Text("numba_lprun: no profiled function ran", style="dim")]
+        return [Text("numba_lprun: no profiled function ran", style="dim"), *notes]
     out: list[RenderableType] = []
     for view in views:
         out += [function_renderable(view, width, asm_lines, colour), Text("")]
-    return out
+    return out + notes
 
 
 def print_profile(

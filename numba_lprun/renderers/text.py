@@ -21,7 +21,7 @@ from typing import TextIO
 from ..stats import ProfileStats
 from .asm import hint_lines, listing_lines
 from .columns import AFTER_EXTRAS, REGISTRY
-from .view import DEFAULT_OUTPUT_UNIT, FunctionView, LineView, profile_views
+from .view import DEFAULT_OUTPUT_UNIT, FunctionView, LineView, profile_notes, profile_views
 
 #: line_profiler 5's default minimum column widths (``get_column_widths()``).
 _WIDTHS = {"line": 6, "hits": 9, "time": 12, "perhit": 8, "percent": 8}
@@ -190,4 +190,5 @@ def profile_text(
         out.write(_wrapped(below.getvalue(), width))
         listing = listing_lines(stats, asm_lines) if stats.machine.lines or stats.machine.unavailable else []
         out.write("".join(line + "\n" for line in listing) + "\n")
+    out.write(_wrapped("".join(note + "\n" for note in profile_notes(profile)), width))
     return out.getvalue()

@@ -347,6 +347,12 @@ def profile_views(
     return views
 
 
+def profile_notes(profile: ProfileStats) -> list[str]:
+    """Sentences about the whole profile rather than one function, after the tables: the
+    functions the program made that ran as themselves, unprofiled, and why."""
+    return [f"not profiled (it ran as itself): {why}" for why in profile.unprofiled]
+
+
 # -- how numbers are written: shared by the rich table and the HTML table, so both read alike --
 def number(value: float | None, digits: int = 1) -> str:
     """A figure with ``digits`` decimals (empty when there is none)."""

@@ -134,6 +134,14 @@ class ExtraRun:
 
 
 @dataclass(frozen=True)
+class Unprofiled:
+    """Functions the program made during the run that could not be profiled: they ran as
+    themselves (object-mode code, say). Name -> why."""
+
+    reasons: dict[str, str] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
 class RanOnce:
     """No extra run was made, and why."""
 
@@ -214,7 +222,16 @@ class Comparison:
 
 
 Measurement = (
-    Counted | Sampled | Restored | ExtraRun | RanOnce | Allocations | Comparison | Differed | CodeUncompared
+    Counted
+    | Sampled
+    | Restored
+    | ExtraRun
+    | RanOnce
+    | Allocations
+    | Comparison
+    | Differed
+    | CodeUncompared
+    | Unprofiled
 )
 
 

@@ -32,6 +32,7 @@ class PhaseRun:
     replacements: dict[int, CPUDispatcher] = field(default_factory=dict)
     compiles: CompileWatcher | None = None  # this phase's compile events
     runs_nothing: bool = False  # only compiles twins (``Runner.phase``)
+    unprofiled: dict[str, str] = field(default_factory=dict)  # made meanwhile, not profilable: name -> why
 
     def compiling_since(self, since: float) -> float:
         """Seconds this phase spent compiling from ``since`` on (left out of a run's time)."""

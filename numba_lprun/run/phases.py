@@ -42,6 +42,7 @@ from .measurements import (
     Key,
     RanOnce,
     Sampled,
+    Unprofiled,
 )
 from .naming import options_of
 from .page_faults import faults_since, minor_faults
@@ -278,6 +279,8 @@ class UserRun:
             ctx.user_seconds = seconds
             faults = (_own_faults(run, started, faults_at),)
             ctx.made.append(Counted(self.kind, True, ctx.runner.take_counts(self.kind), faults=faults))
+            if run is not None and run.unprofiled:
+                ctx.made.append(Unprofiled(dict(run.unprofiled)))
             if sampling is not None:
                 maps = line_maps(ctx.runner.twin_code(self.kind))
                 ctx.made.append(measured(sampling, maps, self.kind, True, 1, seconds))

@@ -16,8 +16,9 @@ import warnings
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 
+from ..errors import NotProfilableError
 from ..instrument.function_kinds import treated_as
-from ..instrument.source import FunctionSource, read_source
+from ..instrument.source import FunctionSource, describe, read_source
 from ..instrument.twins import Twin, compile_like, link, make_relinked
 from ..internals import CPUDispatcher, ignore_debug_info_warnings
 from ..interrupts import ctrl_c_deferred
@@ -279,8 +280,14 @@ class Runner:
         """Profile ``dispatchers``, which a statement defined while ``run`` ran (they have not
         run yet), from now on in that phase (``PhaseRun.adopt``). A dispatcher defined again
         by a repeated run (same code, same closure) reuses the twins built for the previous
-        definition."""
-        targets = [self.add(d) for d in dispatchers]
+        definition. One that cannot be profiled (object-mode code) runs as itself, and the
+        run says why (``PhaseRun.unprofiled``): the program made it, and must not fail for it."""
+        targets = []
+        for dispatcher in dispatchers:
+            try:
+                targets.append(self.add(dispatcher))
+            except NotProfilableError as exc:  # it runs as itself: the program never sees the refusal
+                run.unprofiled[describe(dispatcher)] = str(exc)
         self.adopted.update(id(t) for t in targets)
         fresh = [t for t in targets if run.kind not in t.twins]
         if fresh:

@@ -44,10 +44,14 @@ def flush_on_exit(function: ir.Function, key: object, flush: Flush) -> None:
 
 
 def _flush_exits(module: ir.Module) -> None:
+    """Emit each function's flushes before its exits, once: Numba runs the hook on a module
+    again when it lowers more into it (a function with a ``with objmode`` block), and a
+    second flush at each exit counted every call twice, its time as the clock's reading."""
     for function in module.functions:
         flushes = getattr(function, _EXITS, None)
         if not flushes:
             continue
+        setattr(function, _EXITS, {})  # done: a request made after this adds to the next run
         builder = ir.IRBuilder()
         rets = [block for block in function.blocks if isinstance(block.terminator, ir.Ret)]
         ok = [block for block in rets if _returns_ok(block.terminator)]

@@ -94,8 +94,15 @@ def _made_by_a_decorator_in_user_code(decorators: tuple[str, ...] = _DECORATOR_M
         frame = frame.f_back
     if frame is None:
         return False
-    module = frame.f_globals.get("__name__", "") or ""
-    return not (module == "numba" or module.startswith(("numba.", "numba_lprun")))
+    return not _tools_own(frame.f_globals.get("__name__", "") or "")
+
+
+def _tools_own(module: str) -> bool:
+    """Whether ``module`` is Numba's or numba_lprun's own code; Numba's test suite (``numba.tests``)
+    is a program like any other (``--source numba.tests.test_range`` profiles its kernels)."""
+    if module == "numba.tests" or module.startswith("numba.tests."):
+        return False
+    return module in ("numba", "numba_lprun") or module.startswith(("numba.", "numba_lprun."))
 
 
 def _reporting(cls: type, decorators: tuple[str, ...], found: Callable[[object], None]) -> Callable:

@@ -142,7 +142,8 @@ def main(argv: list[str] | None = None) -> int:
         if plain.status != profiled.status and not diff:
             diff = [f"exit status {plain.status} -> {profiled.status}"]
         differ += bool(diff)
-        row = f"{spec:<34} {plain.counts():<28} {profiled.counts():<28} {functions_profiled(profiled.output):>5}"
+        funcs = functions_profiled(profiled.output)
+        row = f"{spec:<34} {plain.counts():<28} {profiled.counts():<28} {funcs:>5}"
         print(f"{row} {plain.seconds:>8.1f} {profiled.seconds:>8.1f}", flush=True)
         for line in diff[:5]:
             print(f"    {line}")

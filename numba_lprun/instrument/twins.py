@@ -403,6 +403,8 @@ def compile_like(twin: Twin, model: CPUDispatcher, src: FunctionSource | None = 
         sig = cres.signature
         if isinstance(sig.return_type, numba.types.Generator):  # its type names the original function
             sig = sig.args
+        if tuple(cres.signature.args) in twin.dispatcher.overloads:  # kept (Numba refuses even those
+            continue  # once compiling is disabled)
         try:
             twin.dispatcher.compile(sig)
         except Exception as exc:  # Numba raises many types; all mean the twin failed

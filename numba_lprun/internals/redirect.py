@@ -15,6 +15,7 @@ import sys
 import warnings
 from collections.abc import Callable
 
+from numba.core.caching import NullCache as _NullCache
 from numba.core.errors import NumbaDebugInfoWarning as _NumbaDebugInfoWarning
 from numba.core.sigutils import normalize_signature as _normalize_signature
 
@@ -167,8 +168,13 @@ def _twin_class(cls: type) -> type:
             hook()
         original, silent = self.__dict__.get(_TWIN_OF, (None, True))
         seen = getattr(original, "__dict__", {}).get("overloads", {})  # what the original compiled itself
+        args = _normalize_signature(sig)[0]
+        if not silent and args not in seen and _keeps_a_disk_cache(original) and original._can_compile:
+            # ``cache=True``: the original loads these types from its cache (or compiles and saves
+            # them) as without the profiler, so its cache and its hits are the program's own
+            own_class(original).compile(original, sig)
         with warnings.catch_warnings():
-            if silent or _normalize_signature(sig)[0] in seen:
+            if silent or args in seen:
                 warnings.simplefilter("ignore")
             else:
                 warnings.simplefilter("ignore", _NumbaDebugInfoWarning)
@@ -185,6 +191,19 @@ def _twin_class(cls: type) -> type:
         _OWN_CLASS: cls,
     }
     return type(cls.__name__, (cls,), namespace)
+
+
+@touches(
+    "numba.core.dispatcher",
+    "Dispatcher.enable_caching",
+    "a cache=True original compiles (loads) each type its twin compiles: its cache is the program's",
+    instance_attribute="_cache",
+)
+@touches("numba.core.caching", "NullCache", "what a dispatcher without cache=True holds as its cache")
+def _keeps_a_disk_cache(dispatcher: object) -> bool:
+    """Whether ``dispatcher`` was made with ``cache=True`` (it loads and saves compiled code)."""
+    cache = getattr(dispatcher, "_cache", None)
+    return cache is not None and not isinstance(cache, _NullCache)
 
 
 @touches("numba.core.sigutils", "normalize_signature", "a twin's compile is silent for the original's types")

@@ -99,7 +99,14 @@ class SampledLines:
 
 
 def attribute(raw: RawSamples, maps: dict[Hashable, LineMap]) -> SampledLines:
-    """Count ``raw``'s samples per line of each function in ``maps`` (key -> line map)."""
+    """Count ``raw``'s samples per line of each function in ``maps`` (key -> line map).
+
+    Linear in the samples and the functions, not their product: each distinct address
+    is looked up once per function (a run has far fewer distinct addresses than frames),
+    and only the frames a function's addresses hold are visited for it (``FrameIndex``).
+    A profile of 344 functions spent 13 minutes here when every function scanned every
+    frame of every sample.
+    """
     result = SampledLines(total=raw.count)
     n = raw.count
     if n == 0:
@@ -112,20 +119,19 @@ def attribute(raw: RawSamples, maps: dict[Hashable, LineMap]) -> SampledLines:
     lookup = raw.addresses.astype(np.uint64, copy=True)
     callers = lookup[:, 1:]
     callers[callers != 0] -= np.uint64(1)
+    frames = FrameIndex(lookup)
     anywhere = np.zeros(n, bool)
     tids = np.asarray(raw.tids + [-1], np.int64)
     for key, lmap in maps.items():
-        line, address = innermost_lines(lmap.lookup(lookup), lookup)
-        inside = line >= 0
-        line = line[inside]
-        a_values, a_counts = np.unique(address[inside], return_counts=True)
+        rows, line, address = frames.innermost(lmap)
+        a_values, a_counts = np.unique(address, return_counts=True)
         result.addresses[key] = {int(v): int(c) for v, c in zip(a_values, a_counts, strict=True)}
-        anywhere |= inside
+        anywhere[rows] = True
         values, where, counts = np.unique(line, return_inverse=True, return_counts=True)
         result.lines[key] = {int(v): int(c) for v, c in zip(values, counts, strict=True)}
-        sums = np.bincount(where.ravel(), weights=weights[inside], minlength=len(values))
+        sums = np.bincount(where.ravel(), weights=weights[rows], minlength=len(values))
         result.seconds[key] = {int(v): float(w) for v, w in zip(values, sums, strict=True)}
-        thread_index = np.minimum(raw.threads[inside], len(raw.tids))
+        thread_index = np.minimum(raw.threads[rows], len(raw.tids))
         t_values, t_counts = np.unique(tids[thread_index], return_counts=True)
         result.threads[key] = {int(v): int(c) for v, c in zip(t_values, t_counts, strict=True)}
     stops = raw.stops if raw.stops.shape == (n,) else np.full(n, COMPLETE, np.int32)
@@ -141,6 +147,35 @@ def attribute(raw: RawSamples, maps: dict[Hashable, LineMap]) -> SampledLines:
     result.total_seconds = float(weights.sum())
     result.outside_seconds = float(weights[elsewhere].sum())
     return result
+
+
+class FrameIndex:
+    """The frames of a set of samples (rows of return addresses, innermost first), indexed by
+    distinct address: where each one occurs."""
+
+    def __init__(self, addresses: np.ndarray):
+        self.depth = addresses.shape[1]
+        self.flat = addresses.ravel()
+        self.distinct, self.which = np.unique(self.flat, return_inverse=True)
+        self.which = self.which.ravel()
+        self.order = np.argsort(self.which, kind="stable")  # frames grouped by address
+        self.bounds = np.searchsorted(self.which[self.order], np.arange(len(self.distinct) + 1))
+
+    def innermost(self, lmap: LineMap) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """The samples with a frame in ``lmap``'s code (row numbers, ascending), the line of
+        their innermost such frame, and its address."""
+        lines = lmap.lookup(self.distinct)  # one lookup per distinct address (0 maps to none)
+        found = np.nonzero(lines >= 0)[0]
+        if not len(found):
+            return np.zeros(0, np.int64), np.zeros(0, np.int32), np.zeros(0, np.uint64)
+        starts, sizes = self.bounds[found], self.bounds[found + 1] - self.bounds[found]
+        offsets = np.repeat(starts - np.concatenate(([0], np.cumsum(sizes)[:-1])), sizes)
+        positions = self.order[offsets + np.arange(int(sizes.sum()))]
+        positions.sort()  # by sample, then frame: the first of each sample is its innermost
+        rows = positions // max(self.depth, 1)
+        first = np.concatenate(([True], rows[1:] != rows[:-1]))
+        positions, rows = positions[first], rows[first]
+        return rows, lines[self.which[positions]], self.flat[positions]
 
 
 def innermost_lines(found: np.ndarray, addresses: np.ndarray) -> tuple[np.ndarray, np.ndarray]:

@@ -1,0 +1,140 @@
+"""The twin means what the original means: a profiled program computes, raises and warns exactly
+as it does without the profiler (issue 52), through ``nlprun`` and through ``LineProfiler``.
+
+``tests/scripts/meaning.py`` holds one case per way a twin once differed (explicit signatures,
+``disable_compile``, mangled private names, closures calling themselves or a later sibling,
+mutual recursion, object mode made during the run, warnings of the twins' own compiles, an
+objmode block, ``cache=True`` hits); it prints each result as a line starting with ``R``.
+"""
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+from numba import njit
+
+import numba_lprun
+from numba_lprun.stats import read_line_stats
+from tests.conftest import hits_of
+
+SCRIPTS = Path(__file__).parent / "scripts"
+
+
+def _run(args: list[str], cache: Path) -> subprocess.CompletedProcess:
+    env = dict(os.environ, NUMBA_CACHE_DIR=str(cache))
+    return subprocess.run(
+        [sys.executable, *args], capture_output=True, text=True, cwd=SCRIPTS, env=env, timeout=300
+    )
+
+
+def _results(output: str) -> list[str]:
+    return [line for line in output.splitlines() if line.startswith("R ")]
+
+
+@pytest.fixture(scope="module")
+def both_runs(tmp_path_factory):
+    """The script's results plain and under ``nlprun --hits`` (each with a Numba cache of its own,
+    so each run's second cache=True dispatcher loads what its first one saved), and the hits."""
+    work = tmp_path_factory.mktemp("meaning")
+    plain = _run(["meaning.py"], work / "plain-cache")
+    stats_file = work / "meaning.lprof"
+    profiled = _run(["-m", "numba_lprun", "--hits", "-D", str(stats_file), "meaning.py"], work / "nlp-cache")
+    return plain, profiled, read_line_stats(str(stats_file)) if stats_file.exists() else None
+
+
+def test_a_profiled_script_computes_raises_and_warns_as_it_does_plain(both_runs):
+    plain, profiled, _ = both_runs
+    assert plain.returncode == 0, plain.stderr[-2000:]
+    assert profiled.returncode == 0, profiled.stderr[-3000:]
+    expected = _results(plain.stdout)
+    assert len(expected) == 16
+    assert "R cast to the signature: 3.0" in expected  # what the plain run says, as a sanity check
+    assert _results(profiled.stdout) == expected
+
+
+def _lines(after: str, *texts: str) -> list[int]:
+    """The numbers of the first lines of meaning.py holding each of ``texts``, after the line
+    holding ``after``."""
+    source = (SCRIPTS / "meaning.py").read_text().splitlines()
+    at = next(i for i, line in enumerate(source) if after in line)
+    return [next(i + 1 for i in range(at, len(source)) if text in source[i]) for text in texts]
+
+
+def test_the_cases_that_ran_on_twins_have_exact_hits(both_runs):
+    _, profiled, stats = both_runs
+    assert stats is not None, profiled.stderr[-2000:]
+    # fib3(10) makes 177 calls, of which 89 with n < 2
+    test, base, recurse = _lines("def fib3", "if n < 2", "return n", "return fib3")
+    assert hits_of(stats, "make_fib.<locals>.fib3") == {test: 177, base: 89, recurse: 88}
+    # outer_fac(10) -> inner_fac(9) -> ... -> outer_fac(0): outer runs for 10, 8, 6, 4, 2, 0
+    test, base, recurse = _lines("def outer_fac", "if n < 1", "return 1", "return n *")
+    assert hits_of(stats, "outer_fac") == {test: 6, base: 1, recurse: 5}
+    test, recurse = _lines("def inner_fac", "if n < 1", "return n *")
+    assert hits_of(stats, "inner_fac") == {test: 5, recurse: 5}
+    assert hits_of(stats, "later_sibling.<locals>.foo") == dict.fromkeys(_lines("def foo", "return inner"), 1)
+    assert hits_of(stats, "later_sibling.<locals>.inner") == dict.fromkeys(_lines("def inner", "return x"), 1)
+    assert hits_of(stats, "Counter.get") == dict.fromkeys(_lines("def get", "return self"), 1)
+    # one call: the loop header 101 times, the with line on entry and exit (line_profiler's count)
+    lines = _lines("def with_objmode", "s = 0", "for i", "s += i", "with objmode", "y = sum", "return s")
+    assert hits_of(stats, "with_objmode") == dict(zip(lines, (1, 101, 100, 2, 1, 1), strict=True))
+    lines = _lines("def consume", "s = 0", "for v", "s += v", "return s")
+    assert hits_of(stats, "consume") == dict(zip(lines, (1, 6, 5, 1), strict=True))
+
+
+def test_an_object_mode_function_made_during_the_run_is_named_once_after_the_tables(both_runs):
+    _, profiled, _ = both_runs
+    said = [line for line in profiled.stdout.splitlines() if line.startswith("not profiled")]
+    assert len(said) == 1, profiled.stdout[-3000:]
+    assert "made_in_object_mode.<locals>.plus_one is compiled in object mode" in said[0]
+
+
+def _ident(x):
+    return x
+
+
+def test_runcall_honours_signatures_disable_compile_and_gives_the_original_back_its_types():
+    eager = njit("float64(float64)")(_ident)
+
+    @njit
+    def halve(x):
+        return x / 2
+
+    def program():
+        made = njit("int32(int32, int32)")(lambda a, b: a // b)
+        out = (eager(3), made(2**40, 3), halve(3))
+        halve.disable_compile()
+        return (*out, halve(5.5))
+
+    profiler = numba_lprun.LineProfiler(eager, halve, timing=False)
+    assert profiler.runcall(program) == program()
+    assert type(profiler.runcall(program)[0]) is float
+    # the original holds what its twin compiled (and no more: compile stays disabled after the run)
+    assert [str(sig) for sig in halve.signatures] == ["(int64,)"]
+    assert halve(5.5) == 2.5 and halve.stats is not None
+
+
+def test_a_function_with_an_objmode_block_counts_each_call_once():
+    from tests.scripts.meaning import with_objmode  # noqa: PLC0415  (its own warnings filter)
+
+    profiler = numba_lprun.LineProfiler(with_objmode, repeat=False)
+    assert profiler.runcall(with_objmode, 1000) == with_objmode.py_func(1000)
+    counts = profiler.profile.functions[0].counts
+    assert counts.calls == 1
+    # its time is the call's, not the clock's reading (the second flush made it the uptime)
+    assert 0 < counts.ticks * profiler.profile.unit < 5.0
+
+
+def test_mutually_recursive_twins_run_and_are_not_cached(tmp_path, monkeypatch):
+    monkeypatch.setenv("NUMBA_LPRUN_CACHE_DIR", str(tmp_path))
+    from tests.scripts.meaning import inner_fac, outer_fac  # noqa: PLC0415
+
+    for functions in ((outer_fac,), (outer_fac, inner_fac), (inner_fac,)):
+        profiler = numba_lprun.LineProfiler(*functions, timing=False)
+        assert profiler.runcall(outer_fac, 10) == 3628800
+        assert hits_of(profiler.get_stats(), functions[0].__name__)
+    uncached = [why for f in profiler.profile.functions for why in f.source.uncached.values()]
+    assert any("mutually recursive" in why for why in uncached), uncached
+    assert np.isfinite(outer_fac(5))

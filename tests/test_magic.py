@@ -191,7 +191,8 @@ def test_no_readable_source(ip):
         ip.run_line_magic("nlprun", "-f hidden hidden(1)")
 
 
-def test_twin_compile_failure_names_the_line(ip):
+def test_a_function_whose_source_was_edited_since_it_was_defined_is_refused(ip):
+    """The twin would compute what the edited text says: refused before anything runs."""
     filename = "<edited-after-definition>"
     good = "def edited(v):\n    w = v + 1\n    return w\n"
     linecache.cache[filename] = (len(good), None, good.splitlines(True), filename)
@@ -200,9 +201,7 @@ def test_twin_compile_failure_names_the_line(ip):
     bad = "def edited(v):\n    w = v + 'text'\n    return w\n"
     linecache.cache[filename] = (len(bad), None, bad.splitlines(True), filename)
     before = user_snapshot(ip)
-    with pytest.raises(
-        UsageError, match=r"cannot compile the counting twin of edited \(line 2: w = v \+ 'text'\)"
-    ):
+    with pytest.raises(UsageError, match=r"no readable source for edited .*do not define it"):
         ip.run_line_magic("nlprun", "-f edited edited(1)")
     assert user_snapshot(ip) == before
     assert ip.user_ns["edited"](1) == 2

@@ -14,6 +14,7 @@ from types import CodeType, FunctionType
 
 from ..errors import NotProfilableError
 from .function_kinds import kind_of
+from .in_place import compiles_to
 
 _CO_GENERATOR_FLAGS = inspect.CO_COROUTINE | inspect.CO_ASYNC_GENERATOR  # Numba compiles neither
 
@@ -95,11 +96,12 @@ def python_function_of(dispatcher: object) -> FunctionType:
     )
 
 
-def _find_def(tree: ast.AST, code: CodeType) -> ast.FunctionDef | None:
-    """The def (or a lambda, turned into a def) in ``tree`` that compiled into ``code``."""
+def _defs(tree: ast.AST, code: CodeType) -> list[ast.FunctionDef]:
+    """The defs (and lambdas, turned into defs) in ``tree`` that could have compiled into ``code``."""
+    found = []
     for node in ast.walk(tree):
         if isinstance(node, ast.FunctionDef) and node.name == code.co_name:
-            return node
+            found.append(node)
         if isinstance(node, ast.Lambda) and code.co_name == "<lambda>":
             body = ast.Return(value=node.body)
             ast.copy_location(body, node.body)
@@ -111,8 +113,8 @@ def _find_def(tree: ast.AST, code: CodeType) -> ast.FunctionDef | None:
                 returns=None,
                 type_comment=None,
             )
-            return ast.copy_location(fdef, node)
-    return None
+            found.append(ast.copy_location(fdef, node))
+    return found
 
 
 def read_source(dispatcher: object) -> FunctionSource:
@@ -131,7 +133,13 @@ def read_source(dispatcher: object) -> FunctionSource:
     except SyntaxError as exc:
         raise NotProfilableError(f"the source of {name} does not parse: {exc.msg}") from None
     ast.increment_lineno(tree, max(start, 1) - 1)
-    fdef = _find_def(tree, code)
+    candidates = _defs(tree, code)
+    fdef = next((d for d in candidates if compiles_to(d, py_func, code.co_filename)), None)
+    if fdef is None and candidates and not code.co_filename.startswith("<"):
+        raise NotProfilableError(
+            f"the source of {name} in {code.co_filename} is not what it was compiled from (was the "
+            "file edited after the function was defined? reload its module or run its cell again)"
+        )
     if fdef is None and code.co_filename.startswith("<"):
         # exec'd code: "<string>" names no file, and lines cached under it (another exec's, one
         # a pytest-xdist worker ran) are not this function's

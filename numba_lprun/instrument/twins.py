@@ -11,11 +11,10 @@ twins have a cache of their own (``twin_cache``), keyed by ``twin_identity``.
 from __future__ import annotations
 
 import ast
-import copy
 import functools
 import re
-import sys
 import types as pytypes
+import weakref
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 
@@ -37,6 +36,7 @@ from . import unwind
 from .disk_cache import cache_root
 from .exits import flushing
 from .function_kinds import treated_as
+from .in_place import FACTORY, mangling_class, placed
 from .source import FunctionSource
 from .twin_cache import not_cached_because
 from .twin_identity import name_twin, register, twin_key
@@ -49,55 +49,23 @@ def objmode_names(py_func: pytypes.FunctionType) -> frozenset[str]:
     return frozenset(names)
 
 
-_TWIN_DEF = "_nlp_twin"  # the def's name while it is executed (its code is renamed back)
-
-
 def exec_def(
     tree: ast.FunctionDef, src: FunctionSource, globals_: dict, relink: dict[int, object] | None = None
 ) -> pytypes.FunctionType:
-    """Execute a rewritten def in ``globals_`` as Python compiled the original: in the class it
-    was written in and with its free variables.
+    """Execute a rewritten def in ``globals_`` as Python compiled the original (``in_place``).
 
-    The def runs inside a factory whose parameters are the original's free variables, so
-    the twin closes over the same objects as the original (``relink``: id(object) -> what the
-    twin closes over instead, as CUDA's device functions' twins); cells the original has
-    still empty stay empty (``fill_cells``). The factory is a method of a class statement
-    named as the innermost class around the original (``mangling_class``), so private names
-    (``self.__value``) are mangled as they were (``_Counter__value``); the class is bound in
-    ``globals_`` only while the def executes. The def is named ``_nlp_twin`` there (then its
-    code takes the original's name back): a closure that calls itself (``fib3`` inside
-    ``make()``) keeps calling the cell the factory was given. The CPU and CUDA twins share it.
+    The factory is given the original's closure contents, so the twin closes over the same
+    objects as the original (``relink``: id(object) -> what the twin closes over instead, as
+    CUDA's device functions' twins); cells the original has still empty stay empty
+    (``fill_cells``). The class statement around it is bound in ``globals_`` only while the
+    def executes. The CPU and CUDA twins share it.
     """
     py_func = src.py_func
-    freevars = py_func.__code__.co_freevars
-    tree = copy.copy(tree)
-    tree.name = _TWIN_DEF
-    factory = ast.FunctionDef(
-        name="_nlp_factory",
-        args=ast.arguments(
-            posonlyargs=[],
-            args=[ast.arg(arg=name) for name in freevars],
-            kwonlyargs=[],
-            kw_defaults=[],
-            defaults=[],
-        ),
-        body=[tree, ast.Return(value=ast.Name(id=_TWIN_DEF, ctx=ast.Load()))],
-        decorator_list=[],
-        returns=None,
-        type_comment=None,
-        **_TYPE_PARAMS,
-    )
     scope_name = mangling_class(py_func.__qualname__)
-    scope = ast.ClassDef(
-        name=scope_name, bases=[], keywords=[], body=[factory], decorator_list=[], **_TYPE_PARAMS
-    )
-    for node in (factory, scope):
-        ast.copy_location(node, tree)
-    module = ast.fix_missing_locations(ast.Module(body=[scope], type_ignores=[]))
     had, before = scope_name in globals_, globals_.get(scope_name)
     try:
-        exec(compile(module, src.filename, "exec"), globals_)
-        make = vars(globals_[scope_name])["_nlp_factory"]
+        exec(compile(placed(tree, py_func), src.filename, "exec"), globals_)
+        make = vars(globals_[scope_name])[FACTORY]
     finally:
         if had:
             globals_[scope_name] = before
@@ -115,23 +83,6 @@ def exec_def(
         if is_empty(theirs):  # bound later (see fill_cells)
             del mine.cell_contents
     return made
-
-
-_TYPE_PARAMS = {"type_params": []} if sys.version_info >= (3, 12) else {}
-
-
-def mangling_class(qualname: str) -> str:
-    """The name of the innermost class a function with ``qualname`` was written in, which
-    Python mangles its private names with; ``_`` (a name Python mangles nothing with) for a
-    function written in no class. In ``Holder.make.<locals>.read``, ``make`` is a function
-    (its locals follow) and ``Holder`` a class."""
-    parts = qualname.split(".")[:-1]
-    classes = [
-        part
-        for i, part in enumerate(parts)
-        if part != "<locals>" and (i + 1 == len(parts) or parts[i + 1] != "<locals>")
-    ]
-    return classes[-1] if classes else "_"
 
 
 @dataclass
@@ -282,12 +233,15 @@ class LiveGlobals(dict):
     def __init__(self, module_globals: dict):
         super().__init__(module_globals)
         self._module = module_globals
-        self.links: dict[int, tuple[object, object]] = {}  # id(original) -> (it, its twin)
+        # id(original) -> (it, its twin), weakly: compiled code keeps its globals, and with them
+        # these, for as long as it lives
+        self.links: dict[int, tuple[weakref.ref, weakref.ref]] = {}
 
     def linked(self, value: object) -> object:
         """``value``, or the twin it is linked to."""
         pair = self.links.get(id(value))
-        return pair[1] if pair is not None and pair[0] is value else value
+        twin = pair[1]() if pair is not None and pair[0]() is value else None
+        return value if twin is None else twin
 
     def __missing__(self, name: str):
         return self.linked(self._module[name])
@@ -345,22 +299,19 @@ def link(twins: Iterable[Twin]) -> None:
     """Point every twin's globals and closure cells at the other twins of its set (and what it
     finds later, see ``LiveGlobals`` and ``fill_cells``)."""
     twins = list(twins)
-    links = {id(t.original): (t.original, t.dispatcher) for t in twins}
+    replace = {id(t.original): t.dispatcher for t in twins}
+    links = {id(t.original): (weakref.ref(t.original), weakref.ref(t.dispatcher)) for t in twins}
     for twin in twins:
         py_func = twin.code.py_func
         g = py_func.__globals__
         if isinstance(g, LiveGlobals):
             g.links = links
         for name, value in list(g.items()):
-            pair = links.get(id(value))
-            if pair is not None and pair[0] is value:
-                g[name] = pair[1]
+            if id(value) in replace:
+                g[name] = replace[id(value)]
         for cell in py_func.__closure__ or ():
-            if is_empty(cell):
-                continue
-            pair = links.get(id(cell.cell_contents))
-            if pair is not None and pair[0] is cell.cell_contents:
-                cell.cell_contents = pair[1]
+            if not is_empty(cell) and id(cell.cell_contents) in replace:
+                cell.cell_contents = replace[id(cell.cell_contents)]
 
 
 _LINE_RE = re.compile(r'File "([^"]+)", line (\d+)')

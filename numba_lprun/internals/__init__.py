@@ -89,7 +89,14 @@ from .overloads import (
     templates_with_implementations,
 )
 from .processes import process_target, set_process_target
-from .redirect import compiled_entry_points, make_twin_dispatcher, own_class, redirect_calls, stop_redirect
+from .redirect import (
+    compiled_entry_points,
+    fell_back,
+    make_twin_dispatcher,
+    own_class,
+    redirect_calls,
+    stop_redirect,
+)
 from .registry import NUMBA_RANGE, USES, PrivateUse, installed_numba, minor, missing, private_names
 from .runtime import (
     allocation_statistics_on,
@@ -155,6 +162,7 @@ __all__ = [
     "rebuild_ufunc",
     "own_class",
     "make_twin_dispatcher",
+    "fell_back",
     "redirect_calls",
     "compiled_entry_points",
     "register_symbol",

@@ -11,12 +11,15 @@ pickled) and reads ``_can_compile``: that is why it lives behind the door.
 from __future__ import annotations
 
 import functools
+import os
 import sys
 import warnings
+import weakref
 from collections.abc import Callable
 
 from numba.core.caching import NullCache as _NullCache
 from numba.core.errors import NumbaDebugInfoWarning as _NumbaDebugInfoWarning
+from numba.core.errors import NumbaError as _NumbaError
 from numba.core.sigutils import normalize_signature as _normalize_signature
 
 from .registry import touches
@@ -25,6 +28,8 @@ _SYNCING = "_numba_lprun_syncing"
 _REDIRECT = "_numba_lprun_twin"
 _OWN_CLASS = "_numba_lprun_own_class"  # on a redirecting subclass: the class it redirects
 _HANDED = "_numba_lprun_handed"  # id(twin's entry point) -> (it, the original's), see compile
+_FELL_BACK = "_numba_lprun_fell_back"  # on a redirected original: why it runs as itself now
+_DISPATCHER_FILE = os.path.join("numba", "core", "dispatcher.py")
 _DECORATORS = "numba.core.decorators"  # where ``njit(sigs)(f)`` compiles the explicit signatures
 
 
@@ -47,7 +52,21 @@ class _Redirecting:
 
     def __call__(self, *args, **kwargs):
         __tracebackhide__ = True  # noqa: F841  (a forwarding frame: an error here is the call's, see errors)
-        return self.__dict__[_REDIRECT](*args, **kwargs)
+        if _FELL_BACK in self.__dict__:
+            return _own(self).__call__(self, *args, **kwargs)
+        try:
+            return self.__dict__[_REDIRECT](*args, **kwargs)
+        except _NumbaError as exc:
+            if not _raised_compiling(exc):
+                raise
+            why = _first_line(exc)
+        # the twin could not be compiled for these arguments: the original runs instead, for the
+        # rest of the run (if it fails to compile too, the program gets its own error as without
+        # the profiler, raised here outside the handler so it carries no trace of the twin's),
+        # and the run says so (``fell_back``)
+        result = _own(self).__call__(self, *args, **kwargs)
+        self.__dict__[_FELL_BACK] = why
+        return result
 
     @property
     def _numba_type_(self):
@@ -120,14 +139,43 @@ class _Redirecting:
         # explicit ones): the original first takes the types its twin compiled meanwhile (what
         # it would have compiled itself), then both stop compiling
         twin = self.__dict__.get(_REDIRECT)
-        if twin is not None and val:
+        if twin is not None and val and "overloads" in self.__dict__:
             self._take_twins_types()
-        _own(self).disable_compile(self, val)
+        if val is True:  # DUFunc.disable_compile takes no argument
+            _own(self).disable_compile(self)
+        else:
+            _own(self).disable_compile(self, val)
         if twin is not None:
-            for types in list(self.__dict__["overloads"]):
-                if types not in twin.overloads:
-                    twin.compile(types)
-            twin.disable_compile(val)
+            _give_signatures(self, twin)
+            twin.disable_compile() if val is True else twin.disable_compile(val)
+
+
+def _give_signatures(original: object, twin: object) -> None:
+    """Compile ``twin`` for every signature ``original`` has (a dispatcher's, or a DUFunc's
+    loops: ``vectorize([sigs])(f)`` adds them after the DUFunc is made, then freezes it)."""
+    if "overloads" in original.__dict__:
+        for types in list(original.__dict__["overloads"]):
+            if types not in twin.overloads:
+                twin.compile(types)
+        return
+    kernel, twin_kernel = _kernel_of(original), _kernel_of(twin)
+    if kernel is None or twin_kernel is None or not hasattr(twin, "add"):
+        return
+    for types, cres in list(kernel.overloads.items()):
+        if types not in twin_kernel.overloads:
+            twin.add(cres.signature)
+
+
+@touches(
+    "numba.np.ufunc.dufunc",
+    "DUFunc",
+    "a DUFunc's kernel dispatcher: the loops its listed signatures compiled, which its twin takes",
+    instance_attribute="_dispatcher",
+)
+def _kernel_of(ufunc: object) -> object | None:
+    from numba.np.ufunc.dufunc import DUFunc
+
+    return ufunc._dispatcher if isinstance(ufunc, DUFunc) else None
 
 
 def _own(dispatcher: object) -> type:
@@ -166,7 +214,8 @@ def _twin_class(cls: type) -> type:
         hook = self.__dict__.get(_BEFORE_COMPILE)
         if hook is not None:
             hook()
-        original, silent = self.__dict__.get(_TWIN_OF, (None, True))
+        held, silent = self.__dict__.get(_TWIN_OF, (None, True))
+        original = held() if held is not None else None
         seen = getattr(original, "__dict__", {}).get("overloads", {})  # what the original compiled itself
         args = _normalize_signature(sig)[0]
         if not silent and args not in seen and _keeps_a_disk_cache(original) and original._can_compile:
@@ -215,7 +264,7 @@ def make_twin_dispatcher(
     never warn (an extra twin, compiled beside the one the program's calls run on)."""
     dispatcher = _twin_class(own_class(original))(*args, **kwargs)
     dispatcher.__dict__[_BEFORE_COMPILE] = before_compile
-    dispatcher.__dict__[_TWIN_OF] = (original, silent)
+    dispatcher.__dict__[_TWIN_OF] = (weakref.ref(original), silent)  # the original keeps its twins
     return dispatcher
 
 
@@ -262,7 +311,36 @@ def stop_redirect(original: object, cls: type) -> dict[int, tuple[object, object
     twin's entry points its ``compile`` handed out meanwhile: id -> (the twin's, the original's)."""
     original.__class__ = cls
     original.__dict__.pop(_REDIRECT, None)
+    original.__dict__.pop(_FELL_BACK, None)
     return original.__dict__.pop(_HANDED, {})
+
+
+def fell_back(original: object) -> str | None:
+    """Why ``original`` ran as itself for part of the run (its twin failed to compile for the
+    arguments a call gave it: Numba's first line), or None."""
+    return original.__dict__.get(_FELL_BACK)
+
+
+@touches(
+    "numba.core.dispatcher",
+    "_DispatcherBase._compile_for_args",
+    "run/reach.py: a twin's compile failure (not an error its code raised) lets the original run",
+)
+def _raised_compiling(exc: BaseException) -> bool:
+    """Whether ``exc`` was raised while Numba compiled for a call's arguments (its traceback
+    passes through the dispatcher's ``_compile_for_args``), not by the compiled code running."""
+    tb = exc.__traceback__
+    while tb is not None:
+        code = tb.tb_frame.f_code
+        if code.co_name == "_compile_for_args" and code.co_filename.endswith(_DISPATCHER_FILE):
+            return True
+        tb = tb.tb_next
+    return False
+
+
+def _first_line(exc: BaseException) -> str:
+    lines = [line.strip() for line in str(exc).splitlines() if line.strip()]
+    return lines[0] if lines else type(exc).__name__
 
 
 def compiled_entry_points(dispatcher: object) -> dict[tuple, object]:

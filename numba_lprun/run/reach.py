@@ -16,7 +16,7 @@ import types as pytypes
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 
-from ..internals import CPUDispatcher, compiled_entry_points, redirect_calls, stop_redirect
+from ..internals import CPUDispatcher, compiled_entry_points, fell_back, redirect_calls, stop_redirect
 from ..interrupts import ctrl_c_deferred
 
 
@@ -154,6 +154,7 @@ class Swap:
 
     undo: list[tuple[dict, str, object, object]] = field(default_factory=list)
     redirected: list[tuple[object, type]] = field(default_factory=list)
+    fell_back: dict[str, str] = field(default_factory=dict)  # originals that ran as themselves: name -> why
     attributes: list[tuple[object, str, object]] = field(default_factory=list)
     handed_to: list[dict] = field(default_factory=list)
 
@@ -208,6 +209,12 @@ class Swap:
                 self.attributes.clear()
                 handed: dict[int, tuple[object, object]] = {}
                 for original, cls in reversed(self.redirected):
+                    why = fell_back(original)
+                    if why is not None:
+                        name = getattr(original, "__qualname__", None) or type(original).__name__
+                        self.fell_back[name] = (
+                            f"{name}: its twin failed to compile ({why}), so it ran as itself"
+                        )
                     handed.update(stop_redirect(original, cls))
                 self.redirected.clear()
                 if handed:

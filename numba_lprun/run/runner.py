@@ -245,6 +245,7 @@ class Runner:
                 yield run
         finally:
             run.swap.restore()
+            run.unprofiled.update(run.swap.fell_back)
             forget_bound_methods(self.classes())
             for twin in self.twins(kind):
                 spent = watcher.seconds.get(id(twin.dispatcher), 0.0)

@@ -50,7 +50,7 @@ def test_a_profiled_script_computes_raises_and_warns_as_it_does_plain(both_runs)
     assert plain.returncode == 0, plain.stderr[-2000:]
     assert profiled.returncode == 0, profiled.stderr[-3000:]
     expected = _results(plain.stdout)
-    assert len(expected) == 16
+    assert len(expected) == 17
     assert "R cast to the signature: 3.0" in expected  # what the plain run says, as a sanity check
     assert _results(profiled.stdout) == expected
 
@@ -84,11 +84,16 @@ def test_the_cases_that_ran_on_twins_have_exact_hits(both_runs):
     assert hits_of(stats, "consume") == dict(zip(lines, (1, 6, 5, 1), strict=True))
 
 
-def test_an_object_mode_function_made_during_the_run_is_named_once_after_the_tables(both_runs):
+def test_what_ran_as_itself_is_named_once_after_the_tables(both_runs):
+    """An object-mode function made during the run, and one whose twin cannot compile (its own
+    pipeline refuses the probes' calls): both ran unprofiled, each said once, with the reason."""
     _, profiled, _ = both_runs
-    said = [line for line in profiled.stdout.splitlines() if line.startswith("not profiled")]
-    assert len(said) == 1, profiled.stdout[-3000:]
-    assert "made_in_object_mode.<locals>.plus_one is compiled in object mode" in said[0]
+    text = " ".join(profiled.stdout.split())  # the notes are folded to the table's width
+    said = text.split("not profiled (it ran as itself): ")[1:]
+    assert len(said) == 2, profiled.stdout[-3000:]
+    assert said[0].startswith("made_in_object_mode.<locals>.plus_one is compiled in object mode")
+    assert said[1].startswith("sandboxed: its twin failed to compile (_nlp_")
+    assert "is not a call this pipeline allows" in said[1]
 
 
 def _ident(x):

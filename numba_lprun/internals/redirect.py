@@ -338,9 +338,14 @@ def _raised_compiling(exc: BaseException) -> bool:
     return False
 
 
+_NOISE = ("Failed in ", "During:", "File ", "Rewrite ", "- Resolution", "- argument")
+
+
 def _first_line(exc: BaseException) -> str:
+    """The line of Numba's message that says what went wrong (not which pass, file or step)."""
     lines = [line.strip() for line in str(exc).splitlines() if line.strip()]
-    return lines[0] if lines else type(exc).__name__
+    useful = [line for line in lines if not line.startswith(_NOISE) and set(line) != {"^"}]
+    return (useful or lines or [type(exc).__name__])[0]
 
 
 def compiled_entry_points(dispatcher: object) -> dict[tuple, object]:

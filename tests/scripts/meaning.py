@@ -8,7 +8,11 @@ import warnings
 
 import numpy as np
 from numba import int64, jit, njit, objmode
-from numba.core.errors import NumbaWarning
+from numba.core import ir as numba_ir
+from numba.core.compiler import CompilerBase, DefaultPassBuilder
+from numba.core.compiler_machinery import FunctionPass, register_pass
+from numba.core.errors import NumbaWarning, UnsupportedError
+from numba.core.untyped_passes import IRProcessing
 from numba.experimental import jitclass
 
 warnings.simplefilter("error", NumbaWarning)
@@ -187,3 +191,37 @@ first = njit(cache=True)(cached)
 report("cached first", lambda: first(1))
 second = njit(cache=True)(cached)
 report("cached second", lambda: (second(1), bool(second.stats.cache_hits), bool(second._cache_hits)))
+
+
+# a pipeline of the program's own that refuses calls it does not know: the twin's probes are such
+# calls, so the twin cannot compile, and the original runs as itself (said after the tables)
+@register_pass(mutates_CFG=False, analysis_only=True)
+class OnlyKnownCalls(FunctionPass):
+    _name = "meaning_only_known_calls"
+
+    def __init__(self):
+        FunctionPass.__init__(self)
+
+    def run_pass(self, state):
+        for block in state.func_ir.blocks.values():
+            for assign in block.find_insts(numba_ir.Assign):
+                value = assign.value
+                if isinstance(value, numba_ir.Global) and callable(value.value) and value.name != "abs":
+                    raise UnsupportedError(f"{value.name} is not a call this pipeline allows")
+        return False
+
+
+class Sandboxed(CompilerBase):
+    def define_pipelines(self):
+        pm = DefaultPassBuilder.define_nopython_pipeline(self.state)
+        pm.add_pass_after(OnlyKnownCalls, IRProcessing)
+        pm.finalize()
+        return [pm]
+
+
+@njit(pipeline_class=Sandboxed)
+def sandboxed(x):
+    return abs(x) + 1
+
+
+report("a pipeline the twin cannot pass", lambda: sandboxed(-3))

@@ -85,18 +85,32 @@ def run_module(spec: str, profiled: bool, python: str = sys.executable, timeout:
     """Run one module's tests (``module`` or ``module::Class``) in a fresh process."""
     module, _, klass = spec.partition("::")
     target = f"numba.tests.{module}" + (f"::{klass}" if klass else "")
-    with tempfile.TemporaryDirectory(prefix="numba-suite-") as work:
+    return run_pytest(["--pyargs", target], "numba.tests" if profiled else None, python, timeout=timeout)
+
+
+def run_pytest(
+    args: list[str],
+    source: str | None,
+    python: str = sys.executable,
+    cwd: str | None = None,
+    timeout: float = 3600,
+) -> Outcomes:
+    """pytest with ``args`` in a fresh process (in ``cwd``, or a folder of its own), plain or, with
+    ``source``, under ``nlprun --source SOURCE -z``; each test's outcome from its JUnit XML."""
+    with tempfile.TemporaryDirectory(prefix="suite-outcomes-") as work:
         xml_path = os.path.join(work, "out.xml")
         pytest_args = ["-m", "pytest", "-q", "-p", "no:cacheprovider", "-p", "no:randomly"]
         pytest_args += ["-n", "0"] if _has_xdist(python) else []
-        pytest_args += [f"--junitxml={xml_path}", "--pyargs", target]
-        if profiled:
-            command = [python, "-m", "numba_lprun", "--source", "numba.tests", "-z", *pytest_args]
+        pytest_args += [f"--junitxml={xml_path}", *args]
+        if source is not None:
+            command = [python, "-m", "numba_lprun", "--source", source, "-z", *pytest_args]
         else:
             command = [python, *pytest_args]
         env = dict(os.environ, NUMBA_CACHE_DIR=os.path.join(work, "numba-cache"))
         started = time.perf_counter()
-        done = subprocess.run(command, cwd=work, env=env, capture_output=True, text=True, timeout=timeout)
+        done = subprocess.run(
+            command, cwd=cwd or work, env=env, capture_output=True, text=True, timeout=timeout
+        )
         seconds = time.perf_counter() - started
         return Outcomes(_outcomes(xml_path), seconds, done.returncode, done.stdout + done.stderr)
 

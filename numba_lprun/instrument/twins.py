@@ -262,9 +262,15 @@ def fill_cells(twin_func: pytypes.FunctionType, original_func: pytypes.FunctionT
             mine.cell_contents = g.linked(value) if isinstance(g, LiveGlobals) else value
 
 
-def make_relinked(original: CPUDispatcher) -> Twin:
-    """A copy of ``original`` whose globals and closure can be pointed at other twins."""
-    old = original.py_func
+def make_relinked(original: CPUDispatcher, linked: Iterable[Twin] = ()) -> Twin:
+    """A copy of ``original`` whose globals and closure can be pointed at other twins.
+
+    A ufunc (``@vectorize``/``@guvectorize``) is rebuilt around a copy of its kernel, pointed
+    at the ``linked`` twins first: Numba compiles the loops of its listed signatures as it
+    rebuilds it, and they must call the twins.
+    """
+    build_kernel = treated_as(original).kernel_twin
+    old = original.py_func if build_kernel is None else treated_as(original).python_function(original)
     cells = tuple(
         pytypes.CellType() if is_empty(c) else pytypes.CellType(c.cell_contents)
         for c in (old.__closure__ or ())
@@ -275,7 +281,14 @@ def make_relinked(original: CPUDispatcher) -> Twin:
     py_func.__kwdefaults__ = old.__kwdefaults__
     py_func.__qualname__ = old.__qualname__
     py_func.__module__ = None  # see _new_dispatcher
-    return Twin(original, _new_dispatcher(original, py_func), "relinked")
+    if build_kernel is None:
+        return Twin(original, _new_dispatcher(original, py_func), "relinked")
+    _point_at(py_func, list(linked))
+    try:
+        twin, code = build_kernel(original, py_func, lambda base: base, False)
+    except Exception as exc:  # Numba raises many types; all mean the twin failed
+        raise TwinCompileError(old.__qualname__, numba_reason(exc), kind="relinked") from None
+    return Twin(original, twin, "relinked", compiled=["kernel"], kernel=code)
 
 
 def cell_value(cell: pytypes.CellType) -> object:
@@ -299,19 +312,22 @@ def link(twins: Iterable[Twin]) -> None:
     """Point every twin's globals and closure cells at the other twins of its set (and what it
     finds later, see ``LiveGlobals`` and ``fill_cells``)."""
     twins = list(twins)
-    replace = {id(t.original): t.dispatcher for t in twins}
-    links = {id(t.original): (weakref.ref(t.original), weakref.ref(t.dispatcher)) for t in twins}
     for twin in twins:
-        py_func = twin.code.py_func
-        g = py_func.__globals__
-        if isinstance(g, LiveGlobals):
-            g.links = links
-        for name, value in list(g.items()):
-            if id(value) in replace:
-                g[name] = replace[id(value)]
-        for cell in py_func.__closure__ or ():
-            if not is_empty(cell) and id(cell.cell_contents) in replace:
-                cell.cell_contents = replace[id(cell.cell_contents)]
+        _point_at(twin.code.py_func, twins)
+
+
+def _point_at(py_func: pytypes.FunctionType, twins: list[Twin]) -> None:
+    """Point ``py_func``'s globals and closure cells at ``twins`` (where they name their originals)."""
+    replace = {id(t.original): t.dispatcher for t in twins}
+    g = py_func.__globals__
+    if isinstance(g, LiveGlobals):
+        g.links = {id(t.original): (weakref.ref(t.original), weakref.ref(t.dispatcher)) for t in twins}
+    for name, value in list(g.items()):
+        if id(value) in replace:
+            g[name] = replace[id(value)]
+    for cell in py_func.__closure__ or ():
+        if not is_empty(cell) and id(cell.cell_contents) in replace:
+            cell.cell_contents = replace[id(cell.cell_contents)]
 
 
 _LINE_RE = re.compile(r'File "([^"]+)", line (\d+)')

@@ -29,6 +29,16 @@ def is_cpu_ufunc(obj: object) -> bool:
     return isinstance(obj, (DUFunc, GUFunc))
 
 
+@touches("numba.np.ufunc.dufunc", "DUFunc", "run/reach.py: a @vectorize whose kernel calls a profiled function")
+@touches("numba.np.ufunc.gufunc", "GUFunc", "run/reach.py: a @guvectorize whose kernel calls a profiled function")
+def ufunc_classes() -> tuple[type, ...]:
+    """The classes of the ufuncs Numba builds for the ``cpu`` target (``is_cpu_ufunc``)."""
+    from numba.np.ufunc.dufunc import DUFunc
+    from numba.np.ufunc.gufunc import GUFunc
+
+    return (DUFunc, GUFunc)
+
+
 @touches("numba.np.ufunc.dufunc", "DUFunc", "run/statements.py: a @vectorize made while a script runs")
 @touches("numba.stencils.stencil", "StencilFunc", "run/statements.py: a @stencil made while a script runs")
 def kernel_classes() -> list[tuple[type, str]]:

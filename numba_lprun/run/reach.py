@@ -16,7 +16,15 @@ import types as pytypes
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 
-from ..internals import CPUDispatcher, compiled_entry_points, fell_back, redirect_calls, stop_redirect
+from ..instrument.function_kinds import is_kernel_object, treated_as
+from ..internals import (
+    CPUDispatcher,
+    compiled_entry_points,
+    fell_back,
+    redirect_calls,
+    stop_redirect,
+    ufunc_classes,
+)
 from ..interrupts import ctrl_c_deferred
 
 
@@ -42,6 +50,8 @@ def named_ids(caller: object) -> set[int]:
     """Identities of the values ``caller``'s code names (globals, closure cells, attributes of
     the modules it names): what its calls can reach. Nothing for code without a ``py_func``."""
     py_func = getattr(caller, "py_func", None)
+    if py_func is None and is_kernel_object(caller):  # a ufunc: its kernel's code
+        py_func = treated_as(caller).python_function(caller)
     if py_func is None:
         return set()
     g = py_func.__globals__
@@ -86,7 +96,9 @@ def find_callers(
     namespaces: Iterable[dict],
     uses: Callable[[CPUDispatcher], bool] | None = None,
 ) -> list[CPUDispatcher]:
-    """Jitted functions in ``namespaces`` that call a target, directly or through each other.
+    """Jitted functions in ``namespaces`` that call a target, directly or through each other,
+    and the ufuncs (``@vectorize``, ``@guvectorize``) whose kernels do: code compiled before
+    the run links the callee it saw then, so each is run on a relinked twin.
 
     ``uses`` says whether a dispatcher reaches a target in a way its names do not
     show (its compiled code handles instances of a jitclass whose member is a target).
@@ -101,7 +113,8 @@ def find_callers(
         new = kinds - seen
         if new:
             seen |= new
-            dispatcher_types.update(kind for kind in new if issubclass(kind, CPUDispatcher))
+            callers_types = (CPUDispatcher, *ufunc_classes())
+            dispatcher_types.update(kind for kind in new if issubclass(kind, callers_types))
         if kinds.isdisjoint(dispatcher_types):
             continue
         for value in values:
@@ -112,7 +125,8 @@ def find_callers(
     while changed:
         changed = False
         for key, disp in list(candidates.items()):
-            if reaches(disp, reached) or (uses is not None and uses(disp)):
+            uses_unnamed = uses is not None and isinstance(disp, CPUDispatcher) and uses(disp)
+            if reaches(disp, reached) or uses_unnamed:
                 reached[key] = disp
                 callers.append(disp)
                 del candidates[key]

@@ -157,11 +157,17 @@ class Runner:
         for target in targets:
             built.append((target.twins[kind], target.source))
         relinked = self.relinked[kind]
+        kernels = [c for c in callers if treated_as(c).kernel]  # ufuncs: rebuilt once the rest are linked
         for caller in callers:
-            if id(caller) not in relinked:
+            if id(caller) not in relinked and not treated_as(caller).kernel:
                 relinked[id(caller)] = make_relinked(caller)
-            built.append((relinked[id(caller)], None))
         everything = [t.twins[kind] for t in self.targets.values() if kind in t.twins]
+        plain_callers = [relinked[id(c)] for c in callers if id(c) in relinked]
+        link(everything + [twin for twin, _ in built] + plain_callers)
+        for caller in kernels:
+            if id(caller) not in relinked:
+                relinked[id(caller)] = make_relinked(caller, everything + plain_callers)
+        built += [(relinked[id(caller)], None) for caller in callers]
         link(everything + [twin for twin, _ in built])
         return built
 

@@ -166,7 +166,16 @@ def called_from_jitted(targets: list[Target], callers: list) -> set[int]:
     called: set[int] = set()
     for func in originals + callers:
         called |= reached_from([func], [d for d in originals if d is not func]) - {id(func)}
-    return called
+    return called | {id(d) for d in originals if inlined_by_numba(d)}
+
+
+def inlined_by_numba(dispatcher: object) -> bool:
+    """Whether Numba may inline ``dispatcher``'s code into its callers before lowering
+    (``inline='always'``, or a cost model): an inlined call has no entry or exit of its own
+    (a probe at its entry would run once per inlined call, its exit once per caller's call),
+    so it is counted, not timed, as a helper is."""
+    options = getattr(dispatcher, "targetoptions", None) or {}
+    return options.get("inline", "never") != "never"
 
 
 def twin_shapes(

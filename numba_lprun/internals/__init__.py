@@ -67,10 +67,10 @@ from .kernels import (
     is_cpu_ufunc,
     is_stencil,
     kernel_classes,
-    ufunc_classes,
     kernel_function,
     rebuild_stencil,
     rebuild_ufunc,
+    ufunc_classes,
     ufunc_dispatcher,
 )
 from .libraries import (

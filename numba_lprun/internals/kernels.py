@@ -29,8 +29,8 @@ def is_cpu_ufunc(obj: object) -> bool:
     return isinstance(obj, (DUFunc, GUFunc))
 
 
-@touches("numba.np.ufunc.dufunc", "DUFunc", "run/reach.py: a @vectorize whose kernel calls a profiled function")
-@touches("numba.np.ufunc.gufunc", "GUFunc", "run/reach.py: a @guvectorize whose kernel calls a profiled function")
+@touches("numba.np.ufunc.dufunc", "DUFunc", "run/reach.py: a @vectorize calling a profiled function")
+@touches("numba.np.ufunc.gufunc", "GUFunc", "run/reach.py: a @guvectorize calling a profiled function")
 def ufunc_classes() -> tuple[type, ...]:
     """The classes of the ufuncs Numba builds for the ``cpu`` target (``is_cpu_ufunc``)."""
     from numba.np.ufunc.dufunc import DUFunc

@@ -16,7 +16,7 @@ import types as pytypes
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 
-from ..instrument.function_kinds import is_kernel_object, treated_as
+from ..instrument.function_kinds import treated_as
 from ..internals import (
     CPUDispatcher,
     compiled_entry_points,
@@ -50,7 +50,7 @@ def named_ids(caller: object) -> set[int]:
     """Identities of the values ``caller``'s code names (globals, closure cells, attributes of
     the modules it names): what its calls can reach. Nothing for code without a ``py_func``."""
     py_func = getattr(caller, "py_func", None)
-    if py_func is None and is_kernel_object(caller):  # a ufunc: its kernel's code
+    if py_func is None and treated_as(caller).kernel:  # a ufunc: its kernel's code
         py_func = treated_as(caller).python_function(caller)
     if py_func is None:
         return set()

@@ -25,8 +25,8 @@ import tarfile
 import tempfile
 from dataclasses import dataclass
 
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from numba_suite import differences, functions_profiled, run_pytest  # noqa: E402
+sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+from tests.suite_outcomes import differences, functions_profiled, run_pytest  # noqa: E402
 
 
 @dataclass(frozen=True)

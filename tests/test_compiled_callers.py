@@ -69,6 +69,7 @@ def test_a_helper_called_from_a_compiled_caller_has_its_hits(caller, compiled_be
 
         def call(a):
             return _calling(MAKERS[caller]())(a)
+
     try:
         profiler = numba_lprun.LineProfiler(shift, timing=False)
         result = profiler.runcall(call, a.copy())

@@ -16,7 +16,7 @@ import warnings
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 
-from ..errors import NotProfilableError
+from ..errors import NotProfilableError, TwinCompileError
 from ..instrument.function_kinds import treated_as
 from ..instrument.source import FunctionSource, describe, read_source
 from ..instrument.twins import Twin, compile_like, link, make_relinked
@@ -297,11 +297,14 @@ class Runner:
                 run.unprofiled[describe(dispatcher)] = str(exc)
         self.adopted.update(id(t) for t in targets)
         fresh = [t for t in targets if run.kind not in t.twins]
-        if fresh:
-            self.switch(run, fresh)
-        kept = [t for t in targets if t not in fresh and id(t.original) not in run.replacements]
-        if kept:
-            run.start([(t.twins[run.kind], t.source) for t in kept])
+        try:
+            if fresh:
+                self.switch(run, fresh)
+            kept = [t for t in targets if t not in fresh and id(t.original) not in run.replacements]
+            if kept:
+                run.start([(t.twins[run.kind], t.source) for t in kept])
+        except TwinCompileError as exc:  # its calls fall back to the original (see internals.redirect)
+            run.unprofiled[exc.func_name] = str(exc)
 
     def _uses(self, dispatcher: CPUDispatcher, names: list[str]) -> bool:
         """``uses_instances``, remembered per dispatcher until it compiles something new:

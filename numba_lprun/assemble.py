@@ -326,13 +326,12 @@ def _sampling(record: CallRecord, settings: AssemblySettings) -> SamplingSummary
         return SamplingSummary(settings.rate_hz, unavailable=settings.sampler_unavailable)
     sampled = _sampled(record)
     unavailable = next((m.unavailable for m in sampled if m.unavailable), None)
-    rates = [m.achieved_hz for m in sampled if m.achieved_hz > 0]
-    total = fold(replace(m, functions={}) for m in sampled)
+    total = fold(replace(m, functions={}) for m in sampled)  # its rate: the mean by samples
     if total is None:
         return SamplingSummary(settings.rate_hz, unavailable=unavailable, target=settings.min_samples)
     return SamplingSummary(
         settings.rate_hz,
-        achieved_hz=sum(rates) / len(rates) if rates else 0.0,
+        achieved_hz=total.achieved_hz,
         total=total.total,
         outside=total.outside,
         cpu_seconds=total.cpu_seconds,

@@ -26,9 +26,10 @@ def fold(values: Iterable[T]) -> T | None:
     """The field-by-field sum of ``values`` (dataclasses, dicts, numbers); None when empty.
 
     Numbers add; dicts merge, adding the values of keys they share; tuples
-    concatenate; dataclasses fold field by field. Any other value (a string, a
-    flag) is taken from the last value that has one, so a reason stated by one
-    run is kept.
+    concatenate; dataclasses fold field by field, each field as its own ``combine``
+    rule says where it has one (``mean_by``: a rate, whose values average weighted by
+    another field; ``same``: a setting every value shares). Any other value (a string, a
+    flag) is taken from the last value that has one, so a reason stated by one run is kept.
     """
     result: Any = None
     for value in values:
@@ -36,9 +37,23 @@ def fold(values: Iterable[T]) -> T | None:
     return result
 
 
+#: A dataclass field's ``metadata`` key for how two values of it combine (see ``fold``).
+COMBINE = "combine"
+
+
+def mean_by(weight: str) -> dict:
+    """``field(metadata=...)`` for a rate: two values combine into their mean weighted by the
+    dataclass's field ``weight`` (samples, seconds), as the rate of the two runs together."""
+    return {COMBINE: ("mean", weight)}
+
+
+#: ``field(metadata=SAME)``: a setting every value shares (the rate asked for): kept, not added.
+SAME = {COMBINE: ("same", None)}
+
+
 def _add(a: Any, b: Any) -> Any:
     if dataclasses.is_dataclass(a) and not isinstance(a, type):
-        merged = {f.name: _add(getattr(a, f.name), getattr(b, f.name)) for f in dataclasses.fields(a)}
+        merged = {f.name: _add_field(f, a, b) for f in dataclasses.fields(a)}
         return dataclasses.replace(a, **merged)
     if isinstance(a, dict):
         out = dict(a)
@@ -50,6 +65,21 @@ def _add(a: Any, b: Any) -> Any:
     if isinstance(a, tuple) and isinstance(b, tuple):
         return a + b
     return b if b is not None else a
+
+
+def _add_field(f: dataclasses.Field, a: Any, b: Any) -> Any:
+    x, y = getattr(a, f.name), getattr(b, f.name)
+    rule, weight = f.metadata.get(COMBINE, (None, None))
+    if rule == "same":
+        return y if y else x
+    if rule == "mean":
+        wx, wy = getattr(a, weight), getattr(b, weight)
+        if not x or wx <= 0:  # a value not measured does not weigh in
+            return y
+        if not y or wy <= 0:
+            return x
+        return (x * wx + y * wy) / (wx + wy)
+    return _add(x, y)
 
 
 @dataclass(frozen=True)
@@ -91,8 +121,9 @@ class Sampled:
     user: bool
     runs: int = 0  # executions of the statement that were sampled
     seconds: float = 0.0  # their wall time
-    rate_hz: float = 0.0
-    achieved_hz: float = 0.0  # signals handled per thread per second (mean over segments)
+    rate_hz: float = field(default=0.0, metadata=SAME)  # the rate asked for
+    # signals handled per thread per second (mean over segments, then over runs by their samples)
+    achieved_hz: float = field(default=0.0, metadata=mean_by("total"))
     total: int = 0
     outside: int = 0  # samples whose stack lies outside every profiled function
     cpu_seconds: float = 0.0

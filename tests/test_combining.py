@@ -1,0 +1,51 @@
+"""How measurements combine over runs and calls (``run.measurements.fold``), in one place: counts
+add, a rate is the mean of the rates weighted by what they were measured over, a setting is kept."""
+
+import numpy as np
+from hypothesis import given
+from hypothesis import strategies as st
+
+import numba_lprun
+from numba_lprun.run.measurements import FunctionCounts, Sampled, fold
+from tests.kernels import poly
+
+runs = st.builds(
+    Sampled,
+    twin=st.just("plain"),
+    user=st.booleans(),
+    runs=st.integers(0, 50),
+    seconds=st.floats(0, 10),
+    rate_hz=st.just(2000.0),
+    achieved_hz=st.floats(100, 2500),
+    total=st.integers(1, 10_000),
+)
+
+
+@given(st.lists(runs, min_size=1, max_size=8))
+def test_sampled_runs_add_their_counts_and_average_their_rate_by_samples(items):
+    total = fold(items)
+    assert total.total == sum(m.total for m in items)
+    assert total.runs == sum(m.runs for m in items)
+    expected = sum(m.achieved_hz * m.total for m in items) / sum(m.total for m in items)
+    assert np.isclose(total.achieved_hz, expected)
+    rates = [m.achieved_hz for m in items]
+    assert min(rates) - 1e-9 <= total.achieved_hz <= max(rates) + 1e-9
+    assert total.rate_hz == 2000.0
+
+
+@given(st.lists(st.dictionaries(st.integers(1, 20), st.integers(0, 100)), min_size=1, max_size=6))
+def test_hits_add_line_by_line(per_run):
+    total = fold(FunctionCounts(calls=1, hits=h) for h in per_run)
+    assert total.calls == len(per_run)
+    for line in {k for h in per_run for k in h}:
+        assert total.hits[line] == sum(h.get(line, 0) for h in per_run)
+
+
+def test_three_calls_report_the_rate_sampled_at_not_the_sum():
+    """Three ``runcall``s on one profiler at 2000 Hz reported 452, then 1401, then 2374 Hz."""
+    profiler = numba_lprun.LineProfiler(poly, sample_rate=2000.0, sample_time=0.05)
+    rates = []
+    for _ in range(3):
+        profiler.runcall(poly, np.linspace(0.0, 1.0, 100_000))
+        rates.append(profiler.profile.sampling.achieved_hz)
+    assert all(0 < rate <= 2000.0 * 1.1 for rate in rates), rates

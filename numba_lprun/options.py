@@ -96,6 +96,13 @@ OPTIONS: list[Option] = [
         front_ends=frozenset({CLI}),
     ),
     Option(
+        ("-c",),
+        "code",
+        "Run CODE as the script, like python -c (the arguments after it are its sys.argv[1:]).",
+        metavar="CODE",
+        front_ends=frozenset({CLI}),
+    ),
+    Option(
         ("--source",),
         "source",
         "Profile every jitted function that the package or module PKG (submodules included) defines, "
@@ -242,11 +249,33 @@ OPTIONS: list[Option] = [
     Option(
         ("--keep-going",),
         "keep_going",
-        "If profiling fails, say why and run the script unprofiled.",
+        "If profiling fails, say why and run the script unprofiled (where the script ran already, "
+        "say why and keep its own exit status).",
+        action="store_true",
+        front_ends=frozenset({CLI}),
+    ),
+    Option(
+        ("--version",),
+        "version",
+        "Print numba_lprun's version and those of the packages it works with, and exit.",
         action="store_true",
         front_ends=frozenset({CLI}),
     ),
 ]
+
+
+def version_text() -> str:
+    """``--version``: numba_lprun's, and the releases of what a bug report needs beside it."""
+    import platform
+    from importlib.metadata import PackageNotFoundError, version
+
+    found = []
+    for package in ("numba_lprun", "numba", "llvmlite", "numpy", "line_profiler"):
+        try:
+            found.append(f"{package} {version(package)}")
+        except PackageNotFoundError:
+            found.append(f"{package} not installed")
+    return f"{found[0]} ({', '.join(found[1:])}, Python {platform.python_version()})"
 
 
 def options_for(front_end: str) -> list[Option]:

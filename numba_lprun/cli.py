@@ -33,11 +33,12 @@ from .options import (
     cuda_profiler_kwargs,
     cuda_refusals,
     profiler_kwargs,
-    report,
     value_flags,
     version_text,
 )
 from .profiler import LineProfiler
+from .show import main as show_main
+from .show import report, show_saved
 from .stats import ProfileStats
 
 USAGE_ERROR = 2
@@ -304,12 +305,17 @@ def split_module_args(argv: list[str]) -> tuple[list[str], list[str]]:
 
 
 def main(argv: list[str] | None = None) -> int:
+    argv = sys.argv[1:] if argv is None else list(argv)
+    if argv[:1] == ["show"] and not os.path.exists("show"):  # python -m numba_lprun show FILE
+        return show_main(argv[1:])
     parser = build_parser()
-    own, module_args = split_module_args(sys.argv[1:] if argv is None else list(argv))
+    own, module_args = split_module_args(argv)
     opts = parser.parse_args(own)
     if opts.version:
         print(version_text())
         return 0
+    if opts.load is not None:  # a saved profile shown again: nothing runs
+        return show_saved(opts, program=opts.script or opts.module or opts.code)
     if opts.module is not None and opts.code is not None:
         parser.error("give -m MODULE or -c CODE, not both")
     if opts.module is not None or opts.code is not None:  # every ARG after is the program's
@@ -359,14 +365,10 @@ def main(argv: list[str] | None = None) -> int:
 def _profilable(program: _Program) -> list[str]:
     """What the script and the modules beside it hold that could be profiled, as ``-f`` names."""
     found = profilable_in(program.last_namespace, program.filename)
-    root = (
-        os.path.dirname(program.filename)
-        if program.spec is not None or program.filename != CODE_FILENAME
-        else ""
-    )
+    root = os.getcwd() if program.filename == CODE_FILENAME else os.path.dirname(program.filename)
     for name, module in sorted(sys.modules.items()):
         path = getattr(module, "__file__", None) or ""
-        if root and name != "__main__" and path.startswith(root + os.sep) and "site-packages" not in path:
+        if name != "__main__" and path.startswith(root + os.sep) and "site-packages" not in path:
             found += profilable_in(vars(module), path, name)
     return found
 

@@ -34,10 +34,11 @@ from .options import (
     optional_value_flags,
     options_for,
     profiler_kwargs,
-    report,
+    run_options_given,
     value_flags,
 )
 from .profiler import LineProfiler
+from .show import load, report
 from .stats import ProfileStats
 
 _VALUE_OPTIONS = value_flags(MAGIC)
@@ -188,6 +189,8 @@ class NlprunMagics(Magics):
         __tracebackhide__ = True  # noqa: F841  (IPython hides this frame above the user's error)
         tokens, statement = split_options(line)
         args = parse_argstring(self.nlprun, " ".join(shlex.quote(t) for t in tokens))
+        if args.load is not None:
+            return self._load(args, statement or cell)
         if cell is not None:
             if statement:
                 raise UsageError(f"nlprun: unexpected text after the options of %%nlprun: {statement!r}")
@@ -267,6 +270,23 @@ class NlprunMagics(Magics):
         if error is not None:
             raise without_profiler_frames(error)
         return prof if args.return_profiler else None
+
+    def _load(self, args, statement: str | None) -> None:
+        """``%nlprun --load FILE``: a saved profile shown again, as its run showed it."""
+        refused = run_options_given(args, MAGIC) + (
+            ["a statement"] if statement and statement.strip() else []
+        )
+        if refused:
+            raise UsageError(
+                f"nlprun: --load shows a saved profile: {refused[0]} is for a run, and none is made"
+            )
+        try:
+            profile = load(args.load)
+        except ValueError as exc:
+            raise UsageError(f"nlprun: {exc}") from None
+        self._show(
+            profile, args, None, True, _Progress(in_kernel=getattr(self.shell, "kernel", None) is not None)
+        )
 
     # -- pieces ----------------------------------------------------------------------
     def _functions(self, args) -> tuple[list[Callable], list[object]]:

@@ -3,8 +3,8 @@ document and apply the same options the same way.
 
 Each option is declared once, with its help text and default; the magic turns the
 list into IPython ``@argument`` decorators, the command line into ``argparse``
-arguments, and both map the parsed values to ``LineProfiler`` arguments and write
-their report files through the same functions here. An option meant for one
+arguments, and both map the parsed values to ``LineProfiler`` arguments here (and
+show the profile and write its files through ``show.report``). An option meant for one
 front end only (``-r`` returns the profiler to IPython; ``--keep-going`` runs a
 script unprofiled) says so; ``-m`` is the one flag whose meaning differs (a
 module to profile in IPython, a module to run on the command line, as with
@@ -14,16 +14,13 @@ module to profile in IPython, a module to run on the command line, as with
 from __future__ import annotations
 
 import argparse
-import sys
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any, TextIO
+from typing import Any
 
 from .diagnose import DEFAULT_THRESHOLD
 from .profiler import DEFAULT_EXTRA_LIMIT, DEFAULT_MIN_SAMPLES, DEFAULT_SAMPLE_RATE, DEFAULT_SAMPLE_TIME
-from .renderers import HTMLRenderer, LprofWriter, RichRenderer, TextRenderer
 from .renderers.columns import SAMPLE_COUNTS
-from .stats import ProfileStats
 
 MAGIC, CLI = "magic", "cli"
 BOTH = frozenset({MAGIC, CLI})
@@ -43,6 +40,7 @@ class Option:
     front_ends: frozenset[str] = BOTH
     optional_value: Any = None  # the value when the flag is given without one (nargs="?")
     not_for_cuda: str | None = None  # why the option means nothing for a CUDA launch
+    on_load: bool = False  # it applies to a saved profile shown again (--load, show): display only
 
     @property
     def default_value(self) -> Any:
@@ -118,14 +116,16 @@ OPTIONS: list[Option] = [
         type=float,
         metavar="UNIT",
         not_for_cuda="GPU times are in cycles, not seconds",
+        on_load=True,
     ),
-    Option(("-z",), "stripzeros", "Hide functions with zero hits.", action="store_true"),
+    Option(("-z",), "stripzeros", "Hide functions with zero hits.", action="store_true", on_load=True),
     Option(
         ("--sample-counts",),
         "sample_counts",
         "Show a Samples column: how many samples landed on each line.",
         action="store_true",
         not_for_cuda="nothing samples a GPU",
+        on_load=True,
     ),
     Option(
         ("-r",),
@@ -137,12 +137,28 @@ OPTIONS: list[Option] = [
     Option(
         ("-D",),
         "dump",
-        "Write the stats to FILE (.lprof).",
+        "Write the stats to FILE (.lprof): python -m line_profiler FILE shows line_profiler's columns, "
+        "python -m numba_lprun show FILE (nlprun --load FILE) the whole profile again, notes included.",
         metavar="FILE",
         not_for_cuda="line_profiler's .lprof files hold times in seconds, and GPU times are cycles",
+        on_load=True,
     ),
-    Option(("-T",), "text", "Write the text table (line_profiler's layout) to FILE.", metavar="FILE"),
-    Option(("--html",), "html", "Write a self-contained HTML report to FILE.", metavar="FILE"),
+    Option(
+        ("-T",),
+        "text",
+        "Write the text table (line_profiler's layout) to FILE; -T - prints it instead of the table.",
+        metavar="FILE",
+        on_load=True,
+    ),
+    Option(("--html",), "html", "Write a self-contained HTML report to FILE.", metavar="FILE", on_load=True),
+    Option(
+        ("--load",),
+        "load",
+        "Show the profile saved in FILE again (by -D, or ProfileStats.to_json), with its notes, instead "
+        "of running anything; -T, --html and -D write it as they would have. Also: python -m "
+        "numba_lprun show FILE.",
+        metavar="FILE",
+    ),
     Option(
         ("--once",),
         "once",
@@ -245,6 +261,7 @@ OPTIONS: list[Option] = [
         metavar="N",
         optional_value=3,
         not_for_cuda="the GPU's machine code is not read",
+        on_load=True,
     ),
     Option(
         ("--keep-going",),
@@ -302,9 +319,22 @@ def shown_columns(opts: argparse.Namespace) -> frozenset[str]:
     return frozenset({SAMPLE_COUNTS}) if opts.sample_counts else frozenset()
 
 
-def add_to_parser(parser: argparse.ArgumentParser, front_end: str) -> None:
+def add_to_parser(parser: argparse.ArgumentParser, front_end: str, on_load: bool = False) -> None:
+    """``front_end``'s options (``on_load``: only those that apply to a saved profile)."""
     for opt in options_for(front_end):
-        parser.add_argument(*opt.flags, **opt.argparse_kwargs())
+        if opt.on_load or not on_load:
+            parser.add_argument(*opt.flags, **opt.argparse_kwargs())
+
+
+def run_options_given(opts: argparse.Namespace, front_end: str) -> list[str]:
+    """The options given that shape a run (not ``on_load``): meaningless for a saved profile."""
+    return [
+        opt.flags[0]
+        for opt in options_for(front_end)
+        if not opt.on_load
+        and opt.dest != "load"
+        and getattr(opts, opt.dest, opt.default_value) != opt.default_value
+    ]
 
 
 def profiler_kwargs(opts: argparse.Namespace) -> dict[str, Any]:
@@ -342,53 +372,3 @@ def cuda_profiler_kwargs(opts: argparse.Namespace) -> dict[str, Any]:
         "overhead": False if opts.once else None,
         "threshold": opts.threshold,
     }
-
-
-def write_files(profile: ProfileStats, opts: argparse.Namespace, text: str) -> list[str]:
-    """Write the files ``-T``, ``--html`` and ``-D`` ask for; one sentence per file written."""
-    said = []
-    if opts.text:
-        with open(opts.text, "w", encoding="utf-8") as handle:
-            handle.write(text)
-        said.append(f"*** Profile printout saved to text file {opts.text!r}.")
-    if opts.html:
-        HTMLRenderer(opts.unit, opts.stripzeros, page=True, columns=shown_columns(opts)).write(
-            profile, opts.html
-        )
-        said.append(f"*** HTML report written to {opts.html!r}.")
-    if opts.dump:
-        LprofWriter(opts.dump).write(profile)
-        said.append(f"*** Profile stats pickled to file {opts.dump!r}.")
-    return said
-
-
-def report(
-    profile: ProfileStats,
-    opts: argparse.Namespace,
-    interrupted: str | None = None,
-    display: Callable[[str, str], None] | None = None,
-    file: TextIO | None = None,
-) -> None:
-    """Show ``profile`` as both front ends do, and write the files the options ask for.
-
-    ``display(html, text)`` shows it in a notebook (the magic passes IPython's);
-    without it the rich table goes to ``file`` (stdout). ``interrupted`` says why
-    the run was cut short, shown above the profile.
-    """
-    file = sys.stdout if file is None else file
-    lines = asm_lines(opts)
-    cols = shown_columns(opts)
-    text = TextRenderer(opts.unit, opts.stripzeros, width=0, asm_lines=lines, columns=cols).render(profile)
-    banner = f"numba_lprun: {interrupted}; showing the profile gathered so far" if interrupted else ""
-    said = write_files(profile, opts, f"{banner}\n\n{text}" if banner else text)
-    if display is not None:
-        html = HTMLRenderer(opts.unit, opts.stripzeros, columns=cols).render(profile)
-        if banner:
-            html = f"<p><b>{banner}</b></p>{html}"
-        display(html, f"{banner}\n\n{text}" if banner else text)
-    else:
-        if banner:
-            print(banner, file=file)
-        RichRenderer(opts.unit, opts.stripzeros, asm_lines=lines, columns=cols).print(profile, file)
-    for sentence in said:
-        print(sentence, file=file)

@@ -31,7 +31,7 @@ STAGES: list[set[str]] = [
     {"processes"},  # worker processes: their runs, their parts of the profile
     {"profiler", "decorator", "cuda"},  # the Python API
     {"options"},
-    {"magic", "cli", "__main__", "demo"},  # front ends
+    {"show", "magic", "cli", "__main__", "demo"},  # front ends
 ]
 MAX_MODULE_LINES = 400
 MAX_FUNCTION_LINES = 80

@@ -41,6 +41,36 @@ def test_script_with_argparse_keeps_its_argv_and_exit_status(tmp_path):
         [sys.executable, "-m", "line_profiler", str(lprof)], capture_output=True, text=True
     )
     assert "def smooth(a, width):" in shown.stdout
+    # the .lprof holds the whole profile too: shown again, it is the same table and notes
+    assert f"python -m numba_lprun show {lprof}" in done.stdout
+    again_text = tmp_path / "again.txt"
+    again = nlprun("show", str(lprof), "-T", str(again_text))
+    assert again.returncode == 0, again.stderr
+    assert again_text.read_text() == text.read_text()
+
+    def table(out: str) -> list[str]:
+        return [ln for ln in out.splitlines() if not ln.startswith(("***", "smoothed"))]
+
+    assert table(again.stdout) == table(done.stdout)
+    assert "not called during the run" in again.stdout
+
+
+def test_show_refuses_what_holds_no_profile_and_options_of_a_run(tmp_path, capsys):
+    from numba_lprun import cli, show
+    from numba_lprun.stats import LineStats, ProfileStats, write_line_stats
+
+    plain = tmp_path / "kernprof.lprof"
+    write_line_stats(LineStats({("f.py", 1, "f"): [(2, 3, 40)]}, 1e-6), str(plain))
+    assert show.main([str(plain)]) == 2
+    assert "holds line_profiler's stats only" in capsys.readouterr().err
+    assert cli.main(["--load", str(tmp_path / "none.lprof")]) == 2
+    assert "cannot read" in capsys.readouterr().err
+    assert cli.main(["--load", str(plain), "--probes"]) == 2
+    assert "--probes is for a run" in capsys.readouterr().err
+    saved = tmp_path / "p.json"
+    profile = ProfileStats(unit=1e-9, clock="a clock")
+    saved.write_text(profile.to_json())
+    assert show.load(str(saved)) == profile
 
 
 def test_module_with_f_and_once():

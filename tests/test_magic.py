@@ -124,6 +124,18 @@ def test_unit_zero_return_and_files(ip, tmp_path, capsys):
     assert shown.returncode == 0 and "conv" in shown.stdout
 
 
+def test_load_shows_a_saved_profile_again(ip, tmp_path, capsys):
+    dump = tmp_path / "again.lprof"
+    ip.run_line_magic("nlprun", f"-D {dump} -f conv conv(x, k)")
+    first = capsys.readouterr().out
+    ip.run_line_magic("nlprun", f"--load {dump}")
+    again = capsys.readouterr().out
+    assert "overhead not measured" in again and "np.sum(np.multiply(window, k))" in again
+    assert again == first[: first.index("*** Profile stats pickled")]
+    with pytest.raises(UsageError, match="a statement is for a run"):
+        ip.run_line_magic("nlprun", f"--load {dump} conv(x, k)")
+
+
 def test_once_skips_baseline(ip, capsys):
     ip.user_ns["calls"] = []
     ip.run_line_magic("nlprun", "--once -f conv calls.append(conv(x, k))")

@@ -28,6 +28,7 @@ from .run.measurements import (
     CodeUncompared,
     Compared,
     Comparison,
+    CompileFailed,
     Counted,
     Differed,
     ExtraRun,
@@ -187,6 +188,7 @@ def _measured(
         objmode_lines=fact.objmode_lines,
         unsampled=fact.unsampled,
         title=fact.title if fact.title != fact.qualname else "",
+        compile_error=next((m.functions[key] for m in record.of(CompileFailed) if key in m.functions), ""),
     )
     counts = Counts(
         hits=dict(user.hits),

@@ -63,7 +63,10 @@ def diagnose(
     """Notes, marks and hot lines for what was ``measured`` of one function."""
     counts, samples, probes = measured.counts, measured.samples, measured.probes
     notes: list[Note] = []
-    if not counts.calls and not counts.hits:
+    if not counts.calls and not counts.hits and measured.source.compile_error:  # called, never ran
+        name = measured.source.title or measured.source.qualname
+        notes.append(Note("error", f"{name} did not compile: {measured.source.compile_error}"))
+    elif not counts.calls and not counts.hits:
         notes.append(Note("info", "not called during the run"))
     notes += _time_notes(counts, samples, sampling_unavailable, measured.source.unsampled)
     notes += _overhead_notes(measured, threshold, unit)

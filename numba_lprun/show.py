@@ -13,6 +13,7 @@ from __future__ import annotations
 import argparse
 import sys
 from collections.abc import Callable
+from html import escape
 from typing import TextIO
 
 from .options import CLI, add_to_parser, asm_lines, run_options_given, shown_columns
@@ -62,13 +63,18 @@ def report(
     cols = shown_columns(opts)
     text = TextRenderer(opts.unit, opts.stripzeros, width=0, asm_lines=lines, columns=cols).render(profile)
     banner = f"numba_lprun: {interrupted}; showing the profile gathered so far" if interrupted else ""
+    failed = [
+        f"numba_lprun: {f.heading} did not compile: {f.source.compile_error}" for f in profile.functions
+    ]
+    failed = [said for said, f in zip(failed, profile.functions, strict=True) if f.source.compile_error]
+    banner = "\n".join([*failed, banner] if banner else failed)  # what went wrong first
     said = write_files(profile, opts, f"{banner}\n\n{text}" if banner else text)
     if opts.text == "-":
         print(f"{banner}\n\n{text}" if banner else text, file=file, end="")
     elif display is not None:
         html = HTMLRenderer(opts.unit, opts.stripzeros, columns=cols).render(profile)
         if banner:
-            html = f"<p><b>{banner}</b></p>{html}"
+            html = "".join(f"<p><b>{escape(line)}</b></p>" for line in banner.splitlines()) + html
         display(html, f"{banner}\n\n{text}" if banner else text)
     else:
         if banner:

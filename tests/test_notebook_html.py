@@ -11,6 +11,8 @@ is no chromium (``tests/browser.py``).
 """
 
 import json
+import re
+from html import unescape
 
 import nbformat
 import pytest
@@ -173,3 +175,10 @@ def test_no_host_rule_reaches_the_report(laid_out, host):
         }
     )
     assert differ == []
+def test_failed_compile_is_said_first_naming_the_function_and_numpys_reason(executed):
+    cell = executed.cells[4]
+    (report,) = [o for o in cell.outputs if o.output_type == "display_data"]
+    first = report["data"]["text/plain"].splitlines()[0]
+    assert re.search(r"conv_old.*compile", first) and "has no attribute 'int'" in first, first
+    assert "not called during the run" not in report["data"]["text/plain"]
+    assert "has no attribute 'int'" in unescape(report["data"]["text/html"].split("<table")[0])

@@ -213,8 +213,25 @@ class Comparison:
     functions: dict[Key, Compared] = field(default_factory=dict)
 
 
+@dataclass(frozen=True)
+class CompileFailed:
+    """Profiled functions whose compile failed in the user's run, each with why in one line:
+    they were called and never ran (not "not called"), and the user's error is that failure."""
+
+    functions: dict[Key, str] = field(default_factory=dict)
+
+
 Measurement = (
-    Counted | Sampled | Restored | ExtraRun | RanOnce | Allocations | Comparison | Differed | CodeUncompared
+    Counted
+    | Sampled
+    | Restored
+    | ExtraRun
+    | RanOnce
+    | Allocations
+    | Comparison
+    | Differed
+    | CodeUncompared
+    | CompileFailed
 )
 
 
@@ -335,6 +352,8 @@ def merge_records(older: CallRecord | None, newer: CallRecord) -> CallRecord:
                     values[name] = max(found, values.get(name, 0.0))
             fastmath = tuple(dict.fromkeys(f for m in items for f in m.fastmath))
             merged.append(Differed(values, fastmath, any(m.measured for m in items)))
+        elif isinstance(items[0], CompileFailed):  # every function that failed, in any call
+            merged.append(CompileFailed({k: why for m in items for k, why in m.functions.items()}))
         elif isinstance(items[0], (RanOnce, CodeUncompared)):  # said of the newest call only
             merged += [m for m in items if m in newer.measurements][-1:]
         else:

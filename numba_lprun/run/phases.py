@@ -29,6 +29,7 @@ from typing import Any
 
 from .allocation_run import AllocationRun
 from .call_context import CallContext, Phase, RunSettings, sampled_by, silently, too_long
+from .compile_failures import failed_compiles
 from .differences import compared_with_users
 from .measurements import (
     COUNTING,
@@ -278,6 +279,9 @@ class UserRun:
             ctx.user_seconds = seconds
             faults = (_own_faults(run, started, faults_at),)
             ctx.made.append(Counted(self.kind, True, ctx.runner.take_counts(self.kind), faults=faults))
+            failed = failed_compiles(ctx.runner.targets, run.compiles if run is not None else None, self.kind)
+            if failed is not None:
+                ctx.made.append(failed)
             if sampling is not None:
                 maps = line_maps(ctx.runner.twin_code(self.kind))
                 ctx.made.append(measured(sampling, maps, self.kind, True, 1, seconds))

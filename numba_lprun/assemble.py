@@ -227,6 +227,8 @@ def _distortion(
         lost_vectorization=frozenset(lost),
         page_faults=_page_faults(vs_plain),
         uncompared=uncompared,
+        plain_left_out=vs_plain.left_out if vs_plain.baseline > 0 else 0,
+        compiled=vs_plain.compiled > 0,
     )
 
 

@@ -185,6 +185,9 @@ class Distortion:
     # compared (None: unknown): a first run touching fresh memory is slower for that alone
     page_faults: tuple[int, int] | None = None
     uncompared: str | None = None  # why the twins' vectorization was not compared (no plain twin compiled)
+    # plain runs left out of the median: a compile just before them, or fresh memory the others reused
+    plain_left_out: int = 0
+    compiled: bool = False  # Numba compiled during the user's run (its time leaves the compile out)
 
 
 @dataclass(frozen=True)
@@ -244,6 +247,8 @@ class Diagnosis:
 SINCE_FORMAT_2: frozenset[tuple[str, str]] = frozenset(
     {
         ("distortion", "uncompared"),
+        ("distortion", "plain_left_out"),
+        ("distortion", "compiled"),
         ("source", "uncached"),
         ("source", "unsampled"),
         ("source", "compile_error"),

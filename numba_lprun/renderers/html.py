@@ -165,7 +165,7 @@ def _summary(views: list[FunctionView], ids: list[str]) -> str:
         s = view.stats
         total = view.amount_text(view.total / view.output_unit) if s.timed else "not timed"  # total: s
         over = s.overhead
-        over_text = "not measured" if over is None else f"{over:.2f}x"
+        over_text = "not measured" if over is None else f"{over:.2f}x" if over >= 1 else "none measurable"
         if s.distortion.probe_overhead is not None:  # the warning colour may be the probed run's
             over_text += f" (probes {s.distortion.probe_overhead:.2f}x)"
         warn = ' class="n bang"' if any(n.level == "warning" for n in s.notes) else ' class="n"'

@@ -91,7 +91,8 @@ def _extra_run(ctx: CallContext, kind: str, sampled: bool, label: str) -> None:
         if completed:  # a run cut short measured part of a call: nothing to compare or add up
             if kind == PLAIN:
                 _compare_results(ctx)
-            ctx.made.append(Counted(kind, False, _one_run(counts), faults=(faults,)))
+            compiled = run is not None and run.compiling_since(started) > 0
+            ctx.made.append(Counted(kind, False, _one_run(counts), faults=(faults,), compiled=compiled))
             if sampling is not None:
                 maps = line_maps(ctx.runner.twin_code(kind))
                 ctx.made.append(measured(sampling, maps, kind, False, 1, seconds))
@@ -278,7 +279,9 @@ class UserRun:
             seconds = _own_seconds(run, started, ended)
             ctx.user_seconds = seconds
             faults = (_own_faults(run, started, faults_at),)
-            ctx.made.append(Counted(self.kind, True, ctx.runner.take_counts(self.kind), faults=faults))
+            compiled = run is not None and run.compiling_since(started) > 0  # its time leaves that out
+            counts = ctx.runner.take_counts(self.kind)
+            ctx.made.append(Counted(self.kind, True, counts, faults=faults, compiled=compiled))
             failed = failed_compiles(ctx.runner.targets, run.compiles if run is not None else None, self.kind)
             if failed is not None:
                 ctx.made.append(failed)

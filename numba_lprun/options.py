@@ -41,6 +41,7 @@ class Option:
     optional_value: Any = None  # the value when the flag is given without one (nargs="?")
     not_for_cuda: str | None = None  # why the option means nothing for a CUDA launch
     on_load: bool = False  # it applies to a saved profile shown again (--load, show): display only
+    brief: str = ""  # one short line for %nlprun?, which must fit a screen ("": the help)
 
     @property
     def default_value(self) -> Any:
@@ -76,6 +77,7 @@ OPTIONS: list[Option] = [
         "device function (MODULE:FUNC on the command line) has its launches profiled.",
         action="append",
         metavar="FUNC",
+        brief="a jitted function to profile (repeatable)",
     ),
     Option(
         ("-m",),
@@ -85,6 +87,7 @@ OPTIONS: list[Option] = [
         metavar="MODULE",
         front_ends=frozenset({MAGIC}),
         not_for_cuda="it profiles the CPU jitted functions of a module",
+        brief="profile every jitted function MODULE defines",
     ),
     Option(
         ("-m",),
@@ -108,6 +111,7 @@ OPTIONS: list[Option] = [
         action="append",
         metavar="PKG",
         not_for_cuda="it profiles the CPU jitted functions of a package",
+        brief="profile every jitted function package PKG defines",
     ),
     Option(
         ("-u",),
@@ -117,8 +121,16 @@ OPTIONS: list[Option] = [
         metavar="UNIT",
         not_for_cuda="GPU times are in cycles, not seconds",
         on_load=True,
+        brief="unit of the Time column, in s (default 1e-9)",
     ),
-    Option(("-z",), "stripzeros", "Hide functions with zero hits.", action="store_true", on_load=True),
+    Option(
+        ("-z",),
+        "stripzeros",
+        "Hide functions with zero hits.",
+        action="store_true",
+        on_load=True,
+        brief="hide functions with zero hits",
+    ),
     Option(
         ("--sample-counts",),
         "sample_counts",
@@ -126,6 +138,7 @@ OPTIONS: list[Option] = [
         action="store_true",
         not_for_cuda="nothing samples a GPU",
         on_load=True,
+        brief="add a Samples column: samples per line",
     ),
     Option(
         ("-r",),
@@ -133,6 +146,7 @@ OPTIONS: list[Option] = [
         "Return the LineProfiler (its get_stats() gives a line_profiler LineStats).",
         action="store_true",
         front_ends=frozenset({MAGIC}),
+        brief="return the LineProfiler",
     ),
     Option(
         ("-D",),
@@ -142,6 +156,7 @@ OPTIONS: list[Option] = [
         metavar="FILE",
         not_for_cuda="line_profiler's .lprof files hold times in seconds, and GPU times are cycles",
         on_load=True,
+        brief="save the profile to FILE (.lprof; reopen: --load)",
     ),
     Option(
         ("-T",),
@@ -149,8 +164,16 @@ OPTIONS: list[Option] = [
         "Write the text table (line_profiler's layout) to FILE; -T - prints it instead of the table.",
         metavar="FILE",
         on_load=True,
+        brief="write line_profiler's layout to FILE (-: print it)",
     ),
-    Option(("--html",), "html", "Write a self-contained HTML report to FILE.", metavar="FILE", on_load=True),
+    Option(
+        ("--html",),
+        "html",
+        "Write a self-contained HTML report to FILE.",
+        metavar="FILE",
+        on_load=True,
+        brief="write a self-contained HTML report to FILE",
+    ),
     Option(
         ("--load",),
         "load",
@@ -158,6 +181,7 @@ OPTIONS: list[Option] = [
         "of running anything; -T, --html and -D write it as they would have. Also: python -m "
         "numba_lprun show FILE.",
         metavar="FILE",
+        brief="show a profile saved with -D again",
     ),
     Option(
         ("--once",),
@@ -165,6 +189,7 @@ OPTIONS: list[Option] = [
         "Run once, even where the statement could be repeated: no overhead figure, and only "
         "the samples of your own run.",
         action="store_true",
+        brief="run once: no plain runs, no overhead figure",
     ),
     Option(
         ("--probes",),
@@ -173,12 +198,14 @@ OPTIONS: list[Option] = [
         "probe times beside the sampled ones, ! where they disagree.",
         action="store_true",
         not_for_cuda="the GPU twin's probes read the clock already (--hits turns them off)",
+        brief="also time every line with clock probes",
     ),
     Option(
         ("--hits",),
         "hits",
         "Count hits only: no sampler and no clock probes, so no times.",
         action="store_true",
+        brief="count hits only: no times",
     ),
     Option(
         ("--raw",),
@@ -186,6 +213,7 @@ OPTIONS: list[Option] = [
         "Show raw probe times, without taking the probes' own cost out of each hit.",
         action="store_true",
         not_for_cuda="a GPU probe's own cycles are charged to no line: there is nothing to take out",
+        brief="probe times with the probes' own cost left in",
     ),
     Option(
         ("--threshold",),
@@ -194,6 +222,7 @@ OPTIONS: list[Option] = [
         type=float,
         default=DEFAULT_THRESHOLD,
         metavar="RATIO",
+        brief=f"warn above this overhead (default {DEFAULT_THRESHOLD:g})",
     ),
     Option(
         ("--no-sample",),
@@ -201,6 +230,7 @@ OPTIONS: list[Option] = [
         "Do not sample: times come from clock probes on every line.",
         "store_false",
         not_for_cuda="nothing samples a GPU",
+        brief="no sampler: times from clock probes",
     ),
     Option(
         ("--rate",),
@@ -210,6 +240,7 @@ OPTIONS: list[Option] = [
         default=DEFAULT_SAMPLE_RATE,
         metavar="HZ",
         not_for_cuda="nothing samples a GPU",
+        brief=f"samples per second per thread (default {DEFAULT_SAMPLE_RATE:g})",
     ),
     Option(
         ("--sample-time",),
@@ -221,6 +252,7 @@ OPTIONS: list[Option] = [
         default=DEFAULT_SAMPLE_TIME,
         metavar="S",
         not_for_cuda="nothing samples a GPU",
+        brief=f"seconds of sampled repeats (default {DEFAULT_SAMPLE_TIME:g})",
     ),
     Option(
         ("--extra-limit",),
@@ -232,6 +264,7 @@ OPTIONS: list[Option] = [
         default=DEFAULT_EXTRA_LIMIT,
         metavar="S",
         not_for_cuda="a launch's plain twin is timed on the device",
+        brief=f"plain runs only after a run this short ({DEFAULT_EXTRA_LIMIT:g})",
     ),
     Option(
         ("--compare-code",),
@@ -241,6 +274,7 @@ OPTIONS: list[Option] = [
         "costs at most a tenth of the profile so far, or 1 s; the note says when it was left out).",
         action="store_true",
         not_for_cuda="a launch's plain twin is compiled for its timed launch",
+        brief="compare the twins' SIMD loops however long it takes",
     ),
     Option(
         ("--snapshot-limit",),
@@ -250,6 +284,7 @@ OPTIONS: list[Option] = [
         type=float,
         metavar="MB",
         not_for_cuda="a launch's arguments are saved on the device",
+        brief="memory for saving the state the statement reaches",
     ),
     Option(
         ("--asm",),
@@ -262,6 +297,7 @@ OPTIONS: list[Option] = [
         optional_value=3,
         not_for_cuda="the GPU's machine code is not read",
         on_load=True,
+        brief="read the machine code: hints, N hottest lines",
     ),
     Option(
         ("--keep-going",),

@@ -171,7 +171,14 @@ def test_help_lists_every_option(ip):
         for opt in listed:
             shown = f"{opt.flags[0]} {opt.metavar}" if opt.takes_value else opt.flags[0]
             assert shown in text, (front_end, shown)
-            assert opt.help.split()[1].strip(",.:") in text, (front_end, opt.help)
+            said = opt.brief if front_end == MAGIC else opt.help  # %nlprun? is one line each
+            assert said and said.split()[1].strip(",.:") in text, (front_end, said)
+    # %nlprun? opens with two examples and fits a screen (it was 95 lines, with none)
+    lines = doc.splitlines()
+    assert len(lines) <= 44, len(lines)  # argparse wraps the usage to the terminal: the rest is fixed
+    assert all(len(ln) <= 80 for ln in lines if "[-" not in ln), [ln for ln in lines if len(ln) > 80]
+    examples = [ln.split("#")[0].strip() for ln in lines[:8] if ln.strip().startswith("%")]
+    assert examples == ["%nlprun -f conv y = conv(x, k)", "%%nlprun"], lines[:8]
 
 
 @pytest.mark.parametrize(

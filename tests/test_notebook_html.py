@@ -175,6 +175,8 @@ def test_no_host_rule_reaches_the_report(laid_out, host):
         }
     )
     assert differ == []
+
+
 def test_failed_compile_is_said_first_naming_the_function_and_numpys_reason(executed):
     cell = executed.cells[4]
     (report,) = [o for o in cell.outputs if o.output_type == "display_data"]

@@ -77,7 +77,7 @@ def expected_numbers(profile, output_unit=None) -> list[str]:
             if output_unit is not None:
                 out += [str(line.hits), number(line.time), per_hit_text(line), number(line.percent)]
                 continue
-            per_hit = view.amount_text(line.per_hit) if line.per_hit is not None else ""
+            per_hit = view.per_hit_amount(line)
             if per_hit and line.below_resolution and line.probe_time is None:
                 per_hit = "~" + per_hit
             time = view.amount_text(line.time) if line.time is not None else ""

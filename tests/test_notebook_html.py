@@ -184,3 +184,19 @@ def test_failed_compile_is_said_first_naming_the_function_and_numpys_reason(exec
     assert re.search(r"conv_old.*compile", first) and "has no attribute 'int'" in first, first
     assert "not called during the run" not in report["data"]["text/plain"]
     assert "has no attribute 'int'" in unescape(report["data"]["text/html"].split("<table")[0])
+
+
+def test_per_hit_reads_in_units_a_reader_can_use(executed):
+    """Never finer than a nanosecond (it read "0.0305 ns", and "0 ns" on lines with 100,000
+    hits and no sample on them): a hit that took less reads "<1 ns"."""
+    page = html_outputs(executed)[0]
+    rows = [
+        re.findall(r'<td class="n[^"]*">(.*?)</td>', row) for row in re.findall(r"<tr[^>]*>(.*?)</tr>", page)
+    ]
+    per_hit = [
+        (int(c[1]), unescape(re.sub(r"<[^>]+>", "", c[3]))) for c in rows if len(c) > 4 and c[1].isdigit()
+    ]
+    assert len(per_hit) == 9, rows  # conv's lines that ran
+    for hits, text in per_hit:
+        assert text == "<1 ns" or re.fullmatch(r"[1-9][\d.]* (ns|µs|ms|s)|0 ns", text), text
+        assert hits < 10_000 or text != "0 ns", (hits, text)

@@ -37,8 +37,9 @@ def time_cell(view: FunctionView, line: LineView, human: bool) -> str:
 
 
 def per_hit_cell(view: FunctionView, line: LineView, human: bool) -> str:
-    """The Per Hit cell, marked ``~`` below the timer's resolution."""
-    per_hit = amount(view, line.per_hit, human)
+    """The Per Hit cell, marked ``~`` below the timer's resolution (``human``: with its own unit,
+    never finer than a nanosecond: ``FunctionView.per_hit_amount``)."""
+    per_hit = view.per_hit_amount(line) if human else amount(view, line.per_hit, human)
     if line.below_resolution and line.probe_time is None and per_hit:
         per_hit = mark("~", BELOW_RESOLUTION, "mark") + per_hit
     return per_hit

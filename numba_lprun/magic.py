@@ -10,6 +10,7 @@ from __future__ import annotations
 import importlib
 import re
 import shlex
+import shutil
 import sys
 from collections.abc import Callable
 
@@ -91,6 +92,13 @@ def split_options(line: str) -> tuple[list[str], str]:
                 pos = after
 
 
+def progress_line(message: str, width: int) -> str:
+    """``message`` as one terminal line of at most ``width - 1`` characters: a longer one wraps,
+    and erasing the line it ends on (``\\x1b[2K``) leaves the lines above it behind."""
+    text = f"numba_lprun: {message} ..."
+    return text if len(text) < width else text[: max(width - 2, 0)] + "…"
+
+
 class _Progress:
     """Shows what is being compiled, and removes the message when done."""
 
@@ -110,7 +118,8 @@ class _Progress:
             else:
                 self.handle.update({"text/plain": text}, raw=True)
         elif sys.stderr.isatty():
-            sys.stderr.write("\r\x1b[2K" + text[:200])
+            width = shutil.get_terminal_size().columns
+            sys.stderr.write("\r\x1b[2K" + progress_line(message, width))
             sys.stderr.flush()
         self.shown = True
 

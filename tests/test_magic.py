@@ -268,3 +268,15 @@ def test_saved_profile_of_a_cell_shows_its_source_later(ip, tmp_path, capsys):
     shown = subprocess.run([sys.executable, "-m", "line_profiler", str(dump)], capture_output=True, text=True)
     assert shown.returncode == 0, shown.stderr
     assert "acc += v * 3.0" in shown.stdout and "def in_cell(a):" in shown.stdout
+
+
+def test_progress_lines_fit_the_terminal():
+    """A progress line longer than the terminal wraps, and erasing the line it ends on leaves
+    the rest behind (debris in a narrow terminal): each is cut to the terminal's width."""
+    from numba_lprun.magic import progress_line
+
+    message = "compiling smooth_" + "x" * 90 + "(array(float64, 1d, C), int64) for the counting run"
+    for width in (40, 80, 200):
+        line = progress_line(message, width)
+        assert len(line) <= width - 1 and line.startswith("numba_lprun: compiling smooth_"), (width, line)
+    assert progress_line("compiling f(int64)", 80) == "numba_lprun: compiling f(int64) ..."

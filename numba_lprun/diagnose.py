@@ -35,15 +35,20 @@ PROBE_DOMINATED = 0.25  # corrected/raw probe total below this: the probes' cost
 FAULT_SECONDS = 10e-6
 
 
-def disagreeing_lines(samples: Samples, probes: Probes, margin: float = DISAGREE_POINTS) -> frozenset[int]:
+def disagreeing_lines(
+    samples: Samples, probes: Probes, margin: float = DISAGREE_POINTS, raw: bool = False
+) -> frozenset[int]:
     """Lines whose probe share lies outside their sampled 95% interval by more than ``margin``.
 
     The interval carries the sampling error; the small margin keeps differences
-    that no reader would act on (a fraction of a point) out of the marks.
+    that no reader would act on (a fraction of a point) out of the marks. ``raw``: the
+    shares of the raw probe times, where those are the ones shown (``--raw``, or probes
+    whose own cost is most of what they timed: their corrected shares are differences of
+    nearly equal numbers, and a mark must stand beside the share it judges).
     """
     found = set()
     for line in set(probes.ticks) | set(samples.seconds):
-        probed, interval = probes.share(line), samples.interval(line)
+        probed, interval = probes.share(line, raw), samples.interval(line)
         if probed is None or interval is None:
             continue
         low, high = interval
@@ -96,7 +101,7 @@ def diagnose(
         notes.append(Note("info", "probe times are raw: they include the probes' own cost"))
     disagree = frozenset()
     if probes.ticks and samples.total >= MIN_SAMPLES:  # the shares of corrected probe times
-        disagree = disagreeing_lines(samples, probes)
+        disagree = disagreeing_lines(samples, probes, raw=not corrected)
         if disagree:
             notes.append(
                 Note(

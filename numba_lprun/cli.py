@@ -34,11 +34,10 @@ from .options import (
     cuda_refusals,
     profiler_kwargs,
     value_flags,
-    version_text,
 )
 from .profiler import LineProfiler
 from .show import main as show_main
-from .show import report, show_saved
+from .show import report, show_saved, version_text
 from .stats import ProfileStats
 
 USAGE_ERROR = 2

@@ -266,18 +266,16 @@ def _measured(
         )
     if ratio < 1.0:
         if spread is None:
-            return Note("info", f"{twin} run: no measurable cost (its time {ratio:.2f}x the plain run's)")
+            return Note("info", f"{twin} run: no measurable cost ({ratio:.2f}x the plain run)")
         low, high = spread
         if ratio >= low:
-            said = f"inside the plain runs' own spread, {low:.2f}-{high:.2f}x their median{left}"
+            said = f"inside their own spread, {low:.2f}-{high:.2f}x{left}"
         else:
             said = (
-                f"below even the fastest plain run, {low:.2f}x their median{left}: the runs differed by "
+                f"below even the fastest of them, {low:.2f}x{left}: the runs differed by "
                 "more than the counters" + _plain_paid(distortion)
             )
-        return Note(
-            "info", f"{twin} run: no measurable cost (its time {ratio:.2f}x the plain runs' median, {said})"
-        )
+        return Note("info", f"{twin} run: no measurable cost ({ratio:.2f}x the plain runs' median, {said})")
     noise = ""
     if spread is not None:
         low, high = spread

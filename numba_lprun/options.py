@@ -20,7 +20,6 @@ from typing import Any
 
 from .diagnose import DEFAULT_THRESHOLD
 from .profiler import DEFAULT_EXTRA_LIMIT, DEFAULT_MIN_SAMPLES, DEFAULT_SAMPLE_RATE, DEFAULT_SAMPLE_TIME
-from .renderers.columns import SAMPLE_COUNTS
 
 MAGIC, CLI = "magic", "cli"
 BOTH = frozenset({MAGIC, CLI})
@@ -317,20 +316,6 @@ OPTIONS: list[Option] = [
 ]
 
 
-def version_text() -> str:
-    """``--version``: numba_lprun's, and the releases of what a bug report needs beside it."""
-    import platform
-    from importlib.metadata import PackageNotFoundError, version
-
-    found = []
-    for package in ("numba_lprun", "numba", "llvmlite", "numpy", "line_profiler"):
-        try:
-            found.append(f"{package} {version(package)}")
-        except PackageNotFoundError:
-            found.append(f"{package} not installed")
-    return f"{found[0]} ({', '.join(found[1:])}, Python {platform.python_version()})"
-
-
 def options_for(front_end: str) -> list[Option]:
     return [opt for opt in OPTIONS if front_end in opt.front_ends]
 
@@ -343,16 +328,6 @@ def value_flags(front_end: str) -> set[str]:
 def optional_value_flags(front_end: str) -> set[str]:
     """Flags of ``front_end`` whose value may be left out (``--asm`` or ``--asm 5``)."""
     return {flag for opt in options_for(front_end) if opt.optional_value is not None for flag in opt.flags}
-
-
-def asm_lines(opts: argparse.Namespace) -> int:
-    """How many hottest lines to list instruction by instruction (0 without ``--asm``)."""
-    return opts.asm or 0
-
-
-def shown_columns(opts: argparse.Namespace) -> frozenset[str]:
-    """The optional columns the options ask for (display only: the profile is the same)."""
-    return frozenset({SAMPLE_COUNTS}) if opts.sample_counts else frozenset()
 
 
 def add_to_parser(parser: argparse.ArgumentParser, front_end: str, on_load: bool = False) -> None:

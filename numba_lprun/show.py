@@ -11,16 +11,43 @@ table and notes the run printed, as text, a rich table or HTML.
 from __future__ import annotations
 
 import argparse
+import shutil
 import sys
+import textwrap
 from collections.abc import Callable
 from html import escape
 from typing import TextIO
 
-from .options import CLI, add_to_parser, asm_lines, run_options_given, shown_columns
+from .options import CLI, add_to_parser, run_options_given
 from .renderers import HTMLRenderer, LprofWriter, RichRenderer, TextRenderer, read_profile
+from .renderers.columns import SAMPLE_COUNTS
 from .stats import ProfileStats
 
 USAGE_ERROR = 2
+
+
+def version_text() -> str:
+    """``--version``: numba_lprun's, and the releases of what a bug report needs beside it."""
+    import platform
+    from importlib.metadata import PackageNotFoundError, version
+
+    found = []
+    for package in ("numba_lprun", "numba", "llvmlite", "numpy", "line_profiler"):
+        try:
+            found.append(f"{package} {version(package)}")
+        except PackageNotFoundError:
+            found.append(f"{package} not installed")
+    return f"{found[0]} ({', '.join(found[1:])}, Python {platform.python_version()})"
+
+
+def asm_lines(opts: argparse.Namespace) -> int:
+    """How many hottest lines to list instruction by instruction (0 without ``--asm``)."""
+    return opts.asm or 0
+
+
+def shown_columns(opts: argparse.Namespace) -> frozenset[str]:
+    """The optional columns the options ask for (display only: the profile is the same)."""
+    return frozenset({SAMPLE_COUNTS}) if opts.sample_counts else frozenset()
 
 
 def write_files(profile: ProfileStats, opts: argparse.Namespace, text: str) -> list[str]:
@@ -77,8 +104,11 @@ def report(
             html = "".join(f"<p><b>{escape(line)}</b></p>" for line in banner.splitlines()) + html
         display(html, f"{banner}\n\n{text}" if banner else text)
     else:
-        if banner:
-            print(banner, file=file)
+        for line in banner.splitlines() if banner else ():  # wrapped in a terminal, as the table is
+            wrap = (
+                getattr(file, "isatty", lambda: False)() and len(line) >= shutil.get_terminal_size().columns
+            )
+            print(textwrap.fill(line, shutil.get_terminal_size().columns - 1) if wrap else line, file=file)
         RichRenderer(opts.unit, opts.stripzeros, asm_lines=lines, columns=cols).print(profile, file)
     for sentence in said:
         print(sentence, file=file)

@@ -12,6 +12,7 @@ import pytest
 
 from numba_lprun.renderers import profile_html
 from numba_lprun.renderers.columns import html_folds
+from numba_lprun.renderers.html_cells import per_hit_amount
 from numba_lprun.renderers.view import number, per_hit_text, profile_views, seconds_text
 from tests.browser import browse, chromium_or_skip
 from tests.render_kernels import LONG_LINE, long_line_profile
@@ -77,7 +78,7 @@ def expected_numbers(profile, output_unit=None) -> list[str]:
             if output_unit is not None:
                 out += [str(line.hits), number(line.time), per_hit_text(line), number(line.percent)]
                 continue
-            per_hit = view.per_hit_amount(line)
+            per_hit = per_hit_amount(view, line)
             if per_hit and line.below_resolution and line.probe_time is None:
                 per_hit = "~" + per_hit
             time = view.amount_text(line.time) if line.time is not None else ""

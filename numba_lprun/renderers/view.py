@@ -58,23 +58,6 @@ class FunctionView:
         """A time in output units, written with its unit: ``24.1 ms`` or ``12.3k cycles``."""
         return ticks_text(value, self.tick) if self.tick else seconds_text(value * self.output_unit)
 
-    def per_hit_amount(self, line: LineView) -> str:
-        """Per Hit with its own unit, never finer than a nanosecond (or one tick), a few cycles:
-        a line that ran 100,000 times in 3 us reads "<1 ns" a hit, not "0.0305 ns" or, with no
-        sample on it, "0 ns" (where its 95% interval keeps it under a nanosecond too)."""
-        if line.per_hit is None:
-            return ""
-        floor = 1.0 if self.tick else 1e-9 / self.output_unit  # in output units
-        below = f"<1 {self.tick}" if self.tick else "<1 ns"
-        if line.per_hit >= floor:
-            return self.amount_text(line.per_hit)
-        if line.per_hit > 0:
-            return below
-        if line.hits and line.interval is not None:  # no sample landed on it: its interval bounds it
-            bound = line.interval[1] / 100.0 * self.total / self.output_unit / line.hits
-            return below if bound < floor else self.amount_text(0.0)
-        return self.amount_text(line.per_hit)
-
     @property
     def unit_text(self) -> str:
         """What one unit of the Time column is: ``1e-09 s`` or ``1 cycle``."""

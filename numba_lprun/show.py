@@ -91,9 +91,10 @@ def report(
     text = TextRenderer(opts.unit, opts.stripzeros, width=0, asm_lines=lines, columns=cols).render(profile)
     banner = f"numba_lprun: {interrupted}; showing the profile gathered so far" if interrupted else ""
     failed = [
-        f"numba_lprun: {f.heading} did not compile: {f.source.compile_error}" for f in profile.functions
+        f"numba_lprun: {f.heading} did not compile: {f.source.compile_error}"
+        for f in profile.functions
+        if f.source.compile_error and not (f.calls or f.hits)  # it never ran (a later call may have)
     ]
-    failed = [said for said, f in zip(failed, profile.functions, strict=True) if f.source.compile_error]
     banner = "\n".join([*failed, banner] if banner else failed)  # what went wrong first
     said = write_files(profile, opts, f"{banner}\n\n{text}" if banner else text)
     if opts.text == "-":

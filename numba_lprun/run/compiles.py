@@ -107,8 +107,11 @@ class CompileWatcher:
     def on_end(self, data: dict, error: BaseException | None = None) -> None:
         if not self._stack or os.getpid() != self._pid:
             return
-        if error is not None and data.get("dispatcher") is not None:
-            self.failed[id(data["dispatcher"])] = (failure_reason(error), tuple(data.get("args") or ()))
+        disp = data.get("dispatcher")
+        if isinstance(error, Exception) and disp is not None:  # not a Ctrl-C: Numba's or the code's error
+            self.failed[id(disp)] = (failure_reason(error), tuple(data.get("args") or ()))
+        elif error is None and disp is not None:  # compiled after all (Numba retries with literal types)
+            self.failed.pop(id(disp), None)
         key, start, nested = self._stack.pop()
         spent = time.perf_counter() - start
         self.seconds[key] = self.seconds.get(key, 0.0) + spent - nested

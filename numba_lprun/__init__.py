@@ -20,7 +20,8 @@ Data flows one way; each part imports only from the parts before it:
 - ``renderers/``: text, rich and HTML views of the stats (the only users of rich);
 - ``processes/``: the worker processes a run starts, profiled and their parts collected;
 - ``profiler``: the ``LineProfiler`` API that ties the stages together;
-- front ends: ``magic`` (the only user of IPython) and ``cli``.
+- front ends: ``show`` (a profile shown and its files written as both show them, a saved
+  one shown again), ``magic`` (the only user of IPython) and ``cli``.
 """
 
 from __future__ import annotations

@@ -28,6 +28,7 @@ from .run.measurements import (
     CodeUncompared,
     Compared,
     Comparison,
+    CompileFailed,
     Counted,
     Differed,
     ExtraRun,
@@ -196,6 +197,7 @@ def _measured(
         objmode_lines=fact.objmode_lines,
         unsampled=fact.unsampled,
         title=fact.title if fact.title != fact.qualname else "",
+        compile_error=next((m.functions[key] for m in record.of(CompileFailed) if key in m.functions), ""),
     )
     counts = Counts(
         hits=dict(user.hits),
@@ -234,6 +236,8 @@ def _distortion(
         lost_vectorization=frozenset(lost),
         page_faults=_page_faults(vs_plain),
         uncompared=uncompared,
+        plain_left_out=vs_plain.left_out if vs_plain.baseline > 0 else 0,
+        compiled=vs_plain.compiled > 0,
     )
 
 

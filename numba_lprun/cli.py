@@ -15,6 +15,7 @@ import argparse
 import ast
 import importlib
 import importlib.util
+import linecache
 import os
 import sys
 import traceback
@@ -22,7 +23,7 @@ import types
 from collections.abc import Callable, Iterable
 
 from .cuda import CudaLineProfiler, bound_kernels, namespaces_of, split_cuda
-from .decorator import is_marked
+from .decorator import is_marked, kernprof_builtin
 from .errors import NotProfilableError, TwinCompileError, profiler_failed, without_profiler_frames
 from .instrument.kinds import defined_in, import_spec, profilable_in
 from .instrument.packages import imported_from, package_pick, split_packages
@@ -32,10 +33,11 @@ from .options import (
     cuda_profiler_kwargs,
     cuda_refusals,
     profiler_kwargs,
-    report,
     value_flags,
 )
 from .profiler import LineProfiler
+from .show import main as show_main
+from .show import report, show_saved, version_text
 from .stats import ProfileStats
 
 USAGE_ERROR = 2
@@ -59,10 +61,26 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
-class _Program:
-    """The script or module to run: its source, file name and argv."""
+#: The file name of ``-c CODE``, as Python gives it (its source is put in ``linecache``).
+CODE_FILENAME = "<string>"
 
-    def __init__(self, path: str | None, module: str | None, args: list[str]):
+
+class _Program:
+    """The script, module or ``-c`` code to run: its source, file name and argv."""
+
+    def __init__(self, path: str | None, module: str | None, args: list[str], code: str | None = None):
+        if code is not None:  # like python -c: argv[0] is "-c", the current folder first on sys.path
+            self.filename, self.spec, self.argv, self.path_entry = (
+                CODE_FILENAME,
+                None,
+                ["-c", *args],
+                os.getcwd(),
+            )
+            self.source = code
+            self.last_namespace: dict = {}
+            lines = code.splitlines(keepends=True)
+            linecache.cache[CODE_FILENAME] = (len(code), None, lines, CODE_FILENAME)  # for the twins' source
+            return
         if module is not None:
             spec = importlib.util.find_spec(module)
             if spec is None or spec.origin is None or not spec.has_location:
@@ -99,14 +117,18 @@ class _Program:
         return module.__dict__
 
     def uses_decorator(self) -> bool:
-        """Whether the source decorates anything with ``profile`` (then only marked ones count)."""
+        """Whether the source marks anything with ``profile``, as a decorator or called
+        (``profile(f)``, kernprof's other habit): then only marked ones count."""
         for node in ast.walk(ast.parse(self.source)):
+            marks = []
             if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
-                for deco in node.decorator_list:
-                    target = deco.func if isinstance(deco, ast.Call) else deco
-                    name = target.attr if isinstance(target, ast.Attribute) else getattr(target, "id", "")
-                    if name == "profile":
-                        return True
+                marks = [deco.func if isinstance(deco, ast.Call) else deco for deco in node.decorator_list]
+            elif isinstance(node, ast.Call) and node.args:
+                marks = [node.func]
+            for target in marks:
+                name = target.attr if isinstance(target, ast.Attribute) else getattr(target, "id", "")
+                if name == "profile":
+                    return True
         return False
 
 
@@ -126,10 +148,13 @@ def _resolve(spec: str, program: _Program) -> Callable | None:
 
 
 class _MarkedFinder:
-    """Functions marked with ``@profile`` in modules imported since the last look."""
+    """Functions marked with ``@profile`` in modules imported since the last look, and those the
+    script marked since (``profile(f)`` after ``f`` was made, as kernprof users write it)."""
 
-    def __init__(self) -> None:
+    def __init__(self, program: _Program) -> None:
         self.seen: set[str] = set()
+        self.program = program  # its namespace is filled as it runs
+        self.given: dict[int, object] = {}  # what the script marked, found already (kept: ids stay theirs)
 
     def __call__(self) -> Iterable[Callable]:
         found = []
@@ -140,14 +165,19 @@ class _MarkedFinder:
             for value in list(getattr(module, "__dict__", {}).values()):
                 if is_marked(value):
                     found.append(value)
+        for value in list(self.program.last_namespace.values()):
+            if id(value) not in self.given and is_marked(value):
+                self.given[id(value)] = value
+                found.append(value)
         return found
 
 
 def _profile_run(
     opts: argparse.Namespace, program: _Program
-) -> tuple[LineProfiler, int, BaseException | None]:
-    """Run the program under the profiler; its exit status, and the exception it raised (shown
-    after the profile, as python shows it last: its frames only)."""
+) -> tuple[LineProfiler, int, BaseException | None, list[str]]:
+    """Run the program under the profiler; its exit status, the exception it raised (shown
+    after the profile, as python shows it last: its frames only), and the bare ``-f`` names
+    that named nothing the script made."""
     explicit = [_resolve(spec, program) for spec in opts.functions]
     named = {spec for spec, func in zip(opts.functions, explicit, strict=True) if func is None}
     packages = split_packages(opts.source)
@@ -158,23 +188,28 @@ def _profile_run(
     marked_only = program.uses_decorator()
     chosen = bool(opts.functions or packages)  # otherwise: what the script defines (or marks)
 
+    found: set[str] = set()
+
     def pick(value: object) -> bool:
         if in_packages(value):
             return True
         if not in_script(value):
             return False
         if named:  # by the name it is bound to (fast = njit(fastmath=True)(f)) or its own
-            bound = any(program.last_namespace.get(name) is value for name in named)
-            return bound or getattr(value, "__name__", None) in named
+            own = getattr(value, "__name__", None)
+            hits = {name for name in named if program.last_namespace.get(name) is value or own == name}
+            found.update(hits)
+            return bool(hits)
         return not chosen and (is_marked(value) or not marked_only)
 
-    discover = _MarkedFinder() if not chosen else None
+    discover = _MarkedFinder(program) if not chosen else None
     saved_argv, saved_main, saved_path = sys.argv[:], sys.modules.get("__main__"), sys.path[:]
     sys.argv = program.argv
     sys.path.insert(0, program.path_entry)
     status, error = 0, None
     try:
-        prof.runsource(program.source, program.filename, program.namespace, pick, discover, once=ONCE)
+        with kernprof_builtin():
+            prof.runsource(program.source, program.filename, program.namespace, pick, discover, once=ONCE)
     except SystemExit as exc:
         status = _exit_status(exc.code)
     except (NotProfilableError, TwinCompileError):
@@ -185,7 +220,7 @@ def _profile_run(
         sys.argv, sys.path[:] = saved_argv, saved_path
         if saved_main is not None:
             sys.modules["__main__"] = saved_main
-    return prof, status, error
+    return prof, status, error, [spec for spec in opts.functions if spec in named and spec not in found]
 
 
 def _exit_status(code: object) -> int:
@@ -203,7 +238,8 @@ def _run_plain(program: _Program) -> int:
     sys.argv = program.argv
     sys.path.insert(0, program.path_entry)
     try:
-        exec(compile(program.source, program.filename, "exec"), program.namespace())
+        with kernprof_builtin():
+            exec(compile(program.source, program.filename, "exec"), program.namespace())
     except SystemExit as exc:
         return _exit_status(exc.code)
     except BaseException:
@@ -250,40 +286,52 @@ def _cuda_run(
 
 
 def split_module_args(argv: list[str]) -> tuple[list[str], list[str]]:
-    """nlprun's own arguments, and what follows ``-m MODULE`` (the module's, as ``python -m``
-    passes them: ``nlprun -m pytest --pyargs pkg -q`` gives ``--pyargs pkg -q`` to pytest)."""
+    """nlprun's own arguments, and what follows ``-m MODULE`` or ``-c CODE`` (the program's, as
+    ``python -m`` passes them: ``nlprun -m pytest --pyargs pkg -q`` gives ``--pyargs pkg -q`` to
+    pytest)."""
     takes_value = value_flags(CLI)
     i = 0
     while i < len(argv):
         token = argv[i]
         if token == "--" or not token.startswith("-"):
             break  # the script (or --): argparse's REMAINDER keeps what follows for it
-        if token == "-m":
+        if token in ("-m", "-c"):
             return argv[: i + 2], argv[i + 2 :]
-        if token.startswith("-m") and not token.startswith("--"):  # -mpytest
+        if token[:2] in ("-m", "-c") and not token.startswith("--"):  # -mpytest
             return argv[: i + 1], argv[i + 1 :]
         i += 2 if token in takes_value else 1
     return argv, []
 
 
 def main(argv: list[str] | None = None) -> int:
+    argv = sys.argv[1:] if argv is None else list(argv)
+    if argv[:1] == ["show"] and not os.path.exists("show"):  # python -m numba_lprun show FILE
+        return show_main(argv[1:])
     parser = build_parser()
-    own, module_args = split_module_args(sys.argv[1:] if argv is None else list(argv))
+    own, module_args = split_module_args(argv)
     opts = parser.parse_args(own)
-    if opts.module is not None:  # -m MODULE ARG...: every ARG is the module's (a first -- is nlprun's)
+    if opts.version:
+        print(version_text())
+        return 0
+    if opts.load is not None:  # a saved profile shown again: nothing runs
+        return show_saved(opts, program=opts.script or opts.module or opts.code)
+    if opts.module is not None and opts.code is not None:
+        parser.error("give -m MODULE or -c CODE, not both")
+    if opts.module is not None or opts.code is not None:  # every ARG after is the program's
         module_args = module_args[1:] if module_args[:1] == ["--"] else module_args
         opts.args = [*([opts.script] if opts.script is not None else []), *opts.args, *module_args]
         opts.script = None
-    if opts.script is None and opts.module is None:
-        parser.error("give a script to run, or -m MODULE")
-    program = _Program(opts.script, opts.module, opts.args)
+    if opts.script is None and opts.module is None and opts.code is None:
+        parser.error("give a script to run, -m MODULE or -c CODE")
+    program = _Program(opts.script, opts.module, opts.args, opts.code)
+    unnamed: list[str] = []
     try:
         kernels = _cuda_functions(opts, program)
         error = None
         if kernels:
             profile, status = _cuda_run(opts, program, kernels)
         else:
-            prof, status, error = _profile_run(opts, program)
+            prof, status, error, unnamed = _profile_run(opts, program)
             profile = prof.profile
     except _UsageError as exc:
         print(f"nlprun: {exc}", file=sys.stderr)
@@ -298,22 +346,35 @@ def main(argv: list[str] | None = None) -> int:
     failed = error is not None and profiler_failed(error)
     said = f"the script raised {type(error).__name__}" if error is not None else None
     report(profile, opts, "numba_lprun itself failed: please report it" if failed else said)
-    if error is None and not any(f.calls or f.hits for f in profile.functions):
+    if error is None and not unnamed and not any(f.calls or f.hits for f in profile.functions):
         print(_what_was_there(program))
     if error is not None:
         sys.stdout.flush()
         traceback.print_exception(error)
+    if unnamed:  # found out only once the script ran: it is not run again
+        sys.stdout.flush()
+        for spec in unnamed:
+            print(_unnamed(spec, program), file=sys.stderr)
+        if not opts.keep_going:
+            return USAGE_ERROR
+        print("nlprun: --keep-going: the script ran (once); its own exit status stands", file=sys.stderr)
     return status
 
 
-def _what_was_there(program: _Program) -> str:
-    """Nothing profiled ran: what the script and the modules beside it hold that could be."""
+def _profilable(program: _Program) -> list[str]:
+    """What the script and the modules beside it hold that could be profiled, as ``-f`` names."""
     found = profilable_in(program.last_namespace, program.filename)
-    root = os.path.dirname(program.filename)
+    root = os.getcwd() if program.filename == CODE_FILENAME else os.path.dirname(program.filename)
     for name, module in sorted(sys.modules.items()):
         path = getattr(module, "__file__", None) or ""
         if name != "__main__" and path.startswith(root + os.sep) and "site-packages" not in path:
             found += profilable_in(vars(module), path, name)
+    return found
+
+
+def _what_was_there(program: _Program) -> str:
+    """Nothing profiled ran: what the script and the modules beside it hold that could be."""
+    found = _profilable(program)
     if not found:
         return (
             "nlprun: no profiled function ran, and the script and the modules beside it define no "
@@ -321,6 +382,13 @@ def _what_was_there(program: _Program) -> str:
             "package with -f module:function"
         )
     return "nlprun: what the script could have profiled: " + "; ".join(f"-f {f}" for f in found)
+
+
+def _unnamed(spec: str, program: _Program) -> str:
+    """``-f NAME`` named nothing the script made: what it made instead."""
+    found = _profilable(program)
+    made = "it made " + "; ".join(f"-f {f}" for f in found) if found else "it made none"
+    return f"nlprun: profiling failed: -f {spec}: the script made no jitted function of that name ({made})"
 
 
 if __name__ == "__main__":

@@ -2,11 +2,15 @@
 
 It changes nothing about the function, so decorated code runs the same without
 the tool; ``nlprun script.py`` profiles the marked functions (and only them, when
-the script uses the decorator at all).
+the script uses the decorator at all). While ``nlprun`` runs a script, it is also the
+builtin ``profile``, as kernprof's is: a script written for kernprof runs as it is.
 """
 
 from __future__ import annotations
 
+import builtins
+import contextlib
+from collections.abc import Iterator
 from typing import TypeVar
 
 MARK = "_numba_lprun_profile"
@@ -32,3 +36,20 @@ def is_marked(obj: object) -> bool:
     if not isinstance(obj, CPUDispatcher):
         return False
     return getattr(obj, MARK, False) is True or getattr(obj.py_func, MARK, False) is True
+
+
+@contextlib.contextmanager
+def kernprof_builtin() -> Iterator[None]:
+    """``profile`` as a builtin while a script runs, as kernprof puts it there: a script
+    written for kernprof (a bare ``@profile``, ``profile(f)``) runs, and what it marks is
+    marked as ``@numba_lprun.profile`` marks it. One already there (under kernprof itself)
+    is left alone."""
+    if hasattr(builtins, "profile"):
+        yield
+        return
+    builtins.profile = profile
+    try:
+        yield
+    finally:
+        if builtins.__dict__.get("profile") is profile:
+            del builtins.profile

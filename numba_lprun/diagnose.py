@@ -9,7 +9,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from .machine import hot_lines
-from .run.page_faults import PAGE_BYTES
+from .run.page_faults import FRESH_PAGES, PAGE_BYTES
 from .stats import (
     DEFAULT_THRESHOLD,
     PROBES,
@@ -33,18 +33,22 @@ PROBE_DOMINATED = 0.25  # corrected/raw probe total below this: the probes' cost
 # 30 ms over 3,846 faults measured on a stencil's first call (8 us), rounded up, so that the faults
 # are blamed only where even the dearest of them could explain the excess
 FAULT_SECONDS = 10e-6
-FRESH_PAGES = 256  # page faults (1 MiB) beyond the plain runs' under which first touch is not worth saying
 
 
-def disagreeing_lines(samples: Samples, probes: Probes, margin: float = DISAGREE_POINTS) -> frozenset[int]:
+def disagreeing_lines(
+    samples: Samples, probes: Probes, margin: float = DISAGREE_POINTS, raw: bool = False
+) -> frozenset[int]:
     """Lines whose probe share lies outside their sampled 95% interval by more than ``margin``.
 
     The interval carries the sampling error; the small margin keeps differences
-    that no reader would act on (a fraction of a point) out of the marks.
+    that no reader would act on (a fraction of a point) out of the marks. ``raw``: the
+    shares of the raw probe times, where those are the ones shown (``--raw``, or probes
+    whose own cost is most of what they timed: their corrected shares are differences of
+    nearly equal numbers, and a mark must stand beside the share it judges).
     """
     found = set()
     for line in set(probes.ticks) | set(samples.seconds):
-        probed, interval = probes.share(line), samples.interval(line)
+        probed, interval = probes.share(line, raw), samples.interval(line)
         if probed is None or interval is None:
             continue
         low, high = interval
@@ -63,7 +67,10 @@ def diagnose(
     """Notes, marks and hot lines for what was ``measured`` of one function."""
     counts, samples, probes = measured.counts, measured.samples, measured.probes
     notes: list[Note] = []
-    if not counts.calls and not counts.hits:
+    if not counts.calls and not counts.hits and measured.source.compile_error:  # called, never ran
+        name = measured.source.title or measured.source.qualname
+        notes.append(Note("error", f"{name} did not compile: {measured.source.compile_error}"))
+    elif not counts.calls and not counts.hits:
         notes.append(Note("info", "not called during the run"))
     notes += _time_notes(counts, samples, sampling_unavailable, measured.source.unsampled)
     notes += _overhead_notes(measured, threshold, unit)
@@ -94,7 +101,7 @@ def diagnose(
         notes.append(Note("info", "probe times are raw: they include the probes' own cost"))
     disagree = frozenset()
     if probes.ticks and samples.total >= MIN_SAMPLES:  # the shares of corrected probe times
-        disagree = disagreeing_lines(samples, probes)
+        disagree = disagreeing_lines(samples, probes, raw=not corrected)
         if disagree:
             notes.append(
                 Note(
@@ -213,44 +220,17 @@ def _overhead_notes(measured: Measured, threshold: float, unit: float) -> list[N
             )
         notes.append(Note("warning" if clocked else "info", said))
     else:
-        spread = distortion.spread
-        noise = ""
-        if spread is not None:
-            low, high = spread
-            within = ", so within the noise" if low <= ratio <= high else ""
-            noise = f" (plain runs: {low:.2f}-{high:.2f}x their median{within})"
-        touch = _first_touch(distortion, ratio, unit) if ratio > threshold else None
-        if touch is not None and touch.explains_all and not clocked and not distortion.lost_vectorization:
-            notes.append(
-                Note(
-                    "caution",
-                    f"{twin} run {ratio:.2f}x the plain run{noise}{touch.said}: part or all of the "
-                    "difference is that, not the counters (the machine code shows no loop that lost SIMD)",
-                )
-            )
-        elif ratio > threshold and (spread is None or ratio > spread[1]):
-            notes.append(
-                Note(
-                    "warning",
-                    f"{twin} run {ratio:.2f}x the plain run{noise}, above {threshold:g}x"
-                    + (touch.said + ", but not by that alone" if touch is not None else "")
-                    + ": the "
-                    f"{'probes' if clocked else 'counters'} hinder the optimizer (vectorization, "
-                    "hoisting, keeping values in registers), so "
-                    + (
-                        "times of lines in tight loops are inflated. "
-                        if clocked
-                        else "the samples of this run describe slower code than yours. "
-                    )
-                    + "Read this table as a guide, not a measurement.",
-                )
-            )
-        else:
-            notes.append(Note("info", f"{twin} run {ratio:.2f}x the plain run{noise}"))
+        notes.append(_measured(distortion, ratio, twin, clocked, threshold, unit))
     if distortion.probe_overhead is not None and twin != PROBED:
         level = "warning" if distortion.probe_overhead > threshold else "info"
         tail = ": probe times of lines in tight loops are inflated" if level == "warning" else ""
-        notes.append(Note(level, f"probed run {distortion.probe_overhead:.2f}x the plain run{tail}"))
+        figure = distortion.probe_overhead
+        said = (
+            f" {figure:.2f}x the plain run"
+            if figure >= 1
+            else f": no measurable cost ({figure:.2f}x the plain run)"
+        )
+        notes.append(Note(level, f"probed run{said}{tail}"))
     elif distortion.probe_unmeasured is not None and twin != PROBED:  # probe times, but no figure: say why
         why = distortion.probe_unmeasured
         notes.append(Note("info", f"probed run not compared with the plain run: {why}"))
@@ -263,6 +243,86 @@ def _overhead_notes(measured: Measured, threshold: float, unit: float) -> list[N
             )
         )
     return notes
+
+
+def _measured(
+    distortion: Distortion, ratio: float, twin: str, clocked: bool, threshold: float, unit: float
+) -> Note:
+    """The note on a measured overhead figure (``ratio``: the user's run / the plain runs' median).
+
+    Counters and probes only add work, so a figure below 1 is the machine's noise, or a
+    difference between the runs that is not theirs: it reads "no measurable cost", never as
+    a speed-up. A first run's costs are told apart: plain runs that paid a compile or fresh
+    memory are left out of the median (``Compared.left_out``), and the user's run, which
+    cannot be, says what it paid."""
+    spread = distortion.spread
+    left = ""
+    if distortion.plain_left_out:
+        n = distortion.plain_left_out
+        left = (
+            f"; {n} that paid a compile or fresh memory left out"
+            if n > 1
+            else "; one that paid a compile or fresh memory left out"
+        )
+    if ratio < 1.0:
+        if spread is None:
+            return Note("info", f"{twin} run: no measurable cost ({ratio:.2f}x the plain run)")
+        low, high = spread
+        if ratio >= low:
+            said = f"inside their own spread, {low:.2f}-{high:.2f}x{left}"
+        else:
+            said = (
+                f"below even the fastest of them, {low:.2f}x{left}: the runs differed by "
+                "more than the counters" + _plain_paid(distortion)
+            )
+        return Note("info", f"{twin} run: no measurable cost ({ratio:.2f}x the plain runs' median, {said})")
+    noise = ""
+    if spread is not None:
+        low, high = spread
+        within = ", so within the noise" if ratio <= high else ""
+        noise = f" (plain runs: {low:.2f}-{high:.2f}x their median{left}{within})"
+    compiled = (
+        "; Numba compiled during your run (its time leaves the compile out, not the cold caches after it)"
+        if distortion.compiled
+        else ""
+    )
+    touch = _first_touch(distortion, ratio, unit) if ratio > threshold else None
+    if touch is not None and touch.explains_all and not clocked and not distortion.lost_vectorization:
+        return Note(
+            "caution",
+            f"{twin} run {ratio:.2f}x the plain run{noise}{touch.said}{compiled}: part or all of the "
+            "difference is that, not the counters (the machine code shows no loop that lost SIMD)",
+        )
+    if ratio > threshold and (spread is None or ratio > spread[1]):
+        return Note(
+            "warning",
+            f"{twin} run {ratio:.2f}x the plain run{noise}, above {threshold:g}x"
+            + (touch.said + ", but not by that alone" if touch is not None else "")
+            + compiled
+            + ": the "
+            f"{'probes' if clocked else 'counters'} hinder the optimizer (vectorization, "
+            "hoisting, keeping values in registers), so "
+            + (
+                "times of lines in tight loops are inflated. "
+                if clocked
+                else "the samples of this run describe slower code than yours. "
+            )
+            + "Read this table as a guide, not a measurement.",
+        )
+    return Note(
+        "info", f"{twin} run {ratio:.2f}x the plain run{noise}{compiled if ratio > threshold else ''}"
+    )
+
+
+def _plain_paid(distortion: Distortion) -> str:
+    """Why the plain runs were slower than the user's, where their page faults say it: they
+    touched fresh memory the user's run did not."""
+    if distortion.page_faults is None:
+        return ""
+    mine, plain = distortion.page_faults
+    if plain - mine < max(FRESH_PAGES, mine):
+        return ""
+    return f" (each plain run touched fresh memory: {plain:,} page faults, yours {mine:,})"
 
 
 def _below_resolution(probes: Probes) -> frozenset[int]:

@@ -10,6 +10,7 @@ from __future__ import annotations
 import importlib
 import re
 import shlex
+import shutil
 import sys
 from collections.abc import Callable
 
@@ -34,10 +35,11 @@ from .options import (
     optional_value_flags,
     options_for,
     profiler_kwargs,
-    report,
+    run_options_given,
     value_flags,
 )
 from .profiler import LineProfiler
+from .show import load, report
 from .stats import ProfileStats
 
 _VALUE_OPTIONS = value_flags(MAGIC)
@@ -90,6 +92,13 @@ def split_options(line: str) -> tuple[list[str], str]:
                 pos = after
 
 
+def progress_line(message: str, width: int) -> str:
+    """``message`` as one terminal line of at most ``width - 1`` characters: a longer one wraps,
+    and erasing the line it ends on (``\\x1b[2K``) leaves the lines above it behind."""
+    text = f"numba_lprun: {message} ..."
+    return text if len(text) < width else text[: max(width - 2, 0)] + "…"
+
+
 class _Progress:
     """Shows what is being compiled, and removes the message when done."""
 
@@ -109,7 +118,8 @@ class _Progress:
             else:
                 self.handle.update({"text/plain": text}, raw=True)
         elif sys.stderr.isatty():
-            sys.stderr.write("\r\x1b[2K" + text[:200])
+            width = shutil.get_terminal_size().columns
+            sys.stderr.write("\r\x1b[2K" + progress_line(message, width))
             sys.stderr.flush()
         self.shown = True
 
@@ -143,10 +153,16 @@ class ProfileReport:
 
 
 def _with_options(func):
-    """The options of ``options.OPTIONS`` as IPython ``@argument`` decorators, in order."""
+    """The options of ``options.OPTIONS`` as IPython ``@argument`` decorators, in order, each
+    with its one-line ``brief`` (``%nlprun?`` fits a screen; ``nlprun --help`` has the whole help)."""
     for opt in reversed(options_for(MAGIC)):
-        func = argument(*opt.flags, **opt.argparse_kwargs())(func)
-    return magic_arguments()(func)
+        func = argument(*opt.flags, **{**opt.argparse_kwargs(), "help": opt.brief or opt.help})(func)
+    func = magic_arguments()(func)
+    doc = func.__doc__.removeprefix("::\n\n")  # IPython's usage block, then the docstring, then options
+    usage, _, rest = doc.partition("\n\n")
+    said, _, listed = rest.partition("\noptions:\n")
+    func.__doc__ = f"{said.rstrip()}\n\n{usage}\n\noptions:\n{listed}"  # the examples first
+    return func
 
 
 def _pick(in_statement: Callable, in_packages: Callable, chosen: bool) -> Callable[[object], bool]:
@@ -164,30 +180,21 @@ class NlprunMagics(Magics):
     def nlprun(self, line: str, cell: str | None = None):
         """Line-profile Numba jitted functions while running a statement.
 
-        Line magic: ``%nlprun -f func [options] statement``. Cell magic:
-        ``%%nlprun [options]`` with the cell body as the statement; without -f or
-        -m it profiles every jitted function the cell itself defines.
+        ::
 
-        Each profiled function is compiled as a counting twin (a hit counter per
-        line) and a plain twin. Your statement runs first, once, on the counting
-        twins under a sampler: hits are exact, each line's time is its share of
-        the samples times the function's measured time. If it raises, nothing else
-        runs and its exception is shown with your frames only. Where the state the
-        statement reaches can be saved and put back and your run was short
-        (--extra-limit), it then runs on the plain twins (the overhead figure) and
-        is repeated there for more samples, each from the saved state with its
-        output discarded; your run's state is put back at the end: you keep one
-        run's effects and see one run's output. --probes adds clock-probe times.
+          %nlprun -f conv y = conv(x, k)       # conv's table, while the statement runs
+          %%nlprun                             # a cell: the jitted functions it defines
 
-        CUDA kernels and device functions (``@cuda.jit``) named with -f: the
-        statement runs once, each launch of a named kernel (or of a kernel that
-        calls a named device function) on a probed twin: hits, warp
-        executions and active lanes per line, and GPU cycles where there is a GPU.
-        Options of the CPU's sampler and probes are refused for them.
+        The statement runs once on twins of the functions that count each line's hits,
+        under a sampler (each line's share of the time); where its state can be put
+        back, plain runs follow (the overhead figure, more samples), and you keep one
+        run's effects. @cuda.jit kernels: their launches. All of it: !nlprun --help
         """
         __tracebackhide__ = True  # noqa: F841  (IPython hides this frame above the user's error)
         tokens, statement = split_options(line)
         args = parse_argstring(self.nlprun, " ".join(shlex.quote(t) for t in tokens))
+        if args.load is not None:
+            return self._load(args, statement or cell)
         if cell is not None:
             if statement:
                 raise UsageError(f"nlprun: unexpected text after the options of %%nlprun: {statement!r}")
@@ -267,6 +274,23 @@ class NlprunMagics(Magics):
         if error is not None:
             raise without_profiler_frames(error)
         return prof if args.return_profiler else None
+
+    def _load(self, args, statement: str | None) -> None:
+        """``%nlprun --load FILE``: a saved profile shown again, as its run showed it."""
+        refused = run_options_given(args, MAGIC) + (
+            ["a statement"] if statement and statement.strip() else []
+        )
+        if refused:
+            raise UsageError(
+                f"nlprun: --load shows a saved profile: {refused[0]} is for a run, and none is made"
+            )
+        try:
+            profile = load(args.load)
+        except ValueError as exc:
+            raise UsageError(f"nlprun: {exc}") from None
+        self._show(
+            profile, args, None, True, _Progress(in_kernel=getattr(self.shell, "kernel", None) is not None)
+        )
 
     # -- pieces ----------------------------------------------------------------------
     def _functions(self, args) -> tuple[list[Callable], list[object]]:

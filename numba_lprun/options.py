@@ -3,8 +3,8 @@ document and apply the same options the same way.
 
 Each option is declared once, with its help text and default; the magic turns the
 list into IPython ``@argument`` decorators, the command line into ``argparse``
-arguments, and both map the parsed values to ``LineProfiler`` arguments and write
-their report files through the same functions here. An option meant for one
+arguments, and both map the parsed values to ``LineProfiler`` arguments here (and
+show the profile and write its files through ``show.report``). An option meant for one
 front end only (``-r`` returns the profiler to IPython; ``--keep-going`` runs a
 script unprofiled) says so; ``-m`` is the one flag whose meaning differs (a
 module to profile in IPython, a module to run on the command line, as with
@@ -14,16 +14,12 @@ module to profile in IPython, a module to run on the command line, as with
 from __future__ import annotations
 
 import argparse
-import sys
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any, TextIO
+from typing import Any
 
 from .diagnose import DEFAULT_THRESHOLD
 from .profiler import DEFAULT_EXTRA_LIMIT, DEFAULT_MIN_SAMPLES, DEFAULT_SAMPLE_RATE, DEFAULT_SAMPLE_TIME
-from .renderers import HTMLRenderer, LprofWriter, RichRenderer, TextRenderer
-from .renderers.columns import SAMPLE_COUNTS
-from .stats import ProfileStats
 
 MAGIC, CLI = "magic", "cli"
 BOTH = frozenset({MAGIC, CLI})
@@ -43,6 +39,8 @@ class Option:
     front_ends: frozenset[str] = BOTH
     optional_value: Any = None  # the value when the flag is given without one (nargs="?")
     not_for_cuda: str | None = None  # why the option means nothing for a CUDA launch
+    on_load: bool = False  # it applies to a saved profile shown again (--load, show): display only
+    brief: str = ""  # one short line for %nlprun?, which must fit a screen ("": the help)
 
     @property
     def default_value(self) -> Any:
@@ -78,6 +76,7 @@ OPTIONS: list[Option] = [
         "device function (MODULE:FUNC on the command line) has its launches profiled.",
         action="append",
         metavar="FUNC",
+        brief="a jitted function to profile (repeatable)",
     ),
     Option(
         ("-m",),
@@ -87,12 +86,20 @@ OPTIONS: list[Option] = [
         metavar="MODULE",
         front_ends=frozenset({MAGIC}),
         not_for_cuda="it profiles the CPU jitted functions of a module",
+        brief="profile every jitted function MODULE defines",
     ),
     Option(
         ("-m",),
         "module",
         "Run MODULE as the script, like python -m.",
         metavar="MODULE",
+        front_ends=frozenset({CLI}),
+    ),
+    Option(
+        ("-c",),
+        "code",
+        "Run CODE as the script, like python -c (the arguments after it are its sys.argv[1:]).",
+        metavar="CODE",
         front_ends=frozenset({CLI}),
     ),
     Option(
@@ -103,6 +110,7 @@ OPTIONS: list[Option] = [
         action="append",
         metavar="PKG",
         not_for_cuda="it profiles the CPU jitted functions of a package",
+        brief="profile every jitted function package PKG defines",
     ),
     Option(
         ("-u",),
@@ -111,14 +119,25 @@ OPTIONS: list[Option] = [
         type=float,
         metavar="UNIT",
         not_for_cuda="GPU times are in cycles, not seconds",
+        on_load=True,
+        brief="unit of the Time column, in s (default 1e-9)",
     ),
-    Option(("-z",), "stripzeros", "Hide functions with zero hits.", action="store_true"),
+    Option(
+        ("-z",),
+        "stripzeros",
+        "Hide functions with zero hits.",
+        action="store_true",
+        on_load=True,
+        brief="hide functions with zero hits",
+    ),
     Option(
         ("--sample-counts",),
         "sample_counts",
         "Show a Samples column: how many samples landed on each line.",
         action="store_true",
         not_for_cuda="nothing samples a GPU",
+        on_load=True,
+        brief="add a Samples column: samples per line",
     ),
     Option(
         ("-r",),
@@ -126,22 +145,50 @@ OPTIONS: list[Option] = [
         "Return the LineProfiler (its get_stats() gives a line_profiler LineStats).",
         action="store_true",
         front_ends=frozenset({MAGIC}),
+        brief="return the LineProfiler",
     ),
     Option(
         ("-D",),
         "dump",
-        "Write the stats to FILE (.lprof).",
+        "Write the stats to FILE (.lprof): python -m line_profiler FILE shows line_profiler's columns, "
+        "python -m numba_lprun show FILE (nlprun --load FILE) the whole profile again, notes included.",
         metavar="FILE",
         not_for_cuda="line_profiler's .lprof files hold times in seconds, and GPU times are cycles",
+        on_load=True,
+        brief="save the profile to FILE (.lprof; reopen: --load)",
     ),
-    Option(("-T",), "text", "Write the text table (line_profiler's layout) to FILE.", metavar="FILE"),
-    Option(("--html",), "html", "Write a self-contained HTML report to FILE.", metavar="FILE"),
+    Option(
+        ("-T",),
+        "text",
+        "Write the text table (line_profiler's layout) to FILE; -T - prints it instead of the table.",
+        metavar="FILE",
+        on_load=True,
+        brief="write line_profiler's layout to FILE (-: print it)",
+    ),
+    Option(
+        ("--html",),
+        "html",
+        "Write a self-contained HTML report to FILE.",
+        metavar="FILE",
+        on_load=True,
+        brief="write a self-contained HTML report to FILE",
+    ),
+    Option(
+        ("--load",),
+        "load",
+        "Show the profile saved in FILE again (by -D, or ProfileStats.to_json), with its notes, instead "
+        "of running anything; -T, --html and -D write it as they would have. Also: python -m "
+        "numba_lprun show FILE.",
+        metavar="FILE",
+        brief="show a profile saved with -D again",
+    ),
     Option(
         ("--once",),
         "once",
         "Run once, even where the statement could be repeated: no overhead figure, and only "
         "the samples of your own run.",
         action="store_true",
+        brief="run once: no plain runs, no overhead figure",
     ),
     Option(
         ("--probes",),
@@ -150,12 +197,14 @@ OPTIONS: list[Option] = [
         "probe times beside the sampled ones, ! where they disagree.",
         action="store_true",
         not_for_cuda="the GPU twin's probes read the clock already (--hits turns them off)",
+        brief="also time every line with clock probes",
     ),
     Option(
         ("--hits",),
         "hits",
         "Count hits only: no sampler and no clock probes, so no times.",
         action="store_true",
+        brief="count hits only: no times",
     ),
     Option(
         ("--raw",),
@@ -163,6 +212,7 @@ OPTIONS: list[Option] = [
         "Show raw probe times, without taking the probes' own cost out of each hit.",
         action="store_true",
         not_for_cuda="a GPU probe's own cycles are charged to no line: there is nothing to take out",
+        brief="probe times with the probes' own cost left in",
     ),
     Option(
         ("--threshold",),
@@ -171,6 +221,7 @@ OPTIONS: list[Option] = [
         type=float,
         default=DEFAULT_THRESHOLD,
         metavar="RATIO",
+        brief=f"warn above this overhead (default {DEFAULT_THRESHOLD:g})",
     ),
     Option(
         ("--no-sample",),
@@ -178,6 +229,7 @@ OPTIONS: list[Option] = [
         "Do not sample: times come from clock probes on every line.",
         "store_false",
         not_for_cuda="nothing samples a GPU",
+        brief="no sampler: times from clock probes",
     ),
     Option(
         ("--rate",),
@@ -187,6 +239,7 @@ OPTIONS: list[Option] = [
         default=DEFAULT_SAMPLE_RATE,
         metavar="HZ",
         not_for_cuda="nothing samples a GPU",
+        brief=f"samples per second per thread (default {DEFAULT_SAMPLE_RATE:g})",
     ),
     Option(
         ("--sample-time",),
@@ -198,6 +251,7 @@ OPTIONS: list[Option] = [
         default=DEFAULT_SAMPLE_TIME,
         metavar="S",
         not_for_cuda="nothing samples a GPU",
+        brief=f"seconds of sampled repeats (default {DEFAULT_SAMPLE_TIME:g})",
     ),
     Option(
         ("--extra-limit",),
@@ -209,6 +263,7 @@ OPTIONS: list[Option] = [
         default=DEFAULT_EXTRA_LIMIT,
         metavar="S",
         not_for_cuda="a launch's plain twin is timed on the device",
+        brief=f"plain runs only after a run this short ({DEFAULT_EXTRA_LIMIT:g})",
     ),
     Option(
         ("--compare-code",),
@@ -218,6 +273,7 @@ OPTIONS: list[Option] = [
         "costs at most a tenth of the profile so far, or 1 s; the note says when it was left out).",
         action="store_true",
         not_for_cuda="a launch's plain twin is compiled for its timed launch",
+        brief="compare the twins' SIMD loops however long it takes",
     ),
     Option(
         ("--snapshot-limit",),
@@ -227,6 +283,7 @@ OPTIONS: list[Option] = [
         type=float,
         metavar="MB",
         not_for_cuda="a launch's arguments are saved on the device",
+        brief="memory for saving the state the statement reaches",
     ),
     Option(
         ("--asm",),
@@ -238,11 +295,21 @@ OPTIONS: list[Option] = [
         metavar="N",
         optional_value=3,
         not_for_cuda="the GPU's machine code is not read",
+        on_load=True,
+        brief="read the machine code: hints, N hottest lines",
     ),
     Option(
         ("--keep-going",),
         "keep_going",
-        "If profiling fails, say why and run the script unprofiled.",
+        "If profiling fails, say why and run the script unprofiled (where the script ran already, "
+        "say why and keep its own exit status).",
+        action="store_true",
+        front_ends=frozenset({CLI}),
+    ),
+    Option(
+        ("--version",),
+        "version",
+        "Print numba_lprun's version and those of the packages it works with, and exit.",
         action="store_true",
         front_ends=frozenset({CLI}),
     ),
@@ -263,19 +330,22 @@ def optional_value_flags(front_end: str) -> set[str]:
     return {flag for opt in options_for(front_end) if opt.optional_value is not None for flag in opt.flags}
 
 
-def asm_lines(opts: argparse.Namespace) -> int:
-    """How many hottest lines to list instruction by instruction (0 without ``--asm``)."""
-    return opts.asm or 0
-
-
-def shown_columns(opts: argparse.Namespace) -> frozenset[str]:
-    """The optional columns the options ask for (display only: the profile is the same)."""
-    return frozenset({SAMPLE_COUNTS}) if opts.sample_counts else frozenset()
-
-
-def add_to_parser(parser: argparse.ArgumentParser, front_end: str) -> None:
+def add_to_parser(parser: argparse.ArgumentParser, front_end: str, on_load: bool = False) -> None:
+    """``front_end``'s options (``on_load``: only those that apply to a saved profile)."""
     for opt in options_for(front_end):
-        parser.add_argument(*opt.flags, **opt.argparse_kwargs())
+        if opt.on_load or not on_load:
+            parser.add_argument(*opt.flags, **opt.argparse_kwargs())
+
+
+def run_options_given(opts: argparse.Namespace, front_end: str) -> list[str]:
+    """The options given that shape a run (not ``on_load``): meaningless for a saved profile."""
+    return [
+        opt.flags[0]
+        for opt in options_for(front_end)
+        if not opt.on_load
+        and opt.dest != "load"
+        and getattr(opts, opt.dest, opt.default_value) != opt.default_value
+    ]
 
 
 def profiler_kwargs(opts: argparse.Namespace) -> dict[str, Any]:
@@ -313,53 +383,3 @@ def cuda_profiler_kwargs(opts: argparse.Namespace) -> dict[str, Any]:
         "overhead": False if opts.once else None,
         "threshold": opts.threshold,
     }
-
-
-def write_files(profile: ProfileStats, opts: argparse.Namespace, text: str) -> list[str]:
-    """Write the files ``-T``, ``--html`` and ``-D`` ask for; one sentence per file written."""
-    said = []
-    if opts.text:
-        with open(opts.text, "w", encoding="utf-8") as handle:
-            handle.write(text)
-        said.append(f"*** Profile printout saved to text file {opts.text!r}.")
-    if opts.html:
-        HTMLRenderer(opts.unit, opts.stripzeros, page=True, columns=shown_columns(opts)).write(
-            profile, opts.html
-        )
-        said.append(f"*** HTML report written to {opts.html!r}.")
-    if opts.dump:
-        LprofWriter(opts.dump).write(profile)
-        said.append(f"*** Profile stats pickled to file {opts.dump!r}.")
-    return said
-
-
-def report(
-    profile: ProfileStats,
-    opts: argparse.Namespace,
-    interrupted: str | None = None,
-    display: Callable[[str, str], None] | None = None,
-    file: TextIO | None = None,
-) -> None:
-    """Show ``profile`` as both front ends do, and write the files the options ask for.
-
-    ``display(html, text)`` shows it in a notebook (the magic passes IPython's);
-    without it the rich table goes to ``file`` (stdout). ``interrupted`` says why
-    the run was cut short, shown above the profile.
-    """
-    file = sys.stdout if file is None else file
-    lines = asm_lines(opts)
-    cols = shown_columns(opts)
-    text = TextRenderer(opts.unit, opts.stripzeros, width=0, asm_lines=lines, columns=cols).render(profile)
-    banner = f"numba_lprun: {interrupted}; showing the profile gathered so far" if interrupted else ""
-    said = write_files(profile, opts, f"{banner}\n\n{text}" if banner else text)
-    if display is not None:
-        html = HTMLRenderer(opts.unit, opts.stripzeros, columns=cols).render(profile)
-        if banner:
-            html = f"<p><b>{banner}</b></p>{html}"
-        display(html, f"{banner}\n\n{text}" if banner else text)
-    else:
-        if banner:
-            print(banner, file=file)
-        RichRenderer(opts.unit, opts.stripzeros, asm_lines=lines, columns=cols).print(profile, file)
-    for sentence in said:
-        print(sentence, file=file)

@@ -214,7 +214,8 @@ class LineProfiler:
         (sys.stdout if stream is None else stream).write(renderer.render(self.profile))
 
     def dump_stats(self, filename: str) -> None:
-        """Write a ``.lprof`` file that ``python -m line_profiler FILE`` shows (see ``renderers.lprof``)."""
+        """Write a ``.lprof`` file that ``python -m line_profiler FILE`` shows, and that
+        ``python -m numba_lprun show FILE`` shows whole, notes included (``renderers.lprof``)."""
         from .renderers import LprofWriter
 
         LprofWriter(filename).write(self.profile)

@@ -37,8 +37,8 @@ def share_interval(share: float, n: int) -> tuple[float, float]:
 class Note:
     """One diagnostic sentence about a function's profile.
 
-    ``level``: "warning" (the run was distorted: read the figures as a guide),
-    "caution" (the figures are uncertain: few samples), or "info"."""
+    ``level``: "error" (the function did not compile), "warning" (the run was distorted:
+    read the figures as a guide), "caution" (the figures are uncertain: few samples), or "info"."""
 
     level: str
     text: str
@@ -78,6 +78,7 @@ class Source:
     # what the table is headed with: the function as the user holds it, where that is not its
     # qualified name ("fast_sum_log_nz (sum_log_nz, fastmath)"); "": the qualified name
     title: str = ""
+    compile_error: str = ""  # why it did not compile in the user's run, in one line ("": it did)
 
     @property
     def key(self) -> tuple[str, int, str]:
@@ -184,6 +185,9 @@ class Distortion:
     # compared (None: unknown): a first run touching fresh memory is slower for that alone
     page_faults: tuple[int, int] | None = None
     uncompared: str | None = None  # why the twins' vectorization was not compared (no plain twin compiled)
+    # plain runs left out of the median: a compile just before them, or fresh memory the others reused
+    plain_left_out: int = 0
+    compiled: bool = False  # Numba compiled during the user's run (its time leaves the compile out)
 
 
 @dataclass(frozen=True)
@@ -241,7 +245,14 @@ class Diagnosis:
 
 #: Fields of the parts that format 1 had no name for (added since: absent in a format-1 profile).
 SINCE_FORMAT_2: frozenset[tuple[str, str]] = frozenset(
-    {("distortion", "uncompared"), ("source", "uncached"), ("source", "unsampled")}
+    {
+        ("distortion", "uncompared"),
+        ("distortion", "plain_left_out"),
+        ("distortion", "compiled"),
+        ("source", "uncached"),
+        ("source", "unsampled"),
+        ("source", "compile_error"),
+    }
 )
 
 #: Where each field of format 1's flat FunctionStats went: its part and its name there (format 2).

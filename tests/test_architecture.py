@@ -31,7 +31,7 @@ STAGES: list[set[str]] = [
     {"processes"},  # worker processes: their runs, their parts of the profile
     {"profiler", "decorator", "cuda"},  # the Python API
     {"options"},
-    {"magic", "cli", "__main__", "demo"},  # front ends
+    {"show", "magic", "cli", "__main__", "demo"},  # front ends
 ]
 MAX_MODULE_LINES = 600  # a guide (modules cut by subject), not a cap to squeeze under
 MAX_FUNCTION_LINES = 80

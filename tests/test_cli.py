@@ -41,6 +41,36 @@ def test_script_with_argparse_keeps_its_argv_and_exit_status(tmp_path):
         [sys.executable, "-m", "line_profiler", str(lprof)], capture_output=True, text=True
     )
     assert "def smooth(a, width):" in shown.stdout
+    # the .lprof holds the whole profile too: shown again, it is the same table and notes
+    assert f"python -m numba_lprun show {lprof}" in done.stdout
+    again_text = tmp_path / "again.txt"
+    again = nlprun("show", str(lprof), "-T", str(again_text))
+    assert again.returncode == 0, again.stderr
+    assert again_text.read_text() == text.read_text()
+
+    def table(out: str) -> list[str]:
+        return [ln for ln in out.splitlines() if not ln.startswith(("***", "smoothed"))]
+
+    assert table(again.stdout) == table(done.stdout)
+    assert "not called during the run" in again.stdout
+
+
+def test_show_refuses_what_holds_no_profile_and_options_of_a_run(tmp_path, capsys):
+    from numba_lprun import cli, show
+    from numba_lprun.stats import LineStats, ProfileStats, write_line_stats
+
+    plain = tmp_path / "kernprof.lprof"
+    write_line_stats(LineStats({("f.py", 1, "f"): [(2, 3, 40)]}, 1e-6), str(plain))
+    assert show.main([str(plain)]) == 2
+    assert "holds line_profiler's stats only" in capsys.readouterr().err
+    assert cli.main(["--load", str(tmp_path / "none.lprof")]) == 2
+    assert "cannot read" in capsys.readouterr().err
+    assert cli.main(["--load", str(plain), "--probes"]) == 2
+    assert "--probes is for a run" in capsys.readouterr().err
+    saved = tmp_path / "p.json"
+    profile = ProfileStats(unit=1e-9, clock="a clock")
+    saved.write_text(profile.to_json())
+    assert show.load(str(saved)) == profile
 
 
 def test_module_with_f_and_once():
@@ -153,3 +183,65 @@ def test_sample_counts_shows_the_samples_column(tmp_path):
     plain = nlprun("--once", "argv_script.py", "--n", "300")
     header = next(line for line in plain.stdout.splitlines() if "Line Contents" in line)
     assert "Samples" not in header
+
+
+KERNPROF_SCRIPT = """\
+import numpy as np
+from numba import njit
+
+
+@profile
+@njit
+def total(a):
+    s = 0.0
+    for x in a:
+        s += x * x
+    return s
+
+
+@njit
+def other(a):
+    return a.sum()
+
+
+@njit
+def unmarked(a):
+    return a.max()
+
+
+profile(other)
+a = np.arange(10.0)
+print("result", total(a) + other(a) + unmarked(a))
+"""
+
+
+def test_a_kernprof_script_runs_as_written_and_every_f_that_names_nothing_exits_2(tmp_path):
+    """kernprof puts ``profile`` in builtins: a bare ``@profile`` and ``profile(f)`` mark what
+    is profiled, as ``@numba_lprun.profile`` does; ``-f NAME`` that the script never made is a
+    profiling failure (2), as ``-f module:nothere`` is, said once the script ran."""
+    (tmp_path / "kp.py").write_text(KERNPROF_SCRIPT)
+    done = nlprun("--hits", "kp.py", cwd=tmp_path)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.count("result 339.0") == 1
+    assert "Function:   total at line 5" in done.stdout and "Function:   other at line 14" in done.stdout
+    assert re.search(r"^\s+10\s+10\s+s \+= x \* x$", done.stdout, re.M)
+    assert "unmarked" not in done.stdout
+    missing = nlprun("--hits", "-f", "nothere", "-f", "total", "kp.py", cwd=tmp_path)
+    assert missing.returncode == 2
+    assert "Function:   total at line 5" in missing.stdout  # the named one that exists is shown
+    said = "nlprun: profiling failed: -f nothere: the script made no jitted function of that name"
+    assert said in missing.stderr and "-f unmarked" in missing.stderr
+
+
+def test_dash_c_runs_code_with_its_argv_and_version_names_the_releases():
+    code = "from numba import njit\n@njit\ndef f(n):\n    s = 0\n    for i in range(n):\n        s += i\n"
+    code += "    return s\nimport sys\nprint(f(10), sys.argv)\n"
+    done = nlprun("--hits", "-c", code, "a", "-q")
+    assert done.returncode == 0, done.stderr
+    assert "45 ['-c', 'a', '-q']" in done.stdout
+    assert "File:       <string>" in done.stdout and "Function:   f at line 2" in done.stdout
+    assert re.search(r"^\s+6\s+10\s+s \+= i$", done.stdout, re.M)
+    version = nlprun("--version")
+    assert version.returncode == 0
+    releases = r"numba \S+, llvmlite \S+, numpy \S+, line_profiler \S+, Python \S+"
+    assert re.fullmatch(rf"numba_lprun \S+ \({releases}\)\n", version.stdout), version.stdout

@@ -7,14 +7,14 @@ where no chromium is on PATH they skip and say so. The static checks run anyway.
 import html
 import json
 import re
-import shutil
-import subprocess
 
 import pytest
 
 from numba_lprun.renderers import profile_html
 from numba_lprun.renderers.columns import html_folds
+from numba_lprun.renderers.html_cells import per_hit_amount
 from numba_lprun.renderers.view import number, per_hit_text, profile_views, seconds_text
+from tests.browser import browse, chromium_or_skip
 from tests.render_kernels import LONG_LINE, long_line_profile
 
 #: reads the laid-out page: each numeric cell's text, whether it is shown, fits its box, and
@@ -57,36 +57,7 @@ def page(profile):
 @pytest.fixture(scope="session")
 def chromium():
     """Debian's chromium on PATH, or a skip that says how to get it."""
-    for name in ("chromium", "chromium-browser", "google-chrome"):
-        path = shutil.which(name)
-        if path:
-            return path
-    pytest.skip("no chromium on PATH (install it: apt-get update && apt-get install -y chromium)")
-
-
-def browse(chromium, url: str, tmp_path, width: int, *extra: str) -> str:
-    """The DOM after load, in headless chromium with every network request sent to a dead proxy."""
-    done = subprocess.run(
-        [
-            chromium,
-            "--headless",
-            "--no-sandbox",
-            "--disable-gpu",
-            "--proxy-server=127.0.0.1:9",
-            "--host-resolver-rules=MAP * ~NOTFOUND",
-            f"--user-data-dir={tmp_path / 'chromium-profile'}",
-            f"--window-size={width},900",
-            "--virtual-time-budget=3000",
-            "--dump-dom",
-            *extra,
-            url,
-        ],
-        capture_output=True,
-        text=True,
-        timeout=120,
-    )
-    assert done.returncode == 0, done.stderr[-2000:]
-    return done.stdout
+    return chromium_or_skip()
 
 
 def external_references(markup: str) -> list[str]:
@@ -107,7 +78,7 @@ def expected_numbers(profile, output_unit=None) -> list[str]:
             if output_unit is not None:
                 out += [str(line.hits), number(line.time), per_hit_text(line), number(line.percent)]
                 continue
-            per_hit = view.amount_text(line.per_hit) if line.per_hit is not None else ""
+            per_hit = per_hit_amount(view, line)
             if per_hit and line.below_resolution and line.probe_time is None:
                 per_hit = "~" + per_hit
             time = view.amount_text(line.time) if line.time is not None else ""

@@ -124,6 +124,18 @@ def test_unit_zero_return_and_files(ip, tmp_path, capsys):
     assert shown.returncode == 0 and "conv" in shown.stdout
 
 
+def test_load_shows_a_saved_profile_again(ip, tmp_path, capsys):
+    dump = tmp_path / "again.lprof"
+    ip.run_line_magic("nlprun", f"-D {dump} -f conv conv(x, k)")
+    first = capsys.readouterr().out
+    ip.run_line_magic("nlprun", f"--load {dump}")
+    again = capsys.readouterr().out
+    assert "overhead not measured" in again and "np.sum(np.multiply(window, k))" in again
+    assert again == first[: first.index("*** Profile stats pickled")]
+    with pytest.raises(UsageError, match="a statement is for a run"):
+        ip.run_line_magic("nlprun", f"--load {dump} conv(x, k)")
+
+
 def test_once_skips_baseline(ip, capsys):
     ip.user_ns["calls"] = []
     ip.run_line_magic("nlprun", "--once -f conv calls.append(conv(x, k))")
@@ -159,7 +171,14 @@ def test_help_lists_every_option(ip):
         for opt in listed:
             shown = f"{opt.flags[0]} {opt.metavar}" if opt.takes_value else opt.flags[0]
             assert shown in text, (front_end, shown)
-            assert opt.help.split()[1].strip(",.:") in text, (front_end, opt.help)
+            said = opt.brief if front_end == MAGIC else opt.help  # %nlprun? is one line each
+            assert said and said.split()[1].strip(",.:") in text, (front_end, said)
+    # %nlprun? opens with two examples and fits a screen (it was 95 lines, with none)
+    lines = doc.splitlines()
+    assert len(lines) <= 44, len(lines)  # argparse wraps the usage to the terminal: the rest is fixed
+    assert all(len(ln) <= 80 for ln in lines if "[-" not in ln), [ln for ln in lines if len(ln) > 80]
+    examples = [ln.split("#")[0].strip() for ln in lines[:8] if ln.strip().startswith("%")]
+    assert examples == ["%nlprun -f conv y = conv(x, k)", "%%nlprun"], lines[:8]
 
 
 @pytest.mark.parametrize(
@@ -248,3 +267,15 @@ def test_saved_profile_of_a_cell_shows_its_source_later(ip, tmp_path, capsys):
     shown = subprocess.run([sys.executable, "-m", "line_profiler", str(dump)], capture_output=True, text=True)
     assert shown.returncode == 0, shown.stderr
     assert "acc += v * 3.0" in shown.stdout and "def in_cell(a):" in shown.stdout
+
+
+def test_progress_lines_fit_the_terminal():
+    """A progress line longer than the terminal wraps, and erasing the line it ends on leaves
+    the rest behind (debris in a narrow terminal): each is cut to the terminal's width."""
+    from numba_lprun.magic import progress_line
+
+    message = "compiling smooth_" + "x" * 90 + "(array(float64, 1d, C), int64) for the counting run"
+    for width in (40, 80, 200):
+        line = progress_line(message, width)
+        assert len(line) <= width - 1 and line.startswith("numba_lprun: compiling smooth_"), (width, line)
+    assert progress_line("compiling f(int64)", 80) == "numba_lprun: compiling f(int64) ..."

@@ -156,3 +156,58 @@ def test_probe_times_without_a_probed_run_figure_say_why():
     texts = [n.text for n in diagnose(measured, 1e-9).notes]
     assert any(t.startswith("probed run 3.00x") for t in texts)
     assert not any("not compared" in t for t in texts)
+
+
+def _overhead_note(measured: Measured) -> str:
+    (said,) = [n.text for n in diagnose(measured, 1e-9).notes if "plain run" in n.text]
+    return said
+
+
+def test_a_figure_below_1_reads_no_measurable_cost_never_a_speed_up():
+    """Counters only add work: the issue's "counting run 0.46x the plain run (plain runs:
+    0.49-1.36x their median)" and 0.67x inside 0.61-2.20x are noise; 0.32x below a tight
+    spread is a difference between the runs (here: fresh memory the plain runs touched)."""
+    cases = [(0.46, (0.49, 1.36), None), (0.67, (0.61, 2.20), None), (0.32, (0.95, 1.05), (20, 4000))]
+    for ratio, spread, faults in cases:
+        base = _stats_with(ratio, faults)
+        said = _overhead_note(replace(base, distortion=replace(base.distortion, spread=spread)))
+        assert said.startswith("counting run: no measurable cost"), said
+        assert f"({ratio:.2f}x the plain runs' median, " in said, said
+    assert "inside their own spread, 0.61-2.20x)" in _overhead_note(
+        replace(_stats_with(0.67, None), distortion=Distortion(0.67, plain_ticks=1e6, spread=(0.61, 2.2)))
+    )
+    below = _overhead_note(
+        replace(
+            _stats_with(0.32, None), distortion=Distortion(0.32, 1e6, (0.95, 1.05), page_faults=(20, 4000))
+        )
+    )
+    assert "below even the fastest of them, 0.95x: the runs differed" in below
+    assert "4,000 page faults, yours 20" in below
+    base = _stats_with(1.0, None)
+    probed = replace(base, probes=Probes(ticks={2: 500}, hits={2: 1}))
+    probed = replace(probed, distortion=replace(base.distortion, probe_overhead=0.8))
+    texts = [n.text for n in diagnose(probed, 1e-9).notes]
+    assert "probed run: no measurable cost (0.80x the plain run)" in texts
+
+
+def test_plain_runs_that_paid_a_compile_or_fresh_memory_are_left_out_of_the_figure():
+    """The timed plain run compiled (or faulted 5,000 fresh pages) and took 3x the repeats
+    after it: the median is the repeats', and the note says one run was left out. With too
+    few others left, every run stays (the spread shows it)."""
+    from numba_lprun.run.measurements import COUNTING, PLAIN, Counted, FunctionCounts, compared
+
+    key = ("k.py", 1, "k")
+    user = Counted(COUNTING, True, {key: FunctionCounts(1, 110)}, faults=(10,))
+    repeats = Counted(PLAIN, False, {key: FunctionCounts(3, 300, per_run=(100, 100, 100))}, 3, (5, 5, 5))
+    for compiled, faults in ((True, 5), (False, 5000)):
+        first = Counted(PLAIN, False, {key: FunctionCounts(1, 300, per_run=(300,))}, faults=(faults,))
+        first = replace(first, compiled=compiled)
+        got = compared([user, first, repeats], key, COUNTING, True)
+        assert (got.baseline, got.left_out, got.highs) == (100, 1, (1.0,)), (compiled, got)
+    two = Counted(PLAIN, False, {key: FunctionCounts(2, 200, per_run=(100, 100))}, 2, (5, 5))
+    kept = compared([user, replace(first, compiled=True), two], key, COUNTING, True)
+    assert (kept.baseline, kept.left_out) == (100, 0) and kept.highs == (3.0,)
+    note = _overhead_note(
+        replace(_stats_with(1.1, None), distortion=Distortion(1.1, 1e6, (1.0, 1.0), plain_left_out=1))
+    )
+    assert "one that paid a compile or fresh memory left out" in note

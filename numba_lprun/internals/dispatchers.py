@@ -91,13 +91,19 @@ LOAD_EVENT = "numba_lprun:load"
     "run/compiles.py: compile events pause the sampler and time each twin's compile",
 )
 @touches("numba.core.event", "Listener", "the base class Numba sends events to")
+@touches(
+    "numba.core.event",
+    "Event",
+    "run/compiles.py: the exception a compile ended with (Event.is_failed says the opposite of its name)",
+    instance_attribute="_exc_details",
+)
 def compile_events(listener) -> contextlib.AbstractContextManager:
     """A context manager sending Numba's compile events to ``listener`` while it is open, and
     the loads of twins from numba_lprun's cache (``caching.LOAD_EVENT``: code the JIT loads).
 
-    ``listener.on_start(data)`` and ``listener.on_end(data)`` get each event's data
-    (a dict with ``dispatcher`` and ``args``, or empty): Numba's ``Event`` objects
-    stay behind the door.
+    ``listener.on_start(data)`` and ``listener.on_end(data, error)`` get each event's data
+    (a dict with ``dispatcher`` and ``args``, or empty) and, at the end, the exception the
+    compile raised (None: it compiled): Numba's ``Event`` objects stay behind the door.
     """
     from numba.core import event
 
@@ -106,7 +112,8 @@ def compile_events(listener) -> contextlib.AbstractContextManager:
             listener.on_start(ev.data or {})
 
         def on_end(self, ev: event.Event) -> None:
-            listener.on_end(ev.data or {})
+            details = ev._exc_details
+            listener.on_end(ev.data or {}, details[1] if details else None)
 
     both = contextlib.ExitStack()
     for kind in ("numba:compile", LOAD_EVENT):

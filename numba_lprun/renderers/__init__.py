@@ -16,7 +16,7 @@ from typing import TextIO
 
 from ..stats import ProfileStats
 from .html import profile_html
-from .lprof import write_lprof
+from .lprof import read_profile, write_lprof
 from .rich_table import print_profile, profile_renderables
 from .text import profile_text
 
@@ -98,4 +98,5 @@ __all__ = [
     "profile_html",
     "profile_renderables",
     "profile_text",
+    "read_profile",
 ]

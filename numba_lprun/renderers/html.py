@@ -13,6 +13,7 @@ light and dark notebook themes; the standalone page follows the system's
 from __future__ import annotations
 
 import hashlib
+import re
 from html import escape
 
 from ..stats import ProfileStats
@@ -20,6 +21,20 @@ from .columns import REGISTRY, html_fold_class, html_folds
 from .html_table import BELOW_RESOLUTION, DISAGREE, function_table
 from .svg_chart import INSTRUMENTED, SAMPLED, time_chart
 from .view import NOTE_TITLES, FunctionView, profile_notes, profile_views
+
+#: Where the report's rules apply, weighted like an id: ``.nlprun`` (no element has the id, so
+#: the ``:not()`` matches every report) with an id's specificity, so the report's own rules win
+#: over a host page's class-scoped ones wherever it is shown: JupyterLab and Notebook 7
+#: (``:not(.jp-RenderedMarkdown).jp-RenderedHTMLCommon td {text-align: right}`` right-aligned
+#: the code, losing its indentation), classic Notebook (``.rendered_html tr``), nbconvert's
+#: exports of both, VS Code's notebook view. Every property a host sets on a table, a cell,
+#: a heading, a list or ``code`` is set here too (``RESET``), so none of the host's leaks in.
+SCOPE = ".nlprun:not(#nlprun-id-weight)"
+
+
+def scoped(css: str) -> str:
+    """``css`` written with ``.nlprun`` selectors, scoped by ``SCOPE``."""
+    return re.sub(r"\.nlprun\b", SCOPE, css)
 
 
 def fold_css() -> str:
@@ -39,7 +54,29 @@ def fold_css() -> str:
     return "\n".join(rules) + "\n"
 
 
-STYLE = f"""
+#: What notebook hosts set on the elements the report uses (tables striped, cells padded and
+#: right-aligned with normal line height, tables centred with a fixed layout, ``code`` boxed,
+#: headings and lists spaced), set back to the report's own values before its rules.
+RESET = """
+.nlprun { margin: 0; padding: 0; border-spacing: 0; text-align: left; white-space: normal; }
+.nlprun table { border-collapse: collapse; border-spacing: 0; border: none; margin: 0; table-layout: auto;
+  font-size: inherit; line-height: inherit; color: inherit; background: none; max-width: none;
+  width: auto; }
+.nlprun thead, .nlprun tbody, .nlprun tr { border: none; background: none; padding: 0; margin: 0;
+  text-align: left; vertical-align: middle; line-height: inherit; white-space: normal; }
+.nlprun tbody tr:hover { background: none; }
+.nlprun th, .nlprun td { text-align: left; line-height: inherit; max-width: none; border: none;
+  background: none; font-size: inherit; }
+.nlprun h3 { font-style: normal; font-weight: 700; line-height: 1.45; padding: 0; }
+.nlprun h3 small { font-size: 12px; line-height: inherit; }
+.nlprun dl, .nlprun dt, .nlprun dd { line-height: inherit; padding: 0; }
+.nlprun code { border: 0; border-radius: 0; text-align: inherit; white-space: inherit; line-height: inherit; }
+.nlprun a { color: inherit; text-decoration: underline; }
+"""
+
+STYLE = scoped(
+    RESET
+    + f"""
 .nlprun {{ font: 13px/1.45 system-ui, -apple-system, 'Segoe UI', Roboto, sans-serif; color: inherit;
   --line: rgba(128,128,128,.35); --soft: rgba(128,128,128,.09); --t: {INSTRUMENTED}; --s: {SAMPLED};
   --heavy: rgba(255,176,0,.16); --warn: #e0a000; }}
@@ -47,13 +84,14 @@ STYLE = f"""
 .nlprun h3 small {{ font-weight: normal; opacity: .7; }}
 .nlprun .top {{ display: flex; flex-wrap: wrap; gap: 8px 28px; align-items: flex-start; }}
 .nlprun dl {{ display: grid; grid-template-columns: max-content minmax(0, 46em); gap: 1px 10px; margin: 0; }}
-.nlprun dt {{ font-weight: 600; opacity: .8; }}
+.nlprun dt {{ font-weight: 600; opacity: .8; white-space: nowrap; margin: 0; }}
 .nlprun dd {{ margin: 0; overflow-wrap: anywhere; }}
 .nlprun .chart {{ width: 420px; max-width: 100%; height: auto; font-size: 10px; fill: currentColor; }}
 .nlprun .scroll {{ overflow-x: auto; margin: 8px 0; }}
-.nlprun table {{ border-collapse: collapse; font-variant-numeric: tabular-nums; }}
-.nlprun th, .nlprun td {{ padding: 1px 5px; border-bottom: 1px solid var(--line); vertical-align: middle; }}
-.nlprun th {{ text-align: left; font-weight: 600; border-bottom-width: 2px; vertical-align: bottom; }}
+.nlprun table {{ font-variant-numeric: tabular-nums; }}
+.nlprun th, .nlprun td {{ padding: 1px 5px; border-bottom: 1px solid var(--line); vertical-align: middle;
+  white-space: normal; }}
+.nlprun th {{ font-weight: 600; border-bottom-width: 2px; vertical-align: bottom; }}
 .nlprun .n {{ text-align: right; white-space: nowrap; }}
 .nlprun th.n {{ white-space: nowrap; }}
 .nlprun .ln, .nlprun .ci {{ color: #888; color: color-mix(in srgb, currentColor 62%, transparent); }}
@@ -72,10 +110,11 @@ STYLE = f"""
   border-width: 0 1px; opacity: .75; }}
 .nlprun .bar i::after {{ content: ''; position: absolute; left: 0; right: 0; top: 4px;
   border-top: 1px solid; }}
-.nlprun td.src {{ white-space: pre-wrap; overflow-wrap: anywhere; padding-left: 2.5em; text-indent: -2em;
+.nlprun td.src, .nlprun th.src {{ text-align: left; padding-left: 8px; }}
+.nlprun td.src {{ white-space: pre;
   font: 12px/1.45 ui-monospace, Menlo, 'DejaVu Sans Mono', Consolas, monospace; }}
 .nlprun code {{ display: block; min-width: 16ch; font: inherit; background: none; color: inherit;
-  padding: 0; }}
+  padding: 0; margin: 0; }}
 .nlprun .src .k {{ color: #a855f7; }} .nlprun .src .b {{ color: #0891b2; }}
 .nlprun .src .f {{ color: #3b82f6; }}
 .nlprun .src .s {{ color: #16a34a; }} .nlprun .src .m, .nlprun .src .d {{ color: #d97706; }}
@@ -87,18 +126,20 @@ STYLE = f"""
 .nlprun .key {{ opacity: .8; font-size: 12px; }}
 .nlprun .key i {{ display: inline-block; width: 18px; height: 6px; margin: 0 4px 1px 10px; }}
 .nlprun .summary td, .nlprun .summary th {{ padding: 2px 10px; }}
-.nlprun details.asm > summary {{ cursor: pointer; list-style: none; }}
+.nlprun details.asm > summary {{ cursor: pointer; list-style: none; display: block; }}
 .nlprun details.asm > summary::-webkit-details-marker {{ display: none; }}
 .nlprun details.asm > summary::before {{ content: '\\25B8'; position: absolute; margin-left: -0.6em;
   font-size: 10px; opacity: .6; }}
 .nlprun details.asm[open] > summary::before {{ content: '\\25BE'; }}
 .nlprun details.asm > summary code {{ display: inline; }}
-.nlprun details.asm table {{ margin: 2px 0 6px; font-size: 11px; text-indent: 0; white-space: nowrap; }}
-.nlprun details.asm td, .nlprun details.asm th {{ border-bottom: none; padding: 0 6px; }}
+.nlprun details.asm table {{ margin: 2px 0 6px; font-size: 11px; white-space: nowrap; }}
+.nlprun details.asm td, .nlprun details.asm th {{ border-bottom: none; padding: 0 6px; white-space: nowrap; }}
 .nlprun details.asm .ad {{ opacity: .6; }} .nlprun details.asm .tgt {{ color: #0891b2; }}
 .nlprun .note.hint {{ border-left-color: #0891b2; }}
 .nlprun .folded {{ display: none; font-size: 12px; opacity: .8; }}
-""" + fold_css()
+"""
+    + fold_css()
+)
 
 _PAGE = """<!DOCTYPE html>
 <html lang="en"><head><meta charset="utf-8"><meta name="color-scheme" content="light dark">
@@ -124,7 +165,7 @@ def _summary(views: list[FunctionView], ids: list[str]) -> str:
         s = view.stats
         total = view.amount_text(view.total / view.output_unit) if s.timed else "not timed"  # total: s
         over = s.overhead
-        over_text = "not measured" if over is None else f"{over:.2f}x"
+        over_text = "not measured" if over is None else f"{over:.2f}x" if over >= 1 else "none measurable"
         if s.distortion.probe_overhead is not None:  # the warning colour may be the probed run's
             over_text += f" (probes {s.distortion.probe_overhead:.2f}x)"
         warn = ' class="n bang"' if any(n.level == "warning" for n in s.notes) else ' class="n"'

@@ -44,13 +44,21 @@ def highlighted_lines(view: FunctionView) -> list[str]:
     docstring's row is no code: it reads as a comment, with what it stands for on hover."""
     source = "\n".join(line.text for line in view.lines) + "\n"
     lines: list[list[str]] = [[]]
+    spaces = ""  # blanks before a token, written inside it (see below)
     for kind, value in PythonLexer(stripnl=False, ensurenl=True).get_tokens(source):
         css = next((c for t, c in _TOKEN_CLASSES if kind in t), None)
         for i, piece in enumerate(value.split("\n")):
             if i:
                 lines.append([])
-            if piece:
-                text = escape(piece)
+                spaces = ""
+            if piece and not piece.strip(" \t"):
+                spaces += piece
+            elif piece:
+                # a text node of blanks alone between tags is one space once an HTML parser has
+                # read it (BeautifulSoup does, in nbconvert's exports): the indentation goes in
+                # the token's own node
+                text = escape(spaces + piece)
+                spaces = ""
                 lines[-1].append(f'<span class="{css}">{text}</span>' if css else text)
     out = ["".join(parts) for parts in lines]
     return [

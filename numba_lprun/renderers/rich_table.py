@@ -174,7 +174,8 @@ def function_renderable(
         parts.append(Text(f"not shown at {width} columns: {said} (a wider terminal or --html shows them)"))
     for note in stats.notes:
         if note.level in NOTE_TITLES:
-            panel = Panel(Text(note.text), title=NOTE_TITLES[note.level], border_style="yellow", expand=False)
+            border = "red" if note.level == "error" else "yellow"
+            panel = Panel(Text(note.text), title=NOTE_TITLES[note.level], border_style=border, expand=False)
             parts.append(panel)
         else:
             parts.append(Text(note.text, style="dim"))

@@ -183,7 +183,7 @@ def profile_text(
                 below.write(f"{label.lower()}: {value}\n")
         below.write(_interval_lines(view))
         for note in stats.notes:
-            prefix = {"warning": "WARNING: ", "caution": "CAUTION: "}.get(note.level, "")
+            prefix = {"error": "ERROR: ", "warning": "WARNING: ", "caution": "CAUTION: "}.get(note.level, "")
             below.write(f"{prefix}{note.text}\n")
         for hint in hint_lines(stats):
             below.write(hint + "\n")

@@ -10,7 +10,7 @@ from ..stats import PROBES, SAMPLES, FunctionStats, ProfileStats, RunsSummary, S
 from ..twin_kind import COUNTING, PROBED
 
 #: the title each level of note is shown under (info notes have none)
-NOTE_TITLES = {"warning": "distortion warning", "caution": "uncertain figures"}
+NOTE_TITLES = {"error": "compile failed", "warning": "distortion warning", "caution": "uncertain figures"}
 HEAVY_SHARE = 10.0  # % Time at or above which a line is highlighted
 DEFAULT_OUTPUT_UNIT = 1e-9  # nanoseconds, as line_profiler 5 reports by default
 

@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import re
 import time
 from collections.abc import Callable, Iterator
 from typing import Protocol
@@ -37,6 +38,41 @@ class CompileHooks(Protocol):
     def resume(self) -> None: ...
 
 
+_ANSI = re.compile(r"\x1b\[[0-9;]*m")
+_WHERE = re.compile(r'^File "[^"]*", line (\d+):?$', re.M)
+REASON_CHARS = 200  # a reason longer than this keeps its first sentences (the traceback has all)
+
+
+def failure_reason(error: BaseException) -> str:
+    """Why a compile failed, in one line: Numba's own reason (its message's first paragraph after
+    the pipeline's "Failed in ... mode pipeline" line, with the line it names), or the exception
+    Numba let through (NumPy's ``AttributeError`` for ``np.int``: "module 'numpy' has no
+    attribute 'int'. `np.int` was a deprecated alias for the builtin `int`. ...")."""
+    text = _ANSI.sub("", str(error)).strip()
+    text = "\n".join(ln for ln in text.splitlines() if not ln.startswith("During: "))  # Numba's pass names
+    where = _WHERE.search(text)
+    paragraphs = [p for p in re.split(r"\n\s*\n", text) if p.strip()]
+    if paragraphs and paragraphs[0].startswith("Failed in "):  # the pipeline's step, then the reason
+        head, _, rest = paragraphs[0].partition("\n")
+        paragraphs[0] = rest or head
+    if len(paragraphs) > 1 and paragraphs[0].rstrip().endswith(":"):  # "...found for signature:" + it
+        paragraphs[:2] = [paragraphs[0] + " " + paragraphs[1]]
+    said = " ".join((paragraphs[0] if paragraphs else type(error).__name__).split())
+    if len(said) > REASON_CHARS:  # whole sentences while they fit
+        sentences = re.split(r"(?<=[.!?])\s+(?=[A-Z`'\"])", said)
+        kept = [sentences[0]]
+        for sentence in sentences[1:]:
+            if len(" ".join([*kept, sentence])) > REASON_CHARS:
+                break
+            kept.append(sentence)
+        said = " ".join(kept)
+        said = said if len(said) <= REASON_CHARS else said[:REASON_CHARS] + "..."
+    if where is not None and f"line {where.group(1)}" not in said:
+        said += f" (line {where.group(1)})"
+    name = type(error).__name__
+    return said if name in ("TypingError", "NumbaError") else f"{name}: {said}"
+
+
 class CompileWatcher:
     """Compile events of one phase: progress messages and self time per dispatcher."""
 
@@ -51,6 +87,7 @@ class CompileWatcher:
         self._stack: list[list] = []  # [dispatcher id, start, time spent in nested compiles]
         self._held = None  # Ctrl-C held while the outermost compile runs
         self._pid = os.getpid()
+        self.failed: dict[int, tuple[str, tuple]] = {}  # id(dispatcher) -> (why, in one line; its types)
 
     def on_start(self, data: dict) -> None:
         if os.getpid() != self._pid:  # a forked child's inherited listener
@@ -67,9 +104,14 @@ class CompileWatcher:
             self._faults_at = minor_faults()
         self._stack.append([id(disp), time.perf_counter(), 0.0])
 
-    def on_end(self, data: dict) -> None:
+    def on_end(self, data: dict, error: BaseException | None = None) -> None:
         if not self._stack or os.getpid() != self._pid:
             return
+        disp = data.get("dispatcher")
+        if isinstance(error, Exception) and disp is not None:  # not a Ctrl-C: Numba's or the code's error
+            self.failed[id(disp)] = (failure_reason(error), tuple(data.get("args") or ()))
+        elif error is None and disp is not None:  # compiled after all (Numba retries with literal types)
+            self.failed.pop(id(disp), None)
         key, start, nested = self._stack.pop()
         spent = time.perf_counter() - start
         self.seconds[key] = self.seconds.get(key, 0.0) + spent - nested

@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
 from ..twin_kind import COUNTING, PLAIN, PROBED, TwinKind  # noqa: F401 (the run stage names twins by these)
+from .page_faults import FRESH_PAGES
 
 Key = tuple[str, int, str]  # a function, keyed as line_profiler keys it: (filename, first line, name)
 
@@ -102,6 +103,7 @@ class Counted:
     functions: dict[Key, FunctionCounts] = field(default_factory=dict)
     runs: int = 1  # executions of the statement these counters add up
     faults: tuple[int, ...] = ()  # minor page faults of the process in each run (-1: unknown)
+    compiled: bool = False  # Numba compiled during its (first) run: a run straight after a compile is slower
 
 
 @dataclass(frozen=True)
@@ -241,6 +243,8 @@ class Compared:
     why: str | None = None  # why (the latest reason)
     faults: tuple[int, ...] = ()  # per call compared, where known: the compared run's page faults
     plain_faults: tuple[float, ...] = ()  # and the median of its plain runs' (``page_faults``)
+    left_out: int = 0  # plain runs left out of the baseline: they paid a compile or fresh memory
+    compiled: int = 0  # compared runs that Numba compiled during (their time leaves the compile out)
 
 
 @dataclass(frozen=True)
@@ -250,6 +254,14 @@ class Comparison:
     twin: str
     user: bool
     functions: dict[Key, Compared] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class CompileFailed:
+    """Profiled functions whose compile failed in the user's run, each with why in one line:
+    they were called and never ran (not "not called"), and the user's error is that failure."""
+
+    functions: dict[Key, str] = field(default_factory=dict)
 
 
 Measurement = (
@@ -263,6 +275,7 @@ Measurement = (
     | Differed
     | CodeUncompared
     | Unprofiled
+    | CompileFailed
 )
 
 
@@ -292,13 +305,14 @@ def compared(made: list[Measurement], key: Key, twin: str, user: bool) -> Compar
     plain = fold(
         m.functions[key] for m in made if isinstance(m, Counted) and m.twin == PLAIN and key in m.functions
     )
-    other = fold(
-        m.functions[key]
-        for m in made
-        if isinstance(m, Counted) and m.twin == twin and m.user == user and key in m.functions
-    )
+    mine = [
+        m for m in made if isinstance(m, Counted) and m.twin == twin and m.user == user and key in m.functions
+    ]
+    other = fold(m.functions[key] for m in mine)
     once = [m.why for m in made if isinstance(m, RanOnce)]
-    runs = [t for t in plain.per_run if t > 0] if plain is not None else []
+    first_costs = [r for r in _plain_runs(made, key) if r[0] > 0]
+    kept = _without_first_run_costs(first_costs)
+    runs = [ticks for ticks, _, _ in kept]
     if other is not None and other.calls == 0 and (plain is None or plain.calls == 0):
         return Compared()  # not called in this profiled call
     why = None
@@ -318,7 +332,31 @@ def compared(made: list[Measurement], key: Key, twin: str, user: bool) -> Compar
     median = statistics.median(runs)
     faults, plain_faults = _faults(made, key, twin, user)
     spread = (min(runs) / median,), (max(runs) / median,)
-    return Compared(median, other.ticks, 1, *spread, faults=faults, plain_faults=plain_faults)
+    left_out, compiled = len(first_costs) - len(kept), sum(m.compiled for m in mine)
+    extra = {"faults": faults, "plain_faults": plain_faults, "left_out": left_out, "compiled": compiled}
+    return Compared(median, other.ticks, 1, *spread, **extra)
+
+
+def _plain_runs(made: list[Measurement], key: Key) -> list[tuple[int, int, bool]]:
+    """(ticks, page faults (-1: unknown), compiled) of each plain run of ``key``, in order."""
+    out = []
+    for m in made:
+        if isinstance(m, Counted) and m.twin == PLAIN and key in m.functions:
+            ticks = m.functions[key].per_run
+            faults = m.faults if len(m.faults) == len(ticks) else (-1,) * len(ticks)
+            out += [(t, f, m.compiled and i == 0) for i, (t, f) in enumerate(zip(ticks, faults, strict=True))]
+    return out
+
+
+def _without_first_run_costs(runs: list[tuple[int, int, bool]]) -> list[tuple[int, int, bool]]:
+    """The plain runs that paid no first run's costs (a compile just before, or fresh memory the
+    others reused: 1 MiB and twice the others' faults more), where ``MIN_PLAIN_RUNS`` of them
+    are left; else all of them (then the spread shows what those costs did)."""
+    known = [f for _, f, _ in runs if f >= 0]
+    typical = statistics.median(known) if known else 0
+    fresh = [f >= 0 and f - typical >= max(FRESH_PAGES, typical) for _, f, _ in runs]
+    rest = [r for r, new in zip(runs, fresh, strict=True) if not (r[2] or new)]
+    return rest if len(rest) >= MIN_PLAIN_RUNS else runs
 
 
 def _faults(made: list[Measurement], key: Key, twin: str, user: bool) -> tuple[tuple, tuple]:
@@ -383,6 +421,8 @@ def merge_records(older: CallRecord | None, newer: CallRecord) -> CallRecord:
                     values[name] = max(found, values.get(name, 0.0))
             fastmath = tuple(dict.fromkeys(f for m in items for f in m.fastmath))
             merged.append(Differed(values, fastmath, any(m.measured for m in items)))
+        elif isinstance(items[0], CompileFailed):  # every function that failed, in any call
+            merged.append(CompileFailed({k: why for m in items for k, why in m.functions.items()}))
         elif isinstance(items[0], (RanOnce, CodeUncompared)):  # said of the newest call only
             merged += [m for m in items if m in newer.measurements][-1:]
         else:

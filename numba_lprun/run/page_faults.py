@@ -19,6 +19,9 @@ except ImportError:  # Windows: no getrusage
 
 #: Bytes per page, for the note (4 KiB where unknown).
 PAGE_BYTES = resource.getpagesize() if resource is not None else 4096
+#: Page faults (1 MiB of 4 KiB pages) beyond the others' under which a run's first touch of
+#: fresh memory is not worth saying, nor a reason to leave a plain run out of the figure.
+FRESH_PAGES = 256
 
 
 def minor_faults() -> int:

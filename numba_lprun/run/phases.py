@@ -29,6 +29,7 @@ from typing import Any
 
 from .allocation_run import AllocationRun
 from .call_context import CallContext, Phase, RunSettings, sampled_by, silently, too_long
+from .compile_failures import failed_compiles
 from .differences import compared_with_users
 from .measurements import (
     COUNTING,
@@ -91,7 +92,8 @@ def _extra_run(ctx: CallContext, kind: str, sampled: bool, label: str) -> None:
         if completed:  # a run cut short measured part of a call: nothing to compare or add up
             if kind == PLAIN:
                 _compare_results(ctx)
-            ctx.made.append(Counted(kind, False, _one_run(counts), faults=(faults,)))
+            compiled = run is not None and run.compiling_since(started) > 0
+            ctx.made.append(Counted(kind, False, _one_run(counts), faults=(faults,), compiled=compiled))
             if sampling is not None:
                 maps = line_maps(ctx.runner.twin_code(kind))
                 ctx.made.append(measured(sampling, maps, kind, False, 1, seconds))
@@ -278,9 +280,14 @@ class UserRun:
             seconds = _own_seconds(run, started, ended)
             ctx.user_seconds = seconds
             faults = (_own_faults(run, started, faults_at),)
-            ctx.made.append(Counted(self.kind, True, ctx.runner.take_counts(self.kind), faults=faults))
+            compiled = run is not None and run.compiling_since(started) > 0  # its time leaves that out
+            counts = ctx.runner.take_counts(self.kind)
+            ctx.made.append(Counted(self.kind, True, counts, faults=faults, compiled=compiled))
             if run is not None and run.unprofiled:
                 ctx.made.append(Unprofiled(dict(run.unprofiled)))
+            failed = failed_compiles(ctx.runner.targets, run.compiles if run is not None else None, self.kind)
+            if failed is not None:
+                ctx.made.append(failed)
             if sampling is not None:
                 maps = line_maps(ctx.runner.twin_code(self.kind))
                 ctx.made.append(measured(sampling, maps, self.kind, True, 1, seconds))

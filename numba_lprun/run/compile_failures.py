@@ -7,7 +7,8 @@ ran, so its table must say it did not compile, with Numba's reason, not that it 
 not called. The twin compiled from the same source as the function, so the reason
 is the function's own; to be sure it is not the rewrite's, the function itself is
 compiled for the same types after the run: where it compiles, the twin's failure is
-numba_lprun's, and the reason says so.
+numba_lprun's, the call ran the original instead (``internals.redirect``), and the run
+says that in its own note.
 """
 
 from __future__ import annotations
@@ -31,13 +32,11 @@ def failed_compiles(
         failure = next((watcher.failed[id(d)] for d in tried if id(d) in watcher.failed), None)
         if failure is not None:
             reason, types = failure
-            if (
-                twin is not None
-                and id(twin.dispatcher) in watcher.failed
-                and _compiles(target.original, types)
-            ):
-                mine = f"its {kind} twin did not, though it compiles for these types (please report it)"
-                reason = f"{mine}: {reason}"
+            only_the_twin = twin is not None and id(target.original) not in watcher.failed
+            # (a function that failed itself is not compiled again: Numba raises the same exception
+            # object again, and that would add frames to the one the user's statement raised)
+            if only_the_twin and id(twin.dispatcher) in watcher.failed and _compiles(target.original, types):
+                continue  # the original ran instead, and the run says so (``PhaseRun.unprofiled``)
             found[key] = reason
     return CompileFailed(found) if found else None
 

@@ -100,6 +100,9 @@ def _nested(code: CodeType, name: str) -> CodeType | None:
 #: the module's top level is loaded as an attribute, else as a method, in Python 3.11): one meaning.
 _SAME_AS = {"LOAD_METHOD": "LOAD_ATTR"}
 _JUMPS = frozenset(dis.hasjrel) | frozenset(dis.hasjabs)
+#: No-ops (line_profiler pads a code object it profiles with some) and the prefix of an argument
+#: too wide for one byte (a jump over longer code: where it lands is not compared)
+_NO_MEANING = frozenset({"NOP", "EXTENDED_ARG"})
 _BY_VALUE = frozenset(dis.hasname) | frozenset(dis.haslocal) | frozenset(dis.hasfree)
 
 
@@ -108,7 +111,7 @@ def _shape(code: CodeType) -> tuple:
     instructions (by meaning), with the names, constants and variables they use."""
     steps = []
     for instr in dis.get_instructions(code):
-        if instr.opname == "NOP":  # line_profiler pads a code object it profiles with some
+        if instr.opname in _NO_MEANING:
             continue
         if instr.opcode in _JUMPS:
             operand: object = None  # where it lands follows from the instructions around it

@@ -365,10 +365,17 @@ def compile_like_original(twin: Twin, src: FunctionSource | None = None) -> None
 
 def compile_like(twin: Twin, model: CPUDispatcher, src: FunctionSource | None = None) -> None:
     """Compile ``twin`` for every signature ``model`` has compiled (the original, or another
-    twin that compiled on its first call)."""
+    twin that compiled on its first call).
+
+    The return type is given only where it was (explicit signatures, after which ``model``
+    compiles nothing new: a result is cast to it); else the twin infers its own, as the
+    original did. Its probes can keep Numba from pruning a branch that is never taken, so
+    an inferred ``Literal[int](0)`` of the original may be ``int64`` in the twin, and
+    forcing the original's would not compile."""
+    explicit = not can_compile(model)
     for cres in list(model.overloads.values()):
         sig = cres.signature
-        if isinstance(sig.return_type, numba.types.Generator):  # its type names the original function
+        if not explicit or isinstance(sig.return_type, numba.types.Generator):  # a generator's names it
             sig = sig.args
         if tuple(cres.signature.args) in twin.dispatcher.overloads:  # kept (Numba refuses even those
             continue  # once compiling is disabled)

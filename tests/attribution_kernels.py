@@ -18,7 +18,8 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 
 import numpy as np
-from numba import njit, objmode, prange
+from numba import njit, objmode, prange, types
+from numba.extending import intrinsic
 
 from tests.attribution_other import spin_elsewhere
 
@@ -90,9 +91,27 @@ def folded_in(x):
     return x * 0.9999999 + 1e-7
 
 
+@intrinsic
+def _never_inlined(typingctx):
+    """Marks the jitted function that calls it ``noinline`` for LLVM (Numba's public
+    ``intrinsic``: its code is emitted into the caller's own LLVM function)."""
+
+    def codegen(context, builder, signature, args):
+        builder.function.attributes.add("noinline")
+        return context.get_dummy_value()
+
+    return types.none(), codegen
+
+
 @njit
 def kept_apart(units, seed):
-    """Large enough that LLVM keeps it a function of its own (the test checks)."""
+    """A function of its own in the machine code, whatever the CPU and LLVM (the test checks).
+
+    Its size alone decided that on some CPUs only: LLVM's inliner weighs a call's cost by the
+    target's, and inlined it for a CPU without AVX-512 (AMD EPYC, Haswell) and under Numba
+    0.59 (LLVM 14) on one with it. ``noinline`` takes the choice from LLVM.
+    """
+    _never_inlined()
     x = 1.0 + seed * 1e-9
     y = 2.0 + seed * 1e-9
     for k in range(units * UNIT // 4):
@@ -193,7 +212,7 @@ def calls_inlined(n):
 @njit
 def calls_not_inlined(n):
     acc = 0.0
-    u = 1 + (n < 0)  # one, unknown to the compiler: literal units let LLVM inline the calls (AVX-512 CPU)
+    u = 1 + (n < 0)  # one, unknown to the compiler: the three calls run one compiled kept_apart
     for i in range(n):
         acc += kept_apart(u, i)  # 1
         acc += kept_apart(3 * u, i)  # 3

@@ -14,8 +14,6 @@ import numba_lprun
 from tests.compare import same  # noqa: F401  (the one comparison, re-exported for tests)
 
 _OWN_CACHE: list[str] = []
-#: other people's packages with their own test suites: run by tests/test_package_suite.py, not here
-collect_ignore = ["packages"]
 
 
 #: Set while NUMBA_LPRUN_CACHE_DIR is a directory this suite made (not one the developer chose).

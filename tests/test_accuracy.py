@@ -130,7 +130,7 @@ def test_vectorization_loss_is_detected_and_named():
     (stats,) = probed.profile.functions
     assert stats.counts.twin == "probed" and stats.distortion.lost_vectorization == {loop_line}
     assert any("vectorized" in note.text and str(loop_line) in note.text for note in stats.notes)
-    counting = numba_lprun.LineProfiler(vectorizable, repeat=False)
+    counting = numba_lprun.LineProfiler(vectorizable, repeat=False, compare_code=True)  # however slow
     counting.runcall(vectorizable, A)
     (h,) = counting.profile.functions
     assert h.distortion.lost_vectorization == set()  # counters in registers leave the loop vectorized

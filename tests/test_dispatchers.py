@@ -83,7 +83,9 @@ def test_three_dispatchers_plain_fastmath_parallel():
 
 def test_samples_of_one_dispatcher_are_not_charged_to_another():
     """Both twins carry the same file's line tables: neither is code inlined into the other."""
-    prof = numba_lprun.LineProfiler(plain_sum, fast_sum_log_nz, sample_time=0.2, min_samples=300)
+    # repeats until 300 samples, for up to 1 s: in 0.2 s a kernel pinned to one core of a busy
+    # 2-core machine got 244-252, beside a busy loop on its core 161-177; in 1 s 320-349 both ways
+    prof = numba_lprun.LineProfiler(plain_sum, fast_sum_log_nz, sample_time=1.0, min_samples=300)
     big = np.random.default_rng(0).random(1_000_000)
     prof.runctx("plain_sum(SMALL); fast_sum_log_nz(big)", {**globals(), "big": big}, None)
     plain, fast = prof.profile.functions

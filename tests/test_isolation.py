@@ -15,6 +15,9 @@ from tests.conftest import hits_of, same
 from tests.stateful import CASES, bubble_sort, numba_random_state, plain
 
 QUICK = dict(sample_time=0.05)  # a few sampled repeats: enough to exercise restoring
+#: Why a call that made the same calls in its plain runs has no overhead figure: the call's length
+#: and the machine's load decide (measurements.compared tells "different calls" before these).
+LENGTH_OR_LOAD = ("too short for the clock", "too few to tell the counters' cost from the machine's noise")
 
 
 def unprofiled(case):
@@ -46,8 +49,11 @@ def test_runcall_gives_one_calls_result_effects_and_hits(case):
     profile = prof.profile
     assert profile.runs.once is None
     assert profile.sampling.unavailable is not None or profile.sampling.extra_runs >= 1
-    stats = profile.functions[0]  # the plain baseline ran over the same calls (these take microseconds)
-    assert stats.overhead is not None or "too short for the clock" in stats.distortion.unmeasured
+    # the plain runs made the same calls as the user's run (the state was put back before each);
+    # whether they fit the figure is the machine's: these calls take microseconds (too short for
+    # the clock), and the 0.05 s of repeats may hold one only where other processes hold the CPU
+    stats = profile.functions[0]
+    assert stats.overhead is not None or any(why in stats.distortion.unmeasured for why in LENGTH_OR_LOAD)
 
 
 @pytest.mark.parametrize("case", CASES, ids=[c.name for c in CASES])

@@ -99,9 +99,12 @@ def test_conv_has_a_sampled_view_worth_reading(executed):
     text = report["text/plain"]
     header = next(ln for ln in text.splitlines() if ln.startswith("95% intervals of % Time"))
     samples = int(header.split("(")[1].split()[0])
+    sampled = float(re.search(r"\d+ runs?, ([\d.]+) s\)", text).group(1))
     # the sampled repeats stop at 2,000 samples or 1 s: about 2,000 on a quiet machine, 972
-    # beside four busy processes; at 400 the hot line's 80% share is known within 4 points
-    assert samples >= 400, header
+    # beside four busy processes; at 400 the hot line's 80% share is known within 4 points.
+    # Fewer only where the machine left the kernel under a fifth of a core: then the repeats
+    # used their time (the sampled runs' own time, without what runs between them)
+    assert samples >= 400 or sampled >= 0.5, (header, sampled)
     low, high = (float(v) for v in header.split("11: ")[1].split(",")[0].split("-"))
     assert high - low <= 1.5 * 2 * 1.96 * (0.2 * 0.8 / samples) ** 0.5 * 100 + 1.0, header  # binomial
 

@@ -100,7 +100,7 @@ def _summed(
     row = (
         "Processes",
         f"main + {workers} worker{'s' if workers != 1 else ''}; in the workers: {worker_calls:,} of "
-        f"{calls:,} calls, {worker_samples:,} of {sum(counts.values()):,} samples",
+        f"{calls:,} calls, {worker_samples:,} of {sum(counts.values()):,} samples{_callers(others)}",
     )
     unmeasured = stats.distortion.unmeasured
     if worker_calls and not stats.calls:
@@ -118,6 +118,25 @@ def _summed(
         extras=replace(stats.extras, rows=(*stats.extras.rows, row)),
         untimed=bool(worker_calls and not worker_samples and stats.time_source is not None),
     )
+
+
+#: Workers named in a function's Processes row, at most (the rest are counted).
+NAMED_WORKERS = 3
+
+
+def _callers(others: list[tuple[ProcessPart, FunctionStats]]) -> str:
+    """The workers whose calls the row counts, by name and calls (folded past ``NAMED_WORKERS``):
+    a Dask worker by its address, a pool's by its name, by its pid where names repeat."""
+    calling = [(part, stats.calls) for part, stats in others if stats.calls]
+    if not calling:
+        return ""
+    names = [part.label.removeprefix("dask worker ") for part, _ in calling]
+    named = [
+        f"{name if names.count(name) == 1 else f'pid {part.pid}'} ({calls:,})"
+        for name, (part, calls) in zip(names, calling, strict=True)
+    ]
+    more = len(named) - NAMED_WORKERS
+    return "; calls in " + ", ".join(named[:NAMED_WORKERS]) + (f" and {more} more" if more > 0 else "")
 
 
 #: Why a function that ran in workers has times from the main process only.

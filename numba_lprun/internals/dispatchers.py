@@ -136,3 +136,14 @@ def pickle_identity(dispatcher: object) -> str | None:
 def unpickle_as(identity: str, dispatcher: object) -> None:
     """Unpickling a dispatcher pickled under ``identity`` gives ``dispatcher`` (held weakly)."""
     _MemoMixin._memo[identity] = dispatcher
+
+
+@touches(
+    "numba.core.dispatcher",
+    "_MemoMixin._memo",
+    "processes: a Dask worker finds the copy of a profiled dispatcher its tasks unpickled before",
+)
+def unpickled_under(identity: str) -> object | None:
+    """The dispatcher that unpickling ``identity`` gives now (None: none is alive): a worker that
+    ran the tasks before the profile holds that copy, and the tasks it runs later unpickle as it."""
+    return _MemoMixin._memo.get(identity)

@@ -177,8 +177,10 @@ class Launches:
             reached |= self.dask.pids
             self.dask.collect()
             for text in self.dask.texts:
-                with contextlib.suppress(ValueError, TypeError, KeyError):
+                try:
                     found.append(_read_part(text))
+                except (ValueError, TypeError, KeyError) as exc:  # never silently: its work is missing
+                    missing.append(f"a Dask worker's part could not be read ({type(exc).__name__}: {exc})")
             refused += self.dask.refused
             missing += self.dask.missing
             self.dask = None

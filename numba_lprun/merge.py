@@ -41,9 +41,12 @@ def merged(
         return main
     own = ProcessPart("main", os.getpid(), main)
     found: dict[tuple, list[tuple[ProcessPart, FunctionStats]]] = {}
+    keys = {f.key for f in main.functions}
+    elsewhere = {_code_of(f): f.key for f in main.functions}
     for part in parts:
         for stats in part.profile.functions:
-            found.setdefault(stats.key, []).append((part, stats))
+            key = stats.key if stats.key in keys else elsewhere.get(_code_of(stats), stats.key)
+            found.setdefault(key, []).append((part, stats))
     sums = [_summed(f, found.pop(f.key, []), main.unit, len(parts)) for f in main.functions]
     for rest in found.values():  # a function only workers knew (defined in a worker's code)
         first = rest[0][1]
@@ -57,6 +60,14 @@ def merged(
     lost = tuple(Note("warning", why) for why in missing)
     functions = tuple(_diagnosed(s, main, corrected, unavailable, lost) for s in sums)
     return replace(main, functions=functions, sampling=sampling, parts=(own, *parts), missing=tuple(missing))
+
+
+def _code_of(stats: FunctionStats) -> tuple:
+    """What identifies a function wherever its file is: a worker on another machine imports the
+    same package from another folder (another virtual environment's site-packages), or a file
+    ``Client.upload_file`` shipped, so its key names another file; the same code at the same lines
+    is the same function."""
+    return (stats.qualname, stats.first_lineno, stats.source_lines)
 
 
 def _scaled(ticks: dict[int, int], scale: float) -> dict[int, int]:

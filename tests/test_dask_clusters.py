@@ -206,6 +206,35 @@ def test_nlprun_on_a_script_that_connects_to_an_external_scheduler(cluster, tmp_
     _assert_nothing_left(cluster[1])
 
 
+def test_a_kernel_module_shipped_to_the_workers_during_the_run_is_profiled_once_imported(cluster, tmp_path):
+    """The workers cannot import the module when the profile begins (it is said to be missing
+    there); ``Client.upload_file`` ships it during the run, a task imports it: from then on its
+    kernel is profiled, and nothing is said missing. The workers' copy of the file is in their own
+    folders, as a package installed elsewhere on another machine: their counts are the same
+    function's all the same."""
+    client = cluster[1]
+    name = f"shipped_{os.getpid()}_{time.monotonic_ns()}"  # the workers keep what was shipped
+    path = tmp_path / f"{name}.py"
+    path.write_text((PACKAGES / "nlp_dask" / "kernel.py").read_text(encoding="utf-8"), encoding="utf-8")
+    sys.path.insert(0, str(tmp_path))
+    try:
+        shipped = __import__(name)
+    finally:
+        sys.path.remove(str(tmp_path))
+
+    def run():
+        client.upload_file(str(path))
+        return client.gather(client.map(shipped.task, NS, pure=False))
+
+    profiler = LineProfiler(shipped.work)
+    with client.as_current():
+        assert profiler.runcall(run) == [shipped.work.py_func(n) + 1 for n in NS]
+    profile = profiler.profile
+    assert not profile.missing, profile.missing
+    assert {k: v for k, v in profile.functions[0].hits.items() if v} == shipped.exact_hits(NS)
+    _assert_nothing_left(client)
+
+
 def test_a_worker_killed_during_the_map_is_named(cluster, tmp_path):
     started, client = cluster
     before = client.run(os.getpid)

@@ -122,26 +122,36 @@ class ProfiledWorker(WorkerPlugin):
 
     def _find(self, index: int, named: Named) -> str | None:
         """The dispatchers this worker holds for ``named``; None, or why there is none yet."""
-        module, qualname, identity, pickled = named
+        module, qualname, _, pickled = named
         found, why = [], None
         if module != "__main__":  # the worker's own __main__ is not the client's
             try:
                 found = found_in(sys.modules.get(module) or importlib.import_module(module), named[:2])
             except Exception as exc:  # not importable here (yet)
                 why = f"{type(exc).__name__}: {exc}"
-        earlier = unpickled_under(identity) if identity else None
         if not found and pickled is not None:
             found = unpickled(pickled, named[:2])  # the copy the tasks made, if any; else a new one
         if not found:
             return why or f"{module}.{qualname} was not found"
-        self._primary[index] = found[0]
-        self._copies += [(index, d) for d in found[1:]]
-        if earlier is not None and all(d is not earlier for d in found):
-            self._copies.append((index, earlier))
-        if identity is not None and found[0] is not earlier:
-            self._earlier.append((identity, earlier))
-            unpickle_as(identity, found[0])  # the tasks' copies unpickle as the profiled one
+        self._take(index, found)
         return None
+
+    def _take(self, index: int, found: list[object]) -> tuple[bool, list[tuple[int, object]]]:
+        """Make ``found[0]`` the dispatcher profiled for function ``index`` unless it has one (then:
+        True), the others copies sent to its twins, with the copy the tasks unpickled before; the
+        tasks' copies from now on unpickle as it. Returns the copies new to the run too."""
+        identity = self.spec.functions[index][2]
+        earlier = unpickled_under(identity) if identity else None
+        new = index not in self._primary
+        primary = self._primary.setdefault(index, found[0])
+        known = {id(primary), *(id(copy) for _, copy in self._copies)}
+        copies = [(index, d) for d in {id(d): d for d in [*found, earlier] if d is not None}.values()]
+        copies = [(i, d) for i, d in copies if id(d) not in known]
+        self._copies += copies
+        if new and identity is not None and earlier is not primary:
+            self._earlier.append((identity, earlier))
+            unpickle_as(identity, primary)
+        return new, copies
 
     def _profile(self, functions: list[object]) -> None:
         """Profile ``functions`` in a thread of its own until ``finish``, once the twins are in place."""
@@ -152,10 +162,10 @@ class ProfiledWorker(WorkerPlugin):
         def started(run: PhaseRun) -> None:
             with self._lock:
                 self._run = run
-                self._send_copies(run, self._copies)
                 pending, self._pending = self._pending, []
                 if pending:
-                    run.adopt(*pending)
+                    self._adopt(run, pending)
+                self._send_copies(run, self._copies)
 
         def wait() -> None:  # the "target": runs once the twins are in place, until the run ends
             ready.set()
@@ -173,6 +183,15 @@ class ProfiledWorker(WorkerPlugin):
             self._thread = threading.Thread(target=profile, name="numba_lprun-dask", daemon=True)
             self._thread.start()
         ready.wait(READY_WAIT)
+
+    def _adopt(self, run: PhaseRun, functions: list[object]) -> None:
+        """Profile ``functions`` from now on in ``run`` (found after it started)."""
+        try:
+            run.adopt(*functions)
+        except Exception as exc:  # its source unreadable here, say
+            for index, primary in self._primary.items():
+                if any(primary is f for f in functions):
+                    self.refused[index] = f"{self.spec.functions[index][1]} could not be profiled ({exc})"
 
     def _send_copies(self, run: PhaseRun, copies: list[tuple[int, object]]) -> None:
         twins = {}
@@ -198,21 +217,20 @@ class ProfiledWorker(WorkerPlugin):
         with self._lock:
             if self._stop.is_set():
                 return []
-            fresh = []
+            fresh, copies = [], []
             for index in indices:
                 found = found_in(module, self.spec.functions[index][:2])
                 if not found:
                     continue
                 self.refused.pop(index, None)
-                if index in self._primary:
-                    self._copies += [(index, d) for d in found]
-                    if self._run is not None:
-                        self._send_copies(self._run, [(index, d) for d in found])
-                    continue
-                self._primary[index] = found[0]
-                fresh.append(found[0])
-            if fresh and self._run is not None:
-                self._run.adopt(*fresh)
+                new, more = self._take(index, found)
+                copies += more
+                if new:
+                    fresh.append(self._primary[index])
+            if self._run is not None:
+                if fresh:
+                    self._adopt(self._run, fresh)
+                self._send_copies(self._run, copies)
                 return []
             if fresh and self._thread is not None:
                 self._pending += fresh  # the run starting adopts them

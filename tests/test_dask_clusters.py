@@ -33,7 +33,8 @@ from nlp_dask import kernel  # noqa: E402
 
 NS = [1_500_000, 1_000_000, 500_000, 2_000_000]  # each task's argument: the kernel's loop length
 
-#: A notebook's cell: a kernel it defines, and a task function of its own calling the module's kernel.
+#: A notebook's cell: a kernel it defines, and task functions of its own calling the module's kernel
+#: (a Python one, and a jitted one, which the workers will have compiled before the profile).
 CELL = """
 import dask, dask.array as da, dask.bag as db, numpy as np
 from numba import njit
@@ -48,13 +49,18 @@ def nbwork(n):
 
 def nbtask(n):
     return kernel.work(n) * 2
+
+@njit
+def nbjit(n):
+    return kernel.work(n) - 1
 """
-#: Every way a task reaches the kernels: a module's wrapper, the notebook's kernel and wrapper,
+#: Every way a task reaches the kernels: a module's wrapper, the notebook's kernel and wrappers,
 #: a bag, map_blocks and delayed (``meta`` given: no call made in the client to infer it).
 PATTERNS = (
     "wrapped = client.gather(client.map(kernel.task, NS, pure=False)); "
     "nb = client.gather(client.map(nbwork, NS, pure=False)); "
     "nbwrapped = client.gather(client.map(nbtask, NS, pure=False)); "
+    "nbjitted = client.gather(client.map(nbjit, NS, pure=False)); "
     "bagged = db.from_sequence(NS, npartitions=2).map(kernel.work).compute(); "
     "blocks = da.from_array(np.array(NS), chunks=2)"
     ".map_blocks(kernel.block, meta=np.array((), 'i8')).compute(); "
@@ -131,6 +137,7 @@ def _every_pattern(ipshell, client) -> None:
     """The notebook's case: the cell, then ``%nlprun`` of every pattern; exact sums, workers' samples."""
     assert ipshell.run_cell(CELL).success
     ipshell.user_ns.update(client=client, NS=NS)
+    client.gather(client.map(ipshell.user_ns["nbjit"], [10, 20], pure=False))  # compiled there before
     with client.as_current():
         profile = ipshell.run_line_magic(
             "nlprun", f"-r -T /dev/null -f kernel.work -f nbwork {PATTERNS}"
@@ -140,11 +147,12 @@ def _every_pattern(ipshell, client) -> None:
     assert ns["wrapped"] == ns["delayed"] == [kernel.work.py_func(n) + 1 for n in NS]
     assert ns["nb"] == [nbwork.py_func(n) for n in NS]
     assert ns["nbwrapped"] == [2 * kernel.work.py_func(n) for n in NS]
+    assert ns["nbjitted"] == [kernel.work.py_func(n) - 1 for n in NS]
     assert ns["bagged"] == list(ns["blocks"]) == [kernel.work.py_func(n) for n in NS]
     assert not profile.missing, profile.missing
     work, nb = (next(f for f in profile.functions if f.name == name) for name in ("work", "nbwork"))
-    # the kernel: called by the module's wrapper, the notebook's, a bag, map_blocks and delayed
-    assert {k: v for k, v in work.hits.items() if v} == {k: 5 * v for k, v in kernel.exact_hits(NS).items()}
+    # the kernel: called by the module's wrapper, the notebook's two, a bag, map_blocks and delayed
+    assert {k: v for k, v in work.hits.items() if v} == {k: 6 * v for k, v in kernel.exact_hits(NS).items()}
     first = nbwork.py_func.__code__.co_firstlineno
     assert {k: v for k, v in nb.hits.items() if v} == _nbwork_hits(first, NS)
     for stats in (work, nb):
@@ -154,7 +162,7 @@ def _every_pattern(ipshell, client) -> None:
     workers = [p for p in profile.parts if p.label.startswith("dask worker")]
     assert len(workers) == 2 and sum(p.profile.sampling.total for p in workers) > 0
     row = dict(work.extras.rows)["Processes"]
-    assert row.startswith("main + 2 workers; in the workers: 20 of 20 calls")
+    assert row.startswith("main + 2 workers; in the workers: 24 of 24 calls")
     assert all(p.label.removeprefix("dask worker ") in row for p in workers if p.profile.functions[0].calls)
     _assert_nothing_left(client)
 

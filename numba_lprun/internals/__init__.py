@@ -48,6 +48,7 @@ from .dispatchers import (
     pickle_identity,
     pipeline_class,
     unpickle_as,
+    unpickled_dispatchers,
     unpickled_under,
 )
 from .irbuilder import branching_here, counted_loop, stack_slot, stack_value
@@ -130,6 +131,7 @@ __all__ = [
     "process_target",
     "set_process_target",
     "unpickle_as",
+    "unpickled_dispatchers",
     "unpickled_under",
     "is_jitclass",
     "is_jitclass_instance",

@@ -147,3 +147,14 @@ def unpickled_under(identity: str) -> object | None:
     """The dispatcher that unpickling ``identity`` gives now (None: none is alive): a worker that
     ran the tasks before the profile holds that copy, and the tasks it runs later unpickle as it."""
     return _MemoMixin._memo.get(identity)
+
+
+@touches(
+    "numba.core.dispatcher",
+    "_MemoMixin._memo",
+    "processes: a Dask worker's jitted task functions (unpickled, in no module) that call a kernel",
+)
+def unpickled_dispatchers() -> list[object]:
+    """Every dispatcher alive that was pickled or unpickled in this process: on a Dask worker, the
+    jitted functions its tasks carried (a notebook's), which no module holds."""
+    return list(_MemoMixin._memo.values())

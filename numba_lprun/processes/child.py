@@ -89,15 +89,17 @@ def profiled_target(
     functions: list[object],
     call: Callable[[], Any],
     on_start: Callable[[PhaseRun], None] | None = None,
+    namespaces: list[dict] | None = None,
 ) -> Any:
     """``call()`` profiled on ``functions``, as ``spec`` says; its part written in ``spec.directory``.
 
     A function that cannot be profiled here (its source unreadable in this process) is left out,
     and the part says why (``ProfileStats.missing``), so the parent's table does. ``on_start`` is
     given the run once the twins are in place, before ``call`` (a Dask worker sends the further
-    copies of the functions it holds to the same twins)."""
+    copies of the functions it holds to the same twins). Jitted callers of the functions are
+    looked for in every module, and in ``namespaces`` (a Dask worker's tasks' own jitted functions)."""
     with shipped_sources(spec.sources):
-        return _profiled(spec, label, functions, call, on_start)
+        return _profiled(spec, label, functions, call, on_start, namespaces or [])
 
 
 def _profiled(
@@ -106,6 +108,7 @@ def _profiled(
     functions: list[object],
     call: Callable[[], Any],
     on_start: Callable[[PhaseRun], None] | None,
+    namespaces: list[dict],
 ) -> Any:
     clock = current_clock()
     runner = Runner(clock.kind, shows_times=spec.timing)
@@ -136,7 +139,7 @@ def _profiled(
             on_start(run)
         return call()
 
-    ctx = CallContext(runner, execute, [], None, settings, concurrent)
+    ctx = CallContext(runner, execute, namespaces, None, settings, concurrent)
 
     def part(made: list) -> None:
         with lock:

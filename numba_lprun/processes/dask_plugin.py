@@ -42,7 +42,7 @@ from dataclasses import replace
 
 from distributed import WorkerPlugin
 
-from ..internals import unpickle_as, unpickled_under
+from ..internals import unpickle_as, unpickled_dispatchers, unpickled_under
 from ..run.phase_run import PhaseRun
 from .child import PART_PREFIX, WHOLE_PROCESS, profiled_target
 from .late_imports import after_import
@@ -172,8 +172,11 @@ class ProfiledWorker(WorkerPlugin):
             self._stop.wait()
 
         def profile() -> None:
+            # the jitted functions the tasks carried (a notebook's, in no module) that call a kernel
+            # are relinked to its twins too, as the modules' are
+            carried = {f"task function {i}": d for i, d in enumerate(unpickled_dispatchers())}
             try:
-                profiled_target(spec, label, functions, wait, started)
+                profiled_target(spec, label, functions, wait, started, [carried])
             finally:  # a profile that failed to start must not hold the worker
                 ready.set()
 

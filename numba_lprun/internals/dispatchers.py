@@ -151,6 +151,18 @@ def unpickled_under(identity: str) -> object | None:
 
 @touches(
     "numba.core.dispatcher",
+    "_DispatcherBase._reset_overloads",
+    "processes: a Dask worker's function compiled during the run against a kernel's twin compiles again",
+)
+def forget_compiled(dispatcher: object) -> None:
+    """Drop what ``dispatcher`` has compiled, so that its next call compiles again: a jitted
+    function first compiled while a profile ran linked the twin of a kernel it calls (a redirected
+    dispatcher is typed as its twin), and would go on calling it when the profile is over."""
+    dispatcher._reset_overloads()
+
+
+@touches(
+    "numba.core.dispatcher",
     "_MemoMixin._memo",
     "processes: a Dask worker's jitted task functions (unpickled, in no module) that call a kernel",
 )

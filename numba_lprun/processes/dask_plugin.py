@@ -42,8 +42,9 @@ from dataclasses import replace
 
 from distributed import WorkerPlugin
 
-from ..internals import unpickle_as, unpickled_dispatchers, unpickled_under
+from ..internals import CPUDispatcher, forget_compiled, unpickle_as, unpickled_dispatchers, unpickled_under
 from ..run.phase_run import PhaseRun
+from ..run.reach import module_namespaces, reaches
 from .child import PART_PREFIX, WHOLE_PROCESS, profiled_target
 from .late_imports import after_import
 from .spec import ChildSpec, Named, found_in, unpickled
@@ -83,6 +84,7 @@ class ProfiledWorker(WorkerPlugin):
         self._earlier: list[tuple[str, object]] = []  # (pickle id, what it unpickled as before)
         self._imports = contextlib.ExitStack()
         self._tasks_before = 0
+        self._compiled: dict[int, tuple[object, frozenset]] = {}  # jitted functions' signatures at the start
         self._watcher: asyncio.Future | None = None
 
     def __getstate__(self) -> dict:
@@ -161,6 +163,7 @@ class ProfiledWorker(WorkerPlugin):
 
         def started(run: PhaseRun) -> None:
             with self._lock:
+                self._compiled = _compiled_now()
                 self._run = run
                 pending, self._pending = self._pending, []
                 if pending:
@@ -270,6 +273,7 @@ class ProfiledWorker(WorkerPlugin):
             self._imports.close()
         if self._thread is not None:
             self._thread.join(READY_WAIT)
+        self._compile_again()
         for identity, earlier in self._earlier:
             if earlier is not None:
                 unpickle_as(identity, earlier)
@@ -285,6 +289,31 @@ class ProfiledWorker(WorkerPlugin):
             return None
         finally:
             shutil.rmtree(directory, ignore_errors=True)
+
+    def _compile_again(self) -> None:
+        """Make each jitted function that first compiled while the run lasted, and that calls a
+        profiled one (directly or through others), compile again at its next call: it was compiled
+        against the twin (a task's jitted function the worker had not run before, a module's imported
+        meanwhile), and would go on counting after the run."""
+        reached = {id(d): d for d in [*self._primary.values(), *(copy for _, copy in self._copies)]}
+        before, self._compiled = self._compiled, {}
+        if not before:
+            return
+        fresh = []
+        for key, (dispatcher, signatures) in _compiled_now().items():
+            old = before.get(key)
+            if key not in reached and signatures - (old[1] if old and old[0] is dispatcher else frozenset()):
+                fresh.append(dispatcher)
+        changed = True
+        while changed:  # a caller of a caller compiled meanwhile linked its callee's code
+            changed = False
+            for dispatcher in list(fresh):
+                if reaches(dispatcher, reached):
+                    with contextlib.suppress(Exception):
+                        forget_compiled(dispatcher)
+                    reached[id(dispatcher)] = dispatcher
+                    fresh.remove(dispatcher)
+                    changed = True
 
     async def teardown(self, worker: object) -> None:
         self._stop.set()
@@ -305,6 +334,19 @@ class ProfiledWorker(WorkerPlugin):
             "whole_process": self.whole_process,
             "tasks": self.tasks_since(self.worker) if self.worker is not None else 0,
         }
+
+
+def _compiled_now() -> dict[int, tuple[object, frozenset]]:
+    """Every jitted function this worker holds (its modules' and its tasks'), with the signatures
+    it has compiled."""
+    found = {}
+    dispatchers = [*unpickled_dispatchers()]
+    for namespace in module_namespaces():
+        dispatchers += [v for v in list(namespace.values()) if isinstance(v, CPUDispatcher)]
+    for dispatcher in dispatchers:
+        with contextlib.suppress(Exception):
+            found[id(dispatcher)] = (dispatcher, frozenset(dict(dispatcher.overloads)))
+    return found
 
 
 async def finish_on(name: str, dask_worker: object) -> dict | None:

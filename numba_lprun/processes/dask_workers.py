@@ -72,7 +72,6 @@ class Registration:
     client: object
     name: str
     pids: dict[str, int]  # address -> pid of each worker when it was registered
-    tasks: int = 0  # tasks its workers ran for the run, once it is over
 
 
 @dataclass
@@ -105,8 +104,11 @@ class DaskWorkers:
                 "were not profiled (profile a statement that awaits nothing, or make the client in it)"
             )
             return
-        with contextlib.suppress(Exception):
+        try:
             client.sync(self.reached, client)
+        except Exception as exc:  # a client whose scheduler is gone, say: never break the user's run
+            why = f"{type(exc).__name__}: {exc}"
+            self.missing.append(f"the Dask client's workers could not be profiled ({why})")
 
     def detach(self) -> None:
         """No more clients are reached (those reached stay registered until ``collect``)."""

@@ -120,10 +120,15 @@ def _own_dispatchers(client) -> dict:
 
 
 def _assert_nothing_left(client) -> None:
-    deadline = time.monotonic() + 10  # the scheduler's watcher removes its last state within seconds
+    """No plugin, no state, the workers' own dispatchers: at once, but for a worker that was joining
+    as the registration was removed (one whose nanny restarts it), which removes its plugin itself
+    within a second of its set-up, and the scheduler's watcher, which removes a worker's last report
+    a few seconds later; 20 s at most."""
+    deadline = time.monotonic() + 20
     while True:
         on_workers, on_scheduler, state = _left_behind(client)
-        if state is None or time.monotonic() > deadline:
+        gone = state is None and not on_scheduler and not any(on_workers.values())
+        if gone or time.monotonic() > deadline:
             break
         time.sleep(0.2)
     assert not any(on_workers.values()) and not on_scheduler and state is None, (

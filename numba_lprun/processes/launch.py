@@ -81,7 +81,13 @@ class Launches:
             if "distributed" in sys.modules:
                 self._reach_dask()
             else:
-                stack.enter_context(after_import({"distributed": lambda _: self._reach_dask()}))
+                here = os.getpid()
+
+                def reach(_: object) -> None:  # not in a forked worker, which inherits the finder
+                    if os.getpid() == here:
+                        self._reach_dask()
+
+                stack.enter_context(after_import({"distributed": reach}))
             stack.callback(lambda: self.dask is not None and self.dask.detach())
             with ctrl_c_deferred():
                 BaseProcess.start, BaseProcess.kill = start, kill

@@ -41,9 +41,12 @@ def merged(
         return main
     own = ProcessPart("main", os.getpid(), main)
     found: dict[tuple, list[tuple[ProcessPart, FunctionStats]]] = {}
+    keys = {f.key for f in main.functions}
+    elsewhere = {_code_of(f): f.key for f in main.functions}
     for part in parts:
         for stats in part.profile.functions:
-            found.setdefault(stats.key, []).append((part, stats))
+            key = stats.key if stats.key in keys else elsewhere.get(_code_of(stats), stats.key)
+            found.setdefault(key, []).append((part, stats))
     sums = [_summed(f, found.pop(f.key, []), main.unit, len(parts)) for f in main.functions]
     for rest in found.values():  # a function only workers knew (defined in a worker's code)
         first = rest[0][1]
@@ -65,6 +68,14 @@ def merged(
         missing=tuple(missing),
         unprofiled=unprofiled,
     )
+
+
+def _code_of(stats: FunctionStats) -> tuple:
+    """What identifies a function wherever its file is: a worker on another machine imports the
+    same package from another folder (another virtual environment's site-packages), or a file
+    ``Client.upload_file`` shipped, so its key names another file; the same code at the same lines
+    is the same function."""
+    return (stats.qualname, stats.first_lineno, stats.source_lines)
 
 
 def _scaled(ticks: dict[int, int], scale: float) -> dict[int, int]:
@@ -108,7 +119,7 @@ def _summed(
     row = (
         "Processes",
         f"main + {workers} worker{'s' if workers != 1 else ''}; in the workers: {worker_calls:,} of "
-        f"{calls:,} calls, {worker_samples:,} of {sum(counts.values()):,} samples",
+        f"{calls:,} calls, {worker_samples:,} of {sum(counts.values()):,} samples{_callers(others)}",
     )
     unmeasured = stats.distortion.unmeasured
     if worker_calls and not stats.calls:
@@ -126,6 +137,25 @@ def _summed(
         extras=replace(stats.extras, rows=(*stats.extras.rows, row)),
         untimed=bool(worker_calls and not worker_samples and stats.time_source is not None),
     )
+
+
+#: Workers named in a function's Processes row, at most (the rest are counted).
+NAMED_WORKERS = 3
+
+
+def _callers(others: list[tuple[ProcessPart, FunctionStats]]) -> str:
+    """The workers whose calls the row counts, by name and calls (folded past ``NAMED_WORKERS``):
+    a Dask worker by its address, a pool's by its name, by its pid where names repeat."""
+    calling = [(part, stats.calls) for part, stats in others if stats.calls]
+    if not calling:
+        return ""
+    names = [part.label.removeprefix("dask worker ") for part, _ in calling]
+    named = [
+        f"{name if names.count(name) == 1 else f'pid {part.pid}'} ({calls:,})"
+        for name, (part, calls) in zip(names, calling, strict=True)
+    ]
+    more = len(named) - NAMED_WORKERS
+    return "; calls in " + ", ".join(named[:NAMED_WORKERS]) + (f" and {more} more" if more > 0 else "")
 
 
 #: Why a function that ran in workers has times from the main process only.

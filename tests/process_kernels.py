@@ -2,6 +2,7 @@
 
 import os
 import signal
+import time
 
 import numpy as np
 from numba import njit, prange
@@ -89,3 +90,11 @@ def gather_collatz(n: int, tasks: int) -> list[int]:
 
     client = default_client()
     return client.gather(client.map(collatz_steps, [n] * tasks, pure=False))
+
+
+def count_then_wait(n, tasks, done):
+    """A process's target: ``tasks`` calls of the kernel, then ``done`` set, then it waits to be killed."""
+    for _ in range(tasks):
+        collatz_steps(n)
+    done.set()
+    time.sleep(600)

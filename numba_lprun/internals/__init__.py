@@ -44,11 +44,14 @@ from .dispatchers import (
     CPUDispatcher,
     can_compile,
     compile_events,
+    forget_compiled,
     ignore_debug_info_warnings,
     is_dispatcher,
     pickle_identity,
     pipeline_class,
     unpickle_as,
+    unpickled_dispatchers,
+    unpickled_under,
 )
 from .irbuilder import branching_here, counted_loop, stack_slot, stack_value
 from .jitclasses import (
@@ -122,6 +125,7 @@ __all__ = [
     "cached_dispatchers",
     "can_compile",
     "compile_events",
+    "forget_compiled",
     "compiled_box_property",
     "compiled_object",
     "defined_function",
@@ -138,6 +142,8 @@ __all__ = [
     "process_target",
     "set_process_target",
     "unpickle_as",
+    "unpickled_dispatchers",
+    "unpickled_under",
     "is_jitclass",
     "is_jitclass_instance",
     "is_stencil",

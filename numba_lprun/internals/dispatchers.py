@@ -143,3 +143,37 @@ def pickle_identity(dispatcher: object) -> str | None:
 def unpickle_as(identity: str, dispatcher: object) -> None:
     """Unpickling a dispatcher pickled under ``identity`` gives ``dispatcher`` (held weakly)."""
     _MemoMixin._memo[identity] = dispatcher
+
+
+@touches(
+    "numba.core.dispatcher",
+    "_MemoMixin._memo",
+    "processes: a Dask worker finds the copy of a profiled dispatcher its tasks unpickled before",
+)
+def unpickled_under(identity: str) -> object | None:
+    """The dispatcher that unpickling ``identity`` gives now (None: none is alive): a worker that
+    ran the tasks before the profile holds that copy, and the tasks it runs later unpickle as it."""
+    return _MemoMixin._memo.get(identity)
+
+
+@touches(
+    "numba.core.dispatcher",
+    "_DispatcherBase._reset_overloads",
+    "processes: a Dask worker's function compiled during the run against a kernel's twin compiles again",
+)
+def forget_compiled(dispatcher: object) -> None:
+    """Drop what ``dispatcher`` has compiled, so that its next call compiles again: a jitted
+    function first compiled while a profile ran linked the twin of a kernel it calls (a redirected
+    dispatcher is typed as its twin), and would go on calling it when the profile is over."""
+    dispatcher._reset_overloads()
+
+
+@touches(
+    "numba.core.dispatcher",
+    "_MemoMixin._memo",
+    "processes: a Dask worker's jitted task functions (unpickled, in no module) that call a kernel",
+)
+def unpickled_dispatchers() -> list[object]:
+    """Every dispatcher alive that was pickled or unpickled in this process: on a Dask worker, the
+    jitted functions its tasks carried (a notebook's), which no module holds."""
+    return list(_MemoMixin._memo.values())

@@ -21,5 +21,9 @@ profile.
 - ``spec``: what a child needs to profile the same functions the same way;
 - ``launch``: the parent's side (wrap targets while watching, collect the parts);
 - ``child``: the child's side (profile the target, write the part);
-- ``dask_workers``: the workers of a Dask client made before the run, reached through Dask.
+- ``late_imports``: a call once a named module has been imported (``distributed`` by the
+  profiled code, a kernel's module on a Dask worker);
+- ``dask_plugin``: a Dask worker's side: the functions profiled wherever the worker holds them;
+- ``dask_workers``: the client's side: the workers of every Dask client the run reaches
+  (the one in use, and those the profiled code makes), and nothing left on them afterwards.
 """

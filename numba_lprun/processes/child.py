@@ -29,15 +29,15 @@ from typing import Any
 
 from ..assemble import assemble, assembly_settings
 from ..diagnose import DEFAULT_THRESHOLD
-from ..instrument.clock import current_clock
-from ..run.measurements import Counted, Sampled, close_call
+from ..instrument.clock import ClockInfo, current_clock
+from ..run.measurements import CallRecord, Counted, Sampled, close_call
 from ..run.phase_run import PhaseRun
 from ..run.phases import CallContext, Plan, RunSettings, UserRun, run_phases
 from ..run.runner import Runner
 from ..run.sampled_run import line_maps, measured
 from ..run.targets import may_run_on_threads
 from ..stats import ProfileStats
-from .spec import ChildSpec, find, named
+from .spec import ChildSpec, find, named, shipped_sources
 
 PART_PREFIX = "part-"  # part-<pid>.json in the run's directory
 STARTED = "started-"  # started-<pid>: the process began its target
@@ -60,6 +60,7 @@ class ChildTarget:
         return {**self.__dict__, "spec": spec, "functions": None}
 
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        WHOLE_PROCESS.set()
         found = self.functions
         if found is None:
             found = [d for name in self.spec.functions for d in find(name)]
@@ -77,14 +78,46 @@ class ChildTarget:
         return profiled_target(self.spec, self.label, found, target)
 
 
-def profiled_target(spec: ChildSpec, label: str, functions: list[object], call: Callable[[], Any]) -> Any:
-    """``call()`` profiled on ``functions``, as ``spec`` says; its part written in ``spec.directory``."""
-    if not functions:  # none of them exists here: nothing to count
-        return call()
+#: Set in a process whose whole life is one profiled call (``ChildTarget``): a Dask worker that
+#: is such a process (a ``LocalCluster`` started by the profiled code) is profiled once, not twice.
+WHOLE_PROCESS = threading.Event()
+
+
+def profiled_target(
+    spec: ChildSpec,
+    label: str,
+    functions: list[object],
+    call: Callable[[], Any],
+    on_start: Callable[[PhaseRun], None] | None = None,
+    namespaces: list[dict] | None = None,
+) -> Any:
+    """``call()`` profiled on ``functions``, as ``spec`` says; its part written in ``spec.directory``.
+
+    A function that cannot be profiled here (its source unreadable in this process) is left out,
+    and the part says why (``ProfileStats.missing``), so the parent's table does. ``on_start`` is
+    given the run once the twins are in place, before ``call`` (a Dask worker sends the further
+    copies of the functions it holds to the same twins). Jitted callers of the functions are
+    looked for in every module, and in ``namespaces`` (a Dask worker's tasks' own jitted functions)."""
+    with shipped_sources(spec.sources):
+        return _profiled(spec, label, functions, call, on_start, namespaces or [])
+
+
+def _profiled(
+    spec: ChildSpec,
+    label: str,
+    functions: list[object],
+    call: Callable[[], Any],
+    on_start: Callable[[PhaseRun], None] | None,
+    namespaces: list[dict],
+) -> Any:
     clock = current_clock()
     runner = Runner(clock.kind, shows_times=spec.timing)
-    for dispatcher in functions:
-        runner.add(dispatcher)
+    refused = tuple(_added(runner, functions))
+    functions = [t.original for t in runner.targets.values()]
+    if not functions:  # none of them exists here, or none can be profiled: nothing to count
+        if refused:
+            write_refusals(spec.directory, label, clock, refused)
+        return call()
     settings = RunSettings(timing=spec.timing, sample=spec.sampled, repeat=False, rate_hz=spec.rate_hz)
     once = f"a worker process ({label})"
     # the parent's kind of twin (a forked child's are the parent's own: counting, or probed where the
@@ -102,9 +135,11 @@ def profiled_target(spec: ChildSpec, label: str, functions: list[object], call: 
             phases.append(run)
             if detached.is_set():  # asked before the work began: the plain code from the start
                 _plain_again(ctx, phases)
+        if on_start is not None:
+            on_start(run)
         return call()
 
-    ctx = CallContext(runner, execute, [], None, settings, concurrent)
+    ctx = CallContext(runner, execute, namespaces, None, settings, concurrent)
 
     def part(made: list) -> None:
         with lock:
@@ -112,7 +147,7 @@ def profiled_target(spec: ChildSpec, label: str, functions: list[object], call: 
                 return
             record = close_call(made, runner.facts(kind), kind)
             profile = assemble(record, assembly_settings(settings, clock, DEFAULT_THRESHOLD, True, record))
-            write_part(spec.directory, label, profile)
+            write_part(spec.directory, label, replace(profile, missing=refused))
 
     began = time.perf_counter()
 
@@ -137,6 +172,28 @@ def profiled_target(spec: ChildSpec, label: str, functions: list[object], call: 
             return run_phases(ctx, planned, once)
         finally:
             part(ctx.made)
+
+
+def _added(runner: Runner, functions: list[object]) -> Iterator[str]:
+    """Make each of ``functions`` a target of ``runner``; a sentence for each that cannot be."""
+    for dispatcher in functions:
+        try:
+            runner.add(dispatcher)
+        except Exception as exc:  # its source unreadable here, say: the others are still profiled
+            yield f"{_name(dispatcher)} could not be profiled ({type(exc).__name__}: {exc})"
+
+
+def _name(dispatcher: object) -> str:
+    py_func = getattr(dispatcher, "py_func", dispatcher)
+    return getattr(py_func, "__qualname__", None) or repr(dispatcher)
+
+
+def write_refusals(directory: str, label: str, clock: ClockInfo, refused: tuple[str, ...]) -> None:
+    """A part with no function, saying why none of them could be profiled in this process."""
+    settings = RunSettings(timing=False, sample=False, repeat=False)
+    record = CallRecord()
+    profile = assemble(record, assembly_settings(settings, clock, DEFAULT_THRESHOLD, True, record))
+    write_part(directory, label, replace(profile, missing=refused))
 
 
 def _plain_again(ctx: CallContext, phases: list[PhaseRun]) -> None:

@@ -21,7 +21,7 @@ import sys
 import tempfile
 import time
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from multiprocessing.process import BaseProcess
 
 from ..internals import process_target, set_process_target
@@ -29,7 +29,8 @@ from ..interrupts import ctrl_c_deferred
 from ..run.measurements import COUNTING
 from ..stats import ProcessPart, ProfileStats
 from .child import PART_PREFIX, STARTED, ChildTarget
-from .spec import ChildSpec, named
+from .late_imports import after_import
+from .spec import ChildSpec, named, sources_of
 
 
 @dataclass
@@ -50,8 +51,9 @@ class Launches:
 
     @contextlib.contextmanager
     def watching(self) -> Iterator[None]:
-        """Processes started inside the block are profiled (``ChildTarget``)."""
-        original = BaseProcess.start
+        """Processes started inside the block are profiled (``ChildTarget``), and the workers of
+        every Dask client in use or made meanwhile (``dask_workers``)."""
+        original, original_kill = BaseProcess.start, BaseProcess.kill
 
         def start(process: BaseProcess) -> None:
             target = process_target(process)
@@ -69,24 +71,73 @@ class Launches:
                 set_process_target(process, target)
             self.processes.append(process)
 
-        self.existing = multiprocessing.active_children()  # their work cannot be counted: said at the end
-        if "distributed" in sys.modules:  # a Dask client in use reaches workers started before the run
-            from .dask_workers import ExistingWorkers
+        def kill(process: BaseProcess) -> None:
+            self._part_before_kill(process)
+            original_kill(process)
 
-            functions = self.functions()
-            # each worker makes its own directory
-            self.dask = ExistingWorkers(self._spec("", functions), functions)
-        with ctrl_c_deferred():
-            BaseProcess.start = start
-        try:
-            yield
-        finally:
+        self.existing = multiprocessing.active_children()  # their work cannot be counted: said at the end
+        with contextlib.ExitStack() as stack:
+            # a Dask client in use reaches workers started before the run; one made in it, too
+            if "distributed" in sys.modules:
+                self._reach_dask()
+            else:
+                here = os.getpid()
+
+                def reach(_: object) -> None:  # not in a forked worker, which inherits the finder
+                    if os.getpid() == here:
+                        self._reach_dask()
+
+                stack.enter_context(after_import({"distributed": reach}))
+            stack.callback(lambda: self.dask is not None and self.dask.detach())
             with ctrl_c_deferred():
-                BaseProcess.start = original
+                BaseProcess.start, BaseProcess.kill = start, kill
+            try:
+                yield
+            finally:
+                with ctrl_c_deferred():
+                    BaseProcess.start, BaseProcess.kill = original, original_kill
+
+    def _reach_dask(self) -> None:
+        from .dask_workers import DaskWorkers
+
+        def spec() -> ChildSpec:  # the plugin carries the script's own functions pickled too
+            functions = self.functions()
+            return replace(self._spec("", functions), functions=named(functions, pickled=True))
+
+        self.dask = DaskWorkers(spec, lambda: {p.pid for p in self.processes})
+        self.dask.attach()
+
+    def _part_before_kill(self, process: BaseProcess) -> None:
+        """A process of the run about to be killed outright (SIGKILL) sends its part first, if it
+        answers within ``FLUSH_WAIT``: a Dask nanny kills a worker that takes more than 4 s to close
+        (a loaded machine), and its part, written once its target returns, was lost."""
+        directory = self.directory
+        ours = any(p is process for p in self.processes)
+        if directory is None or not ours or _exit_code(process) is not None:
+            return
+        pid = process.pid
+        if os.path.exists(os.path.join(directory, f"{PART_PREFIX}{pid}.json")):
+            return
+        if not os.path.exists(os.path.join(directory, f"{STARTED}{pid}")):
+            return  # its target never began: it did no work
+        asked = os.path.join(directory, f"flush-{pid}")
+        with contextlib.suppress(OSError), open(asked, "w"):
+            pass
+        deadline = time.monotonic() + FLUSH_WAIT
+        while os.path.exists(asked) and _exit_code(process) is None and time.monotonic() < deadline:
+            time.sleep(0.01)
 
     def _spec(self, directory: str, functions: list[object]) -> ChildSpec:
         """How a child is to profile: the same functions, twins and sampling as this run."""
-        return ChildSpec(directory, named(functions), self.timing, self.twin, self.sampled, self.rate_hz)
+        return ChildSpec(
+            directory,
+            named(functions),
+            self.timing,
+            self.twin,
+            self.sampled,
+            self.rate_hz,
+            sources_of(functions),
+        )
 
     def elsewhere(self) -> str | None:
         """What the run did in other processes, in words (None: nothing): processes it started,
@@ -126,13 +177,22 @@ class Launches:
         )
         self.processes, self.directory = [], None
         found = list(parts.values())
+        refused: list[tuple[str, str]] = []
+        reached = {part.pid for part in found}
         if self.dask is not None:
-            for text in self.dask.parts():
-                with contextlib.suppress(ValueError, TypeError, KeyError):
+            reached |= self.dask.pids
+            self.dask.collect()
+            for text in self.dask.texts:
+                try:
                     found.append(_read_part(text))
+                except (ValueError, TypeError, KeyError) as exc:  # never silently: its work is missing
+                    missing.append(f"a Dask worker's part could not be read ({type(exc).__name__}: {exc})")
+            refused += self.dask.refused
             missing += self.dask.missing
             self.dask = None
-        reached = {part.pid for part in found}
+        refused += [(part.label, why) for part in found for why in part.profile.missing]
+        missing += _refusals(refused)
+        reached |= {part.pid for part in found}
         kept = [p for p in self.existing if p.pid not in reached and _exit_code(p) is None]
         if kept:
             missing.append(_started_before(kept))
@@ -231,6 +291,23 @@ def _why_missing(processes: list[BaseProcess]) -> list[str]:
         who = f"process {names}" if len(group) == 1 else f"{len(group)} processes ({names})"
         said.append(f"{who} {(one if len(group) == 1 else several).format(detail)}")
     return said
+
+
+def _refusals(refused: list[tuple[str, str]]) -> list[str]:
+    """One warning per reason a function could not be profiled in a worker, naming the workers."""
+    groups: dict[str, list[str]] = {}
+    for label, why in refused:
+        if label not in groups.setdefault(why, []):
+            groups[why].append(label)
+    said = []
+    for why, labels in groups.items():
+        where = labels[0] if len(labels) == 1 else f"{len(labels)} worker processes ({_folded(labels)})"
+        said.append(f"{why}, in {where}: its work there is not counted")
+    return said
+
+
+def _folded(labels: list[str]) -> str:
+    return ", ".join(labels[:4]) + (" ..." if len(labels) > 4 else "")
 
 
 def _names(processes: list[BaseProcess]) -> str:

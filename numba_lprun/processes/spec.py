@@ -6,13 +6,22 @@ is ``__main__`` there too: ``multiprocessing`` runs it again as ``__mp_main__``)
 and finds each function by its qualified name. A forked child finds the very
 same dispatchers by the same names. A worker that never runs the script (joblib's loky)
 has no name to find the script's own functions by: those travel pickled as well.
+
+Why the source text travels too: a function defined in a notebook cell or a script is
+compiled from text that only the process that ran it holds (IPython keeps its cells in
+``linecache``; a script's file may be on another machine than a Dask worker), and a twin
+is built from the function's source. ``sources`` carries that text, and ``shipped_sources``
+makes it readable where the worker cannot read the file itself, while the worker profiles.
 """
 
 from __future__ import annotations
 
+import contextlib
 import importlib
+import linecache
 import pickle
 import sys
+from collections.abc import Iterator
 from dataclasses import dataclass
 
 from ..instrument.kinds import resolve
@@ -23,6 +32,8 @@ from ..run.measurements import COUNTING
 #: How a child finds one function: its module, qualified name, the id Numba pickles it under,
 #: and for a function of the script, the dispatcher pickled (``by_value``).
 Named = tuple[str, str, str | None, bytes | None]
+#: A source file as the parent read it: its name and its text.
+Source = tuple[str, str]
 
 
 @dataclass(frozen=True)
@@ -37,6 +48,7 @@ class ChildSpec:
     twin: str = COUNTING
     sampled: bool = False
     rate_hz: float = 2000.0
+    sources: tuple[Source, ...] = ()  # the files of the script's or notebook's own functions
 
 
 def name_of(function: object) -> tuple[str, str] | None:
@@ -78,18 +90,60 @@ def by_value(function: object, name: tuple[str, str]) -> bytes | None:
         return None
 
 
+def sources_of(functions: list[object]) -> tuple[Source, ...]:
+    """The text of each file that defines one of ``functions`` in the script or notebook itself
+    (``__main__``, or a file name such as ``<ipython-input-3-...>``), read here, where it is known."""
+    found: dict[str, str] = {}
+    for function in functions:
+        try:
+            py_func = python_function_of(function)
+        except Exception:
+            continue
+        filename = py_func.__code__.co_filename
+        if py_func.__module__ != "__main__" and not filename.startswith("<"):
+            continue  # a module's: each worker reads its own installed copy
+        text = "".join(linecache.getlines(filename, py_func.__globals__))
+        if text and filename not in found:
+            found[filename] = text
+    return tuple(found.items())
+
+
+@contextlib.contextmanager
+def shipped_sources(sources: tuple[Source, ...]) -> Iterator[None]:
+    """While the block runs, each file of ``sources`` reads here as the parent read it, where this
+    process reads other text under its name (a worker on another machine, or one that never ran the
+    notebook's cell); then ``linecache`` is as it was. An entry without a modification time is one
+    ``linecache`` never checks against the disk (IPython keeps its cells so)."""
+    before: dict[str, object] = {}
+    for filename, text in sources:
+        lines = text.splitlines(keepends=True)
+        if linecache.getlines(filename) == lines:
+            continue
+        before[filename] = linecache.cache.get(filename)
+        linecache.cache[filename] = (len(text), None, lines, filename)
+    try:
+        yield
+    finally:
+        for filename, entry in before.items():
+            if entry is None:
+                linecache.cache.pop(filename, None)
+            else:
+                linecache.cache[filename] = entry
+
+
 def find(named: Named) -> list[object]:
     """The dispatchers ``named`` stands for in this process ([] where it cannot be found); the
     tasks a pool pickled with the parent's dispatcher unpickle as this process's one."""
     found = _find(named[:2])
     if not found and named[3] is not None:
-        found = _unpickled(named[3], named[:2])
+        found = unpickled(named[3], named[:2])
     if named[2] is not None and len(found) == 1:
         unpickle_as(named[2], found[0])
     return found
 
 
-def _unpickled(pickled: bytes, name: tuple[str, str]) -> list[object]:
+def unpickled(pickled: bytes, name: tuple[str, str]) -> list[object]:
+    """The dispatchers ``pickled`` unpickles to here ([] where it does not unpickle)."""
     try:
         found = resolve(pickle.loads(pickled))
     except Exception:  # what it refers to may not unpickle here: then it cannot be profiled here
@@ -98,14 +152,18 @@ def _unpickled(pickled: bytes, name: tuple[str, str]) -> list[object]:
 
 
 def _find(name: tuple[str, str]) -> list[object]:
-    module_name, qualname = name
-    module = sys.modules.get(module_name)
+    module = sys.modules.get(name[0])
     if module is None:
         try:
-            module = importlib.import_module(module_name)
+            module = importlib.import_module(name[0])
         except Exception:
             return []
-    holder = getattr(module, qualname.split(".")[0], None)
+    return found_in(module, name)
+
+
+def found_in(module: object, name: tuple[str, str]) -> list[object]:
+    """The dispatchers ``module`` holds under ``name`` ([] where it holds none)."""
+    holder = getattr(module, name[1].split(".")[0], None)
     if holder is None:
         return []
     try:

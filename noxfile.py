@@ -357,7 +357,7 @@ def ci(session: nox.Session) -> None:
     began = time.monotonic()
     running = []
     for number, lane in enumerate(LANES, 1):
-        log = open(logs / f"lane{number}.log", "w", encoding="utf-8")  # noqa: SIM115 (closed below)
+        log = open(logs / f"lane{number}.log", "w", encoding="utf-8")
         args = [
             sys.executable,
             "-m",

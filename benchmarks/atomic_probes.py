@@ -19,10 +19,10 @@ from concurrent.futures import ThreadPoolExecutor
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
-import numba  # noqa: E402
-import numpy as np  # noqa: E402
+import numba
+import numpy as np
 
-import numba_lprun  # noqa: E402
+import numba_lprun
 
 RUNS = 5
 

@@ -19,9 +19,9 @@ import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
-import kernels  # noqa: E402
+import kernels
 
-import numba_lprun  # noqa: E402
+import numba_lprun
 
 MODES = {"hits only": {"timing": False}, "sampled": {}}
 

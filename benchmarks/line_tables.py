@@ -28,11 +28,11 @@ import warnings
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
-import kernels  # noqa: E402
-import numba  # noqa: E402
+import kernels
+import numba
 
-from numba_lprun.instrument import twins, unwind  # noqa: E402
-from numba_lprun.internals import library_pass, pipeline_class  # noqa: E402
+from numba_lprun.instrument import twins, unwind
+from numba_lprun.internals import library_pass, pipeline_class
 
 warnings.simplefilter("ignore", numba.NumbaWarning)  # parfor debug lines "may be inaccurate"
 

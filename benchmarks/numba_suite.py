@@ -26,7 +26,7 @@ import pkgutil
 import sys
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-from tests.suite_outcomes import differences, functions_profiled, run_numba_module  # noqa: E402
+from tests.suite_outcomes import differences, functions_profiled, run_numba_module
 
 #: The modules issue 52 asks to keep their outcomes (``TestBuiltins`` only, of test_builtins).
 MODULES = (

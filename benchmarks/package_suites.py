@@ -26,7 +26,7 @@ import tempfile
 from dataclasses import dataclass
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-from tests.suite_outcomes import differences, functions_profiled, run_pytest  # noqa: E402
+from tests.suite_outcomes import differences, functions_profiled, run_pytest
 
 
 @dataclass(frozen=True)

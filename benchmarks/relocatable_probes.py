@@ -29,16 +29,16 @@ import time
 
 os.environ["NUMBA_LPRUN_CACHE"] = "0"
 
-import llvmlite.binding as ll  # noqa: E402
-import numba  # noqa: E402
-import numpy as np  # noqa: E402
-from llvmlite import ir  # noqa: E402
+import llvmlite.binding as ll
+import numba
+import numpy as np
+from llvmlite import ir
 
-from numba_lprun.instrument import probes as P  # noqa: E402
-from numba_lprun.instrument.clock import current_clock  # noqa: E402
-from numba_lprun.instrument.rewrite import instrument  # noqa: E402
-from numba_lprun.instrument.source import read_source  # noqa: E402
-from numba_lprun.instrument.twins import compile_like_original, make_twin, objmode_names  # noqa: E402
+from numba_lprun.instrument import probes as P
+from numba_lprun.instrument.clock import current_clock
+from numba_lprun.instrument.rewrite import instrument
+from numba_lprun.instrument.source import read_source
+from numba_lprun.instrument.twins import compile_like_original, make_twin, objmode_names
 
 RUNS = 10
 ROUNDS = 5

@@ -28,13 +28,13 @@ import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
-import kernels  # noqa: E402
-import numba  # noqa: E402
-import numpy as np  # noqa: E402
+import kernels
+import numba
+import numpy as np
 
-import numba_lprun  # noqa: E402
-from numba_lprun.instrument.clock import current_clock  # noqa: E402
-from numba_lprun.renderers import TextRenderer  # noqa: E402
+import numba_lprun
+from numba_lprun.instrument.clock import current_clock
+from numba_lprun.renderers import TextRenderer
 
 MODES = {
     "default": {},

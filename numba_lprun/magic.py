@@ -190,7 +190,7 @@ class NlprunMagics(Magics):
         back, plain runs follow (the overhead figure, more samples), and you keep one
         run's effects. @cuda.jit kernels: their launches. All of it: !nlprun --help
         """
-        __tracebackhide__ = True  # noqa: F841  (IPython hides this frame above the user's error)
+        __tracebackhide__ = True
         tokens, statement = split_options(line)
         args = parse_argstring(self.nlprun, " ".join(shlex.quote(t) for t in tokens))
         if args.load is not None:
@@ -265,7 +265,7 @@ class NlprunMagics(Magics):
     ):
         """Show the profile (why it was cut short, if it was), then raise the statement's error
         with the user's frames only (the profiler's whole traceback where it failed itself)."""
-        __tracebackhide__ = True  # noqa: F841
+        __tracebackhide__ = True
         if error is not None and profiler_failed(error):
             interrupted = f"numba_lprun itself failed ({type(error).__name__}): please report it"
         elif error is not None:

@@ -47,7 +47,7 @@ def _profiled_call(
 ) -> Any:
     """``LineProfiler.run_call``'s work: the call's phases planned and run, and its record
     added to the profiler's whatever happens (the user's exception without our frames)."""
-    __tracebackhide__ = True  # noqa: F841  (raises the user's error: IPython and pytest hide it)
+    __tracebackhide__ = True
     runner, settings = profiler._runner, profiler.settings
     if once is None and not settings.repeat:
         once = "--once asked for one run"
@@ -129,10 +129,10 @@ class LineProfiler:
 
     def runcall(self, func: Callable, /, *args: Any, **kwargs: Any) -> Any:
         """Profile ``func(*args, **kwargs)``; return the user's run's result."""
-        __tracebackhide__ = True  # noqa: F841  (raises the user's error: IPython and pytest hide it)
+        __tracebackhide__ = True
 
         def call(run: PhaseRun) -> Any:
-            __tracebackhide__ = True  # noqa: F841  (a forwarding frame: see errors.profiler_failed)
+            __tracebackhide__ = True
             return run.replacements.get(id(func), func)(*args, **kwargs)
 
         try:
@@ -142,7 +142,7 @@ class LineProfiler:
 
     def runctx(self, cmd: str, globals: dict, locals: dict | None) -> LineProfiler:
         """Execute the statement ``cmd`` in ``globals``/``locals``, profiled."""
-        __tracebackhide__ = True  # noqa: F841  (raises the user's error: IPython and pytest hide it)
+        __tracebackhide__ = True
         code = compile(cmd, "<nlprun>", "exec")
         locals = globals if locals is None else locals
         reach = statement_reach([code], [locals, globals])
@@ -166,7 +166,7 @@ class LineProfiler:
     ) -> LineProfiler:
         """Execute module-like ``source`` statement by statement, profiling what it defines
         (``run.statements``); ``once``: why it runs only once (a script)."""
-        __tracebackhide__ = True  # noqa: F841  (raises the user's error: IPython and pytest hide it)
+        __tracebackhide__ = True
         execute, namespaces, reach = statement_run(source, filename, namespace, pick, discover)
         self.run_call(execute, namespaces, reach, progress, once)
         return self
@@ -180,7 +180,7 @@ class LineProfiler:
         once: str | None = None,
     ) -> Any:
         """Run ``execute`` as one profiled call: the user's run's result (its exception raised)."""
-        __tracebackhide__ = True  # noqa: F841  (raises the user's error: IPython and pytest hide it)
+        __tracebackhide__ = True
         return _profiled_call(self, execute, namespaces, reach, progress, once)
 
     @property

@@ -201,11 +201,11 @@ def calls_inlined(n):
     x = 2.0 + n * 1e-9
     for _i in range(n):
         for _ in range(UNIT):
-            x = folded_in(x)  # 1  # noqa: E701
+            x = folded_in(x)  # 1
         for _ in range(3 * UNIT):
-            x = folded_in(x)  # 3  # noqa: E701
+            x = folded_in(x)  # 3
         for _ in range(6 * UNIT):
-            x = folded_in(x)  # 6  # noqa: E701
+            x = folded_in(x)  # 6
     return x
 
 
@@ -226,12 +226,12 @@ def prange_small(a, b):
     for i in prange(a.size):
         x = a[i]  # A
         for _ in range(PAR_REPS):
-            x = x * 0.9999999 + 1e-7  # A  # noqa: E701
+            x = x * 0.9999999 + 1e-7  # A
         a[i] = x  # A
     for i in prange(b.size):
         y = b[i]  # B
         for _ in range(PAR_REPS):
-            y = y * 0.9999999 + 1e-7  # B  # noqa: E701
+            y = y * 0.9999999 + 1e-7  # B
         b[i] = y  # B
     return a[0] + b[0]
 

@@ -11,7 +11,7 @@ import line_profiler
 import pytest
 
 import numba_lprun
-from tests.compare import same  # noqa: F401  (the one comparison, re-exported for tests)
+from tests.compare import same
 
 _OWN_CACHE: list[str] = []
 

@@ -125,7 +125,7 @@ def test_extra_runs_print_nothing(capfd, ipshell):
 
 
 def test_state_that_cannot_be_saved_runs_once_and_says_why(tmp_path):
-    handle = open(tmp_path / "log.txt", "w")  # noqa: SIM115  (an object no snapshot can restore)
+    handle = open(tmp_path / "log.txt", "w")
     arr = np.random.default_rng(3).random(30)
     prof = numba_lprun.LineProfiler(bubble_sort, **QUICK)
     try:

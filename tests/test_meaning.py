@@ -123,7 +123,7 @@ def test_runcall_honours_signatures_disable_compile_and_gives_the_original_back_
 
 
 def test_a_function_with_an_objmode_block_counts_each_call_once():
-    from tests.scripts.meaning import with_objmode  # noqa: PLC0415  (its own warnings filter)
+    from tests.meaning_kernels import with_objmode
 
     profiler = numba_lprun.LineProfiler(with_objmode, repeat=False)
     assert profiler.runcall(with_objmode, 1000) == with_objmode.py_func(1000)
@@ -135,7 +135,7 @@ def test_a_function_with_an_objmode_block_counts_each_call_once():
 
 def test_mutually_recursive_twins_run_and_are_not_cached(tmp_path, monkeypatch):
     monkeypatch.setenv("NUMBA_LPRUN_CACHE_DIR", str(tmp_path))
-    from tests.scripts.meaning import inner_fac, outer_fac  # noqa: PLC0415
+    from tests.meaning_kernels import inner_fac, outer_fac
 
     for functions in ((outer_fac,), (outer_fac, inner_fac), (inner_fac,)):
         profiler = numba_lprun.LineProfiler(*functions, timing=False)

@@ -268,7 +268,7 @@ def _importing_twin_compiler(compiler: object) -> Callable:
 
     real = builtins.__import__
 
-    def __import__(name, globals=None, locals=None, fromlist=(), level=0):  # noqa: A002
+    def __import__(name, globals=None, locals=None, fromlist=(), level=0):
         module = real(name, globals, locals, fromlist, level)
         if name == "numba.core" and level == 0 and fromlist and "compiler" in fromlist:
             return _CoreWithTwinCompiler(module, compiler)

@@ -51,7 +51,7 @@ class _Redirecting:
     """
 
     def __call__(self, *args, **kwargs):
-        __tracebackhide__ = True  # noqa: F841  (a forwarding frame: an error here is the call's, see errors)
+        __tracebackhide__ = True
         if _FELL_BACK in self.__dict__:
             return _own(self).__call__(self, *args, **kwargs)
         try:

@@ -176,7 +176,7 @@ class Libc:
         self.clock_gettime = libc.clock_gettime
         self.clock_gettime.argtypes = [ctypes.c_int, ctypes.POINTER(timespec_t)]
         self.clock_gettime.restype = ctypes.c_int
-        self.errno_location = getattr(libc, "__errno_location")  # noqa: B009 (a class body would mangle it)
+        self.errno_location = getattr(libc, "__errno_location")
         self.errno_location.restype = ctypes.c_void_p
         self.errno_location.argtypes = []
 

@@ -20,7 +20,7 @@ PACKAGE = Path(__file__).resolve().parent.parent / "numba_lprun"
 
 #: The stages, in the order data flows; a module may import from its own stage and earlier ones.
 STAGES: list[set[str]] = [
-    {"errors", "interrupts", "twin_kind"},
+    {"errors", "interrupts", "twin_kind", "settings"},
     {"internals"},  # the one door to Numba's private API
     {"instrument", "vectorized"},  # source -> instrumented AST -> twins
     {"sampling"},
@@ -357,3 +357,19 @@ def test_the_docs_list_the_parts_in_their_enforced_order():
     stages = [stage_of(f"numba_lprun.{name}") for name in listed]
     assert stages == sorted(stages), list(zip(listed, stages, strict=True))
     assert {"internals", "instrument", "sampling", "machine", "run", "renderers", "processes"} <= set(listed)
+
+
+def test_the_environment_is_read_only_in_the_settings_module():
+    """Every environment variable is named and read in ``settings`` with one rule for "off" (seven
+    modules read them, with as many rules)."""
+    found = []
+    for name, path in modules().items():
+        if name == "numba_lprun.settings":
+            continue
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if isinstance(node, ast.Attribute) and node.attr in ("environ", "getenv", "putenv"):
+                found.append(f"{name}:{node.lineno} {node.attr}")
+            if isinstance(node, ast.ImportFrom) and node.module == "os":
+                if any(alias.name in ("environ", "getenv") for alias in node.names):
+                    found.append(f"{name}:{node.lineno} from os import")
+    assert not found, found

@@ -16,7 +16,6 @@ back on another host) and read back by later processes.
 from __future__ import annotations
 
 import functools
-import os
 import platform
 import threading
 import time
@@ -25,6 +24,7 @@ from dataclasses import dataclass
 
 from llvmlite import ir
 
+from .. import settings
 from ..internals import stack_slot
 from . import disk_cache
 
@@ -155,7 +155,7 @@ def _constant(value: float) -> Callable[[], float]:
 @functools.cache
 def current_clock() -> ClockInfo:
     """The clock for this process, chosen once (its TSC rate is measured or read back once)."""
-    forced = os.environ.get("NUMBA_LPRUN_CLOCK", "").strip().lower()
+    forced = settings.text(settings.CLOCK).lower()
     if forced not in ("", "tsc", "monotonic"):
         raise ValueError(f"NUMBA_LPRUN_CLOCK must be 'tsc' or 'monotonic', not {forced!r}")
     if forced != "monotonic" and _tsc_is_invariant():

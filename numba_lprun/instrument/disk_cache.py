@@ -32,10 +32,11 @@ import sys
 import tempfile
 from pathlib import Path
 
+from .. import settings
 from ..internals import host_cpu_identity
 
-ENV_DIR = "NUMBA_LPRUN_CACHE_DIR"
-ENV_SWITCH = "NUMBA_LPRUN_CACHE"
+ENV_DIR = settings.CACHE_DIR
+ENV_SWITCH = settings.CACHE
 _INSTRUMENT_DIR = Path(__file__).resolve().parent
 #: The code that generates twins' code: the instrumenting modules and the door to Numba's
 #: internals (pipelines, line tables, the post-lowering and final-module hooks).
@@ -47,9 +48,9 @@ def default_root() -> Path:
     if sys.platform == "darwin":
         return Path.home() / "Library" / "Caches" / "numba_lprun"
     if os.name == "nt":
-        base = os.environ.get("LOCALAPPDATA") or str(Path.home() / "AppData" / "Local")
+        base = settings.platform_folder("LOCALAPPDATA") or str(Path.home() / "AppData" / "Local")
         return Path(base) / "numba_lprun" / "Cache"
-    base = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
+    base = settings.platform_folder("XDG_CACHE_HOME") or str(Path.home() / ".cache")
     return Path(base) / "numba_lprun"
 
 
@@ -59,9 +60,9 @@ def cache_root() -> Path | None:
     Read from the environment at each call (tests and long sessions may change it);
     the directory is made and checked for writing once per path.
     """
-    if os.environ.get(ENV_SWITCH, "").strip().lower() in ("0", "no", "off", "false"):
+    if not settings.switch(ENV_SWITCH, True):
         return None
-    chosen = os.environ.get(ENV_DIR, "").strip()
+    chosen = settings.text(ENV_DIR)
     root = Path(chosen).expanduser() if chosen else default_root()
     return root if writable(str(root)) else None
 

@@ -18,6 +18,7 @@ import sys
 import textwrap
 from typing import TextIO
 
+from .. import settings
 from ..stats import ProfileStats
 from .asm import hint_lines, listing_lines
 from .columns import AFTER_EXTRAS, REGISTRY
@@ -129,8 +130,7 @@ def output_width(file: TextIO) -> int | None:
     try:
         return os.get_terminal_size(file.fileno()).columns
     except (AttributeError, OSError, ValueError):
-        columns = os.environ.get("COLUMNS", "")
-        return int(columns) if columns.isdigit() and int(columns) > 0 else None
+        return settings.terminal_columns()
 
 
 def _wrapped(text: str, width: int) -> str:

@@ -5,11 +5,11 @@ from __future__ import annotations
 
 import contextlib
 import functools
-import os
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
+from .. import settings
 from .compiles import Progress
 from .measurements import Measurement, Restored
 from .phase_run import PhaseRun
@@ -75,7 +75,7 @@ class CallContext:
         fast = (min(BOOST_FACTOR * rate, BOOST_MAX_HZ), BOOST_SAMPLES) if boost else None
         # the handler walks the twins' frames itself (sampling.own_walk); NUMBA_LPRUN_OWN_WALK=0 leaves
         # every walk to libgcc
-        own = os.environ.get("NUMBA_LPRUN_OWN_WALK", "1") not in ("", "0")
+        own = settings.switch(settings.OWN_WALK, True)
         code = functools.partial(twin_code, self.runner, kind) if own else None
         self.last_sampling = SegmentedSampling(rate, self.concurrent, fast, code=code)
         return self.last_sampling

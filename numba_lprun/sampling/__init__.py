@@ -82,8 +82,7 @@ the unwinder allocate: hence, compile nothing inside the sampled block.
 
 from __future__ import annotations
 
-import os
-
+from .. import settings
 from .attribution import SampledLines, attribute
 from .dwarf import LineMap, line_map
 from .raw import RawSamples
@@ -93,7 +92,7 @@ from .sampler import DISABLE_ENV, Sampler, sampler_running
 
 def sampler_unavailable() -> str | None:
     """Why no sampler can run in this process (None: it can), asked before any run."""
-    if os.environ.get(DISABLE_ENV, "0") not in ("", "0"):
+    if settings.switch(DISABLE_ENV, False):
         return f"sampling disabled by {DISABLE_ENV}"
     from ._native import check_platform
 

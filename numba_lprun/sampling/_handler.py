@@ -75,7 +75,6 @@ trampoline, then ``pc`` and its callers (the sampler trims the first ones); own 
 from __future__ import annotations
 
 import hashlib
-import os
 import threading
 from pathlib import Path
 
@@ -84,6 +83,7 @@ from llvmlite import ir
 from numba import cfunc, types
 from numba.extending import intrinsic
 
+from .. import settings
 from ..internals import register_symbol, stack_slot, stack_value
 from . import _native as N
 from .own_walk import checked, own_walk
@@ -377,7 +377,7 @@ def _compile(ctrl: np.ndarray, libc: N.Libc):
     # the cached code, so an edit of those compiles it afresh
     digest = hashlib.sha1(b"".join(Path(f).read_bytes() for f in _WALK_SOURCES)).hexdigest()[:12]
     _on_sigprof.__qualname__ = _on_sigprof.__name__ = f"_on_sigprof_{digest}"
-    if os.environ.get("NUMBA_LPRUN_CACHE", "1") not in ("0", ""):
+    if settings.switch(settings.CACHE, True):
         try:
             return cfunc(_SIGNATURE, cache=True, **options)(_on_sigprof)
         except Exception:  # no writable cache directory for Numba: compile without one

@@ -29,6 +29,7 @@ from collections.abc import Iterable
 
 import numpy as np
 
+from .. import settings
 from ..interrupts import ctrl_c_deferred
 from . import _handler as H
 from . import _native as N
@@ -39,7 +40,7 @@ from .timer_waits import first_wait, period_ns
 from .unwind_rows import library_table, own_table, python_calls_in
 
 #: Set to a non-empty value other than "0" to make every Sampler unavailable.
-DISABLE_ENV = "NUMBA_LPRUN_NO_SAMPLER"
+DISABLE_ENV = settings.NO_SAMPLER
 #: Frames kept above ``depth`` for the handler and the kernel's signal trampoline.
 _HANDLER_FRAMES = 4
 #: Frames kept per sample by default. A sample inside an ``objmode`` block of a
@@ -57,7 +58,7 @@ DEFAULT_DEPTH = 64
 #: A sampler that walks its profiled code itself (``own_code``) is not lowered.
 WALK_BUDGET = 0.10
 #: Set to another share (``1`` for no limit) to change ``WALK_BUDGET``.
-WALK_BUDGET_ENV = "NUMBA_LPRUN_WALK_BUDGET"
+WALK_BUDGET_ENV = settings.WALK_BUDGET
 #: Most threads one run can sample (the handler's per-thread CPU-time slots).
 _MAX_THREADS = 4096
 
@@ -102,7 +103,7 @@ class Sampler:
     ) -> None:
         self.rate_hz = self.asked_hz = float(rate_hz)
         if walk_budget is None:
-            walk_budget = float(os.environ.get(WALK_BUDGET_ENV) or WALK_BUDGET)
+            walk_budget = settings.number(WALK_BUDGET_ENV, WALK_BUDGET)
         self.walk_budget = walk_budget
         self.lowered: str | None = None  # why the rate is below the one asked for
         self.boost = boost  # (faster rate, samples taken at it before slowing to rate_hz)
@@ -170,7 +171,7 @@ class Sampler:
 
     # --- start ---------------------------------------------------------------------
     def _start(self) -> str | None:
-        if os.environ.get(DISABLE_ENV, "0") not in ("", "0"):
+        if settings.switch(DISABLE_ENV, False):
             return f"sampling disabled by {DISABLE_ENV}"
         reason = N.check_platform()
         if reason is not None:

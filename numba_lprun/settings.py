@@ -1,0 +1,58 @@
+"""Every environment variable numba_lprun reads, named once, read with one rule.
+
+Why one place: the variables were read in seven modules, each with its own idea of "off"
+(``NUMBA_LPRUN_CACHE=`` turned the sampler's handler cache off and the twins' cache on;
+``NUMBA_LPRUN_NO_SAMPLER=false`` turned sampling off). Here a switch is on or off by one rule
+(:func:`switch`): unset or empty means its default, ``0``/``no``/``off``/``false`` (any case)
+mean off, anything else on. Each value is read when asked for, never cached: tests and long
+sessions change the environment. ``tests/test_architecture.py`` checks that no other module
+reads the environment.
+"""
+
+from __future__ import annotations
+
+import os
+
+CACHE = "NUMBA_LPRUN_CACHE"  # switch: the twins' and the sampler handler's disk caches (on)
+CACHE_DIR = "NUMBA_LPRUN_CACHE_DIR"  # path: where the caches live (the platform's cache folder)
+CLOCK = "NUMBA_LPRUN_CLOCK"  # "tsc" or "monotonic": the probes' clock (the TSC where it is invariant)
+NO_SAMPLER = "NUMBA_LPRUN_NO_SAMPLER"  # switch: no sampler at all (off)
+OWN_WALK = "NUMBA_LPRUN_OWN_WALK"  # switch: the handler walks the twins' stacks itself (on)
+WALK_BUDGET = "NUMBA_LPRUN_WALK_BUDGET"  # number: the share of CPU libgcc's walks may take (0.1)
+
+_OFF = frozenset({"0", "no", "off", "false"})
+
+
+def text(name: str) -> str:
+    """The variable's value, stripped ("" when unset)."""
+    return os.environ.get(name, "").strip()
+
+
+def switch(name: str, default: bool) -> bool:
+    """A switch: ``default`` when unset or empty, off for ``0``/``no``/``off``/``false``, else on."""
+    value = text(name).lower()
+    if not value:
+        return default
+    return value not in _OFF
+
+
+def number(name: str, default: float) -> float:
+    """A number: ``default`` when unset or empty; a value that is no number is an error that names it."""
+    value = text(name)
+    if not value:
+        return default
+    try:
+        return float(value)
+    except ValueError:
+        raise ValueError(f"{name} must be a number, not {value!r}") from None
+
+
+def platform_folder(name: str) -> str:
+    """A folder the platform names in the environment (``XDG_CACHE_HOME``, ``LOCALAPPDATA``), or ""."""
+    return text(name)
+
+
+def terminal_columns() -> int | None:
+    """The width ``COLUMNS`` says the terminal has (None when unset or no positive number)."""
+    columns = text("COLUMNS")
+    return int(columns) if columns.isdigit() and int(columns) > 0 else None

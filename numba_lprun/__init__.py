@@ -6,7 +6,8 @@ needs IPython).
 
 Data flows one way; each part imports only from the parts before it:
 
-- ``errors``, ``interrupts``, ``twin_kind``: what every stage may name (the twin kinds once);
+- ``errors``, ``interrupts``, ``twin_kind``, ``settings``: what every stage may name (the twin
+  kinds once, every environment variable once);
 - ``internals/``: the one door to Numba's private API (functions named by intent, each
   declaring what it touches and the Numba releases it was checked on);
 - ``instrument/``: source -> instrumented AST -> plain, counting and probed twins;

@@ -49,6 +49,9 @@ def pytest_unconfigure(config):
 #: file having run.
 LONGEST_FIRST = (
     "test_attribution_corpus.py",
+    "test_dask_clusters.py",
+    "test_package_outcomes.py",
+    "test_numba_suite.py",
     "test_one_run.py",
     "test_kinds.py",
     "test_disk_cache.py",

@@ -11,18 +11,23 @@ Data flows one way; each part imports only from the parts before it:
 - ``internals/``: the one door to Numba's private API (functions named by intent, each
   declaring what it touches and the Numba releases it was checked on);
 - ``instrument/``: source -> instrumented AST -> plain, counting and probed twins;
+  ``vectorized``: which loops of a twin LLVM vectorized, read from its code;
 - ``sampling/``: the native sampler and the DWARF line maps it is read with;
 - ``machine/``: the plain twins' machine code by line (capstone), allocation counts
   and the hints read from them (``LineProfiler(asm=True)``);
 - ``run/``: swap the twins in, run the call (the user's run on counting twins, then
   plain runs and sampled repeats) keeping one call's effects, put everything back;
-- ``stats``, ``diagnose``: the profile as plain data, and what can be trusted in it;
-  ``merge``: the profiles of several processes as one;
+- ``stats``, ``stats_parts``, ``codec``, ``diagnose``, ``assemble``: the profile as plain
+  data (a function's in parts, to and from JSON), what can be trusted in it, and the one
+  step from measurements to it; ``merge``: the profiles of several processes as one;
 - ``renderers/``: text, rich and HTML views of the stats (the only users of rich);
 - ``processes/``: the worker processes a run starts, profiled and their parts collected;
-- ``profiler``: the ``LineProfiler`` API that ties the stages together;
+- ``profiler``: the ``LineProfiler`` API that ties the stages together; ``decorator``:
+  ``@profile``; ``cuda/``: ``@cuda.jit`` kernels' profiles;
+- ``options``: every option, declared once for both front ends;
 - front ends: ``show`` (a profile shown and its files written as both show them, a saved
-  one shown again), ``magic`` (the only user of IPython) and ``cli``.
+  one shown again), ``magic`` (the only user of IPython), ``cli`` (and ``__main__``) and
+  ``demo``.
 """
 
 from __future__ import annotations

@@ -38,3 +38,16 @@ def test_the_option_reference_has_a_row_per_declared_option():
     for opt, row in zip(OPTIONS, rows, strict=True):
         assert row.startswith(f"| `{' / '.join(opt.flags)}` |"), row
         assert opt.help.split(":")[0] in row
+
+
+def test_the_package_docstring_names_every_part():
+    """The package's docstring is its map: every module and subpackage at its top is named there
+    (``codec``, ``assemble``, ``options`` and six others were missing)."""
+    import numba_lprun
+
+    package = Path(numba_lprun.__file__).parent
+    parts = {p.stem for p in package.glob("*.py") if p.stem != "__init__"}
+    parts |= {p.name for p in package.iterdir() if (p / "__init__.py").exists()}
+    doc = numba_lprun.__doc__
+    missing = sorted(part for part in parts if f"``{part}``" not in doc and f"``{part}/``" not in doc)
+    assert not missing, missing

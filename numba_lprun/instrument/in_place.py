@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import ast
 import copy
-import dis
 import sys
 from types import CodeType, FunctionType
 
@@ -73,15 +72,15 @@ def placed(tree: ast.FunctionDef, py_func: FunctionType) -> ast.Module:
 
 
 def compiles_to(tree: ast.FunctionDef, py_func: FunctionType, filename: str) -> bool:
-    """Whether ``tree`` (a def found in the source) compiles, in place, to ``py_func``'s code:
-    the same instructions, names and constants. False for a def edited since ``py_func`` was
-    made (the twin would compute what the edit says), or another lambda of the same line."""
+    """Whether ``tree`` (a def found in the source) compiles, in place, to what ``py_func``'s
+    code can be (``_same_meaning``). False for a def edited since ``py_func`` was made (the twin
+    would compute what the edit says), or another lambda of the same line."""
     try:
         module = compile(placed(tree, py_func), filename, "exec", dont_inherit=True)
     except (SyntaxError, ValueError):
         return False
     made = _nested(module, TWIN_DEF)
-    return made is not None and _shape(made) == _shape(py_func.__code__)
+    return made is not None and _same_meaning(made, py_func.__code__)
 
 
 def _nested(code: CodeType, name: str) -> CodeType | None:
@@ -96,32 +95,39 @@ def _nested(code: CodeType, name: str) -> CodeType | None:
     return None
 
 
-#: Instructions the compiler chooses by context outside the def (an attribute of a name imported at
-#: the module's top level is loaded as an attribute, else as a method, in Python 3.11): one meaning.
-_SAME_AS = {"LOAD_METHOD": "LOAD_ATTR"}
-_JUMPS = frozenset(dis.hasjrel) | frozenset(dis.hasjabs)
-#: No-ops (line_profiler pads a code object it profiles with some) and the prefix of an argument
-#: too wide for one byte (a jump over longer code: where it lands is not compared)
-_NO_MEANING = frozenset({"NOP", "EXTENDED_ARG"})
-_BY_VALUE = frozenset(dis.hasname) | frozenset(dis.haslocal) | frozenset(dis.hasfree)
-
-
-def _shape(code: CodeType) -> tuple:
-    """What a code object computes, without its name, line numbers, jump offsets or no-ops: its
-    instructions (by meaning), with the names, constants and variables they use."""
-    steps = []
-    for instr in dis.get_instructions(code):
-        if instr.opname in _NO_MEANING:
-            continue
-        if instr.opcode in _JUMPS:
-            operand: object = None  # where it lands follows from the instructions around it
-        elif instr.opcode in dis.hasconst:
-            value = instr.argval
-            operand = _shape(value) if isinstance(value, CodeType) else (type(value).__name__, repr(value))
-        elif instr.opcode in _BY_VALUE:
-            operand = instr.argval
+def _names_and_values(code: CodeType) -> tuple[frozenset, frozenset]:
+    """The names a code object and the functions inside it use, and the constants they hold."""
+    names, values = set(code.co_names), set()
+    for const in code.co_consts:
+        if isinstance(const, CodeType):
+            inner_names, inner_values = _names_and_values(const)
+            names |= inner_names
+            values |= inner_values
         else:
-            operand = instr.arg
-        steps.append((_SAME_AS.get(instr.opname, instr.opname), operand))
-    counts = (code.co_argcount, code.co_posonlyargcount, code.co_kwonlyargcount)
-    return (tuple(steps), code.co_varnames, code.co_freevars, code.co_cellvars, counts)
+            values.add((type(const).__name__, repr(const)))
+    return frozenset(names), frozenset(values)
+
+
+def _same_meaning(made: CodeType, original: CodeType) -> bool:
+    """Whether ``made`` (compiled from the source found) can be ``original``'s code: the same
+    variables and arguments, the same names, and no constant the original does not hold.
+
+    Not the instructions: which ones the compiler picks depends on the module around the
+    def (an attribute of a module-level import is loaded as an attribute, else as a method)
+    and on the Python release, and line_profiler pads a code object it profiles with no-ops
+    and may add a constant. An edit that changes a name, a variable or a literal shows; one
+    that only changes an operator does not.
+    """
+    shape = (
+        "co_varnames",
+        "co_freevars",
+        "co_cellvars",
+        "co_argcount",
+        "co_posonlyargcount",
+        "co_kwonlyargcount",
+    )
+    if any(getattr(made, attr) != getattr(original, attr) for attr in shape):
+        return False
+    made_names, made_values = _names_and_values(made)
+    names, values = _names_and_values(original)
+    return made_names == names and made_values <= values

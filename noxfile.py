@@ -212,6 +212,7 @@ def _run_suite(session: nox.Session, core: str | None, *tests: str) -> None:
 #: The whole suite's second half (about half its time): CI runs the two halves in different lanes.
 SUITE_SECOND_HALF = [
     "tests/test_attribution_corpus.py",
+    "tests/test_package_outcomes.py",
     "tests/test_one_run.py",
     "tests/test_package_suite.py",
     "tests/test_disk_cache.py",

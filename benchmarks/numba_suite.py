@@ -26,7 +26,7 @@ import pkgutil
 import sys
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-from tests.suite_outcomes import differences, functions_profiled, run_numba_module
+from tests.suite_outcomes import header, report, run_numba_module
 
 #: The modules issue 52 asks to keep their outcomes (``TestBuiltins`` only, of test_builtins).
 MODULES = (
@@ -60,23 +60,11 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--show", action="store_true", help="print nlprun's output of modules that differ")
     opts = parser.parse_args(argv)
     modules = all_modules() if opts.all else (opts.modules or list(MODULES))
-    print(f"{'module':<34} {'plain':<28} {'profiled':<28} {'funcs':>5} {'plain s':>8} {'nlprun s':>8}")
+    print(header("module", 34))
     differ = 0
     for spec in modules:
         plain, profiled = run_numba_module(spec, False), run_numba_module(spec, True)
-        diff = differences(plain, profiled)
-        if plain.status != profiled.status and not diff:
-            diff = [f"exit status {plain.status} -> {profiled.status}"]
-        differ += bool(diff)
-        funcs = functions_profiled(profiled.output)
-        row = f"{spec:<34} {plain.counts():<28} {profiled.counts():<28} {funcs:>5}"
-        print(f"{row} {plain.seconds:>8.1f} {profiled.seconds:>8.1f}", flush=True)
-        for line in diff[:5]:
-            print(f"    {line}")
-        if len(diff) > 5:
-            print(f"    ... and {len(diff) - 5} more")
-        if diff and opts.show:
-            print(profiled.output[-6000:])
+        differ += report(spec, 34, plain, profiled, opts.show)
     print(f"{len(modules) - differ} of {len(modules)} modules keep every test's outcome")
     return 1 if differ else 0
 

@@ -26,7 +26,7 @@ import tempfile
 from dataclasses import dataclass
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-from tests.suite_outcomes import differences, functions_profiled, run_pytest
+from tests.suite_outcomes import header, report, run_pytest
 
 
 @dataclass(frozen=True)
@@ -70,7 +70,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--show", action="store_true", help="print nlprun's output where outcomes differ")
     opts = parser.parse_args(argv)
     suites = [s for s in SUITES if not opts.packages or s.name in opts.packages]
-    print(f"{'package':<22} {'plain':<30} {'profiled':<30} {'funcs':>5} {'plain s':>8} {'nlprun s':>8}")
+    print(header("package", 22))
     differ = 0
     for suite in suites:
         subprocess.run(
@@ -81,20 +81,7 @@ def main(argv: list[str] | None = None) -> int:
             args = [*suite.pytest_args, suite.folder] if suite.folder else ["--pyargs", suite.pyargs]
             plain = run_pytest(args, None, cwd=cwd)
             profiled = run_pytest(args, suite.source, cwd=cwd)
-        diff = differences(plain, profiled)
-        if plain.status != profiled.status:
-            diff.append(f"exit status {plain.status} -> {profiled.status}")
-        differ += bool(diff)
-        label = f"{suite.name} {suite.version}"
-        funcs = functions_profiled(profiled.output)
-        row = f"{label:<22} {plain.counts():<30} {profiled.counts():<30} {funcs:>5}"
-        print(f"{row} {plain.seconds:>8.1f} {profiled.seconds:>8.1f}", flush=True)
-        for line in diff[:5]:
-            print(f"    {line}")
-        if len(diff) > 5:
-            print(f"    ... and {len(diff) - 5} more")
-        if diff and opts.show:
-            print(profiled.output[-6000:])
+        differ += report(f"{suite.name} {suite.version}", 22, plain, profiled, opts.show)
     print(f"{len(suites) - differ} of {len(suites)} packages keep every test's outcome and exit status")
     return 1 if differ else 0
 

@@ -105,3 +105,27 @@ def differences(plain: Outcomes, profiled: Outcomes) -> list[str]:
 def functions_profiled(output: str) -> int:
     """How many functions' tables nlprun printed."""
     return len(re.findall(r"^Function: ", output, flags=re.MULTILINE))
+
+
+def header(first: str, width: int) -> str:
+    """The table's first line: ``first`` (what each row is), the outcome counts, the functions
+    profiled and both wall times."""
+    return f"{first:<{width}} {'plain':<30} {'profiled':<30} {'funcs':>5} {'plain s':>8} {'nlprun s':>8}"
+
+
+def report(label: str, width: int, plain: Outcomes, profiled: Outcomes, show: bool = False) -> bool:
+    """Print a row of the table (and, below it, the tests whose outcome differs, up to five, and
+    with ``show`` what nlprun printed); whether anything differs, the exit status included."""
+    diff = differences(plain, profiled)
+    if plain.status != profiled.status:
+        diff.append(f"exit status {plain.status} -> {profiled.status}")
+    funcs = functions_profiled(profiled.output)
+    row = f"{label:<{width}} {plain.counts():<30} {profiled.counts():<30} {funcs:>5}"
+    print(f"{row} {plain.seconds:>8.1f} {profiled.seconds:>8.1f}", flush=True)
+    for line in diff[:5]:
+        print(f"    {line}")
+    if len(diff) > 5:
+        print(f"    ... and {len(diff) - 5} more")
+    if diff and show:
+        print(profiled.output[-6000:])
+    return bool(diff)

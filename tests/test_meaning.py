@@ -10,6 +10,7 @@ objmode block, ``cache=True`` hits); it prints each result as a line starting wi
 import os
 import subprocess
 import sys
+import traceback
 from pathlib import Path
 
 import numpy as np
@@ -144,3 +145,38 @@ def test_mutually_recursive_twins_run_and_are_not_cached(tmp_path, monkeypatch):
     uncached = [why for f in profiler.profile.functions for why in f.source.uncached.values()]
     assert any("mutually recursive" in why for why in uncached), uncached
     assert np.isfinite(outer_fac(5))
+
+
+def test_a_call_whose_compile_fails_keeps_none_of_its_arguments_alive():
+    """A twin's failed compile is kept by Numba (its compiler's failed cache); its traceback held
+    the call's arguments, so a jitclass instance passed in was never freed (Numba's own memory
+    checks saw it: test_jitclasses' test_numeric_fallback)."""
+    from numba.core.errors import TypingError
+    from numba.core.runtime import _nrt_python, rtsys
+    from numba.experimental import jitclass
+
+    _nrt_python.memsys_enable_stats()  # as Numba's own memory checks do (MemoryLeakMixin)
+
+    @jitclass([])
+    class Holder:
+        def __init__(self):
+            pass
+
+    @njit
+    def as_int(x):
+        return int(x)
+
+    def program():
+        try:
+            as_int(Holder())
+        except TypingError as exc:  # as unittest's assertRaises leaves it: its frames cleared
+            traceback.clear_frames(exc.__traceback__)
+        else:
+            raise AssertionError("as_int(Holder()) compiled")
+
+    profiler = numba_lprun.LineProfiler(as_int, timing=False)
+    program()  # Numba's own first compiles (the class's constructor), outside the count
+    before = rtsys.get_allocation_stats()
+    profiler.runcall(program)
+    after = rtsys.get_allocation_stats()
+    assert after.alloc - before.alloc == after.free - before.free

@@ -13,6 +13,7 @@ from __future__ import annotations
 import functools
 import os
 import sys
+import traceback
 import warnings
 import weakref
 from collections.abc import Callable
@@ -60,6 +61,11 @@ class _Redirecting:
             if not _raised_compiling(exc):
                 raise
             why = _first_line(exc)
+            # Numba keeps the failure (its compiler's failed cache), and through its traceback the
+            # frames that raised it, which hold the call's arguments: a jitclass instance passed
+            # in was never freed (Numba's own memory checks saw it); they are let go here
+            traceback.clear_frames(exc.__traceback__)
+            exc.__traceback__ = None
         # the twin could not be compiled for these arguments: the original runs instead, for the
         # rest of the run (if it fails to compile too, the program gets its own error as without
         # the profiler, raised here outside the handler so it carries no trace of the twin's),

@@ -368,10 +368,16 @@ def test_a_stencil_is_sampled_and_its_loop_nest_reads_no_clock(caller):
     default profile times its lines by samples (not by a clock probe at every point), called
     from Python (a compile per call) or from jitted code, its counting and plain loop nests
     read no clock, and its samples land on its body's lines, none on the ``def`` line (where
-    Numba puts the relative index arithmetic) or outside. 0.3 s of sampled repeats at 1 kHz
-    take about 300 samples, most in the stencil's loop: none landing there at all has odds
-    below 1e-14 even at a 10% share."""
-    big = np.linspace(0.0, 1.0, 200_000)
+    Numba puts the relative index arithmetic) or outside.
+
+    Called from Python, Numba compiles a stencil at every call (0.12 s idle, more under load),
+    so only a few runs fit in 0.3 s: its input is large enough that each run spends about
+    20 ms in the loop (4 million points), so the timed plain run and the user's run alone
+    bring about 40 samples at 1 kHz of wall time, and none at all has odds below 1e-15 even
+    at a 10% share of a loaded machine's time (200,000 points gave 5 to 8 samples idle, and
+    none on a loaded CI lane). From jitted code it compiles once and 0.3 s of repeats bring
+    hundreds."""
+    big = np.linspace(0.0, 1.0, 4_000_000 if caller == "weigh" else 200_000)
     call = getattr(kinds, caller)
     prof = numba_lprun.LineProfiler(kinds.weigh, sample_time=0.3)
     assert np.allclose(prof.runcall(call, big), call(big))

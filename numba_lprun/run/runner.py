@@ -37,7 +37,7 @@ from .measurements import PLAIN, FunctionCounts, FunctionFacts, Key
 from .naming import bound_name, options_of, sibling_key
 from .overloads import overloaded_functions, swap_implementations
 from .phase_run import PhaseRun
-from .reach import Swap, find_callers, module_namespaces, reaches
+from .reach import Swap, find_callers, module_namespaces, named_ids
 from .targets import (
     TWIN_KINDS,
     Target,
@@ -181,8 +181,9 @@ class Runner:
         found: set[tuple[Key, int]] = set()
         if treated_as(target.original).kernel:  # a ufunc, a stencil: its callees are not ours to link
             return frozenset()
+        named = named_ids(target.original)  # once, not once per other target: N^2 reads per adopt
         for other in self.targets.values():
-            if other is target or not reaches(target.original, {id(other.original): other.original}):
+            if other is target or id(other.original) not in named:
                 continue
             twin = other.twins.get(kind)
             found.add((other.source.key, id(twin.dispatcher) if twin is not None else 0))

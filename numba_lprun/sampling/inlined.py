@@ -18,6 +18,7 @@ sample counts for the callee's line and the caller's calling line.
 
 from __future__ import annotations
 
+import bisect
 import io
 import os
 from dataclasses import dataclass
@@ -70,7 +71,33 @@ def inlined_ranges(
     return functions, pieces
 
 
-def _host_library(library, obj: bytes, filename: str, first: int, last: int, kernels: frozenset[str]):
+@dataclass(frozen=True)
+class _HostRow:
+    """A line-table row of a host function, at runtime addresses, with the call sites of the
+    inlined calls around it (in ``_all_calls`` order, with their depths)."""
+
+    start: int
+    end: int
+    path: str
+    line: int
+    around: tuple[tuple[str, int, int], ...]  # (call path, call line, depth)
+
+
+@dataclass(frozen=True)
+class _HostFunction:
+    name: str
+    start: int  # runtime addresses
+    end: int
+    rows: tuple[_HostRow, ...]
+
+
+def _host_code(library, obj: bytes) -> tuple[_HostFunction, ...]:
+    """Every function of ``library`` with its rows and the inlined calls around each row.
+
+    Why apart from ``_host_library``: this is the ELF and DWARF parse, the same whatever
+    function is asked about; parsed once per library, not once per (library, profiled
+    function): 344 functions of one file, each looked for in the ~90 libraries that hold
+    its file's rows, parsed 30,000 objects (most of two minutes after the run)."""
     from elftools.elf.elffile import ELFFile
 
     elf = ELFFile(io.BytesIO(E._relocate_debug(obj)))
@@ -78,7 +105,33 @@ def _host_library(library, obj: bytes, filename: str, first: int, last: int, ker
     bases = E._runtime_bases(library, symbols)
     dwarf = elf.get_dwarf_info(relocate_dwarf_sections=False)
     rows, _ = R.rows_and_inlines(dwarf)
+    rows = sorted(rows, key=lambda row: row.start)  # stable: rows at one address keep their order
+    starts = [row.start for row in rows]
     calls = _all_calls(dwarf)
+    out = []
+    for name, fake_start, size, bind in symbols:
+        section = fake_start >> E._SECTION_SHIFT
+        if section not in bases:
+            continue
+        shift = bases[section] - (section << E._SECTION_SHIFT)
+        if bind != "STB_LOCAL" and library.get_pointer_to_function(name) != fake_start + shift:
+            continue
+        fake_end = fake_start + size
+        inside = [c for c in calls if c.start < fake_end and fake_start < c.end]
+        host_rows = []
+        for row in rows[bisect.bisect_left(starts, fake_start) : bisect.bisect_left(starts, fake_end)]:
+            around = tuple((c.path, c.line, c.depth) for c in inside if c.start <= row.start < c.end)
+            host_rows.append(
+                _HostRow(row.start + shift, min(row.end, fake_end) + shift, row.path, row.line, around)
+            )
+        out.append(_HostFunction(name, fake_start + shift, fake_end + shift, tuple(host_rows)))
+    return tuple(out)
+
+
+def _host_library(library, obj: bytes, filename: str, first: int, last: int, kernels: frozenset[str]):
+    """The host functions of ``library`` holding code of ``filename`` lines ``first``-``last``,
+    each with its [(start, end, line)]: a row of those lines is that line; a row of other code
+    inside an inlined call made from those lines is the innermost such call's line."""
     ours: dict[str, bool] = {}
     gufunc = False  # the function being read is a copy of one of ``kernels``
 
@@ -92,33 +145,23 @@ def _host_library(library, obj: bytes, filename: str, first: int, last: int, ker
         return ours[path]
 
     out = []
-    for name, fake_start, size, bind in symbols:
-        section = fake_start >> E._SECTION_SHIFT
-        if section not in bases:
-            continue
-        shift = bases[section] - (section << E._SECTION_SHIFT)
-        if bind != "STB_LOCAL" and library.get_pointer_to_function(name) != fake_start + shift:
-            continue
-        fake_end = fake_start + size
-        gufunc = R.is_kernel_of(name, kernels)
-        ranges = []
-        for row in rows:
-            if not fake_start <= row.start < fake_end:
-                continue
+    for function in E.read_once(_host_code, library, obj):
+        gufunc = R.is_kernel_of(function.name, kernels)
+        ranges: list[tuple[int, int, int]] = []
+        for row in function.rows:
             line = row.line if in_range(row.path, row.line) else None
             if line is None:
-                inner = [c for c in calls if c.start <= row.start < c.end and in_range(c.path, c.line)]
+                inner = [(depth, at) for path, at, depth in row.around if in_range(path, at)]
                 if inner:
-                    line = max(inner, key=lambda c: c.depth).line
+                    line = max(inner, key=lambda c: c[0])[1]  # the innermost; the first of equals
             if line is None:
                 continue
-            start, end = row.start + shift, min(row.end, fake_end) + shift
-            if ranges and ranges[-1][1] == start and ranges[-1][2] == line:
-                ranges[-1] = (ranges[-1][0], end, line)
+            if ranges and ranges[-1][1] == row.start and ranges[-1][2] == line:
+                ranges[-1] = (ranges[-1][0], row.end, line)
             else:
-                ranges.append((start, end, line))
+                ranges.append((row.start, row.end, line))
         if ranges:
-            out.append((R.FunctionCode(name, fake_start + shift, fake_end + shift, library.name), ranges))
+            out.append((R.FunctionCode(function.name, function.start, function.end, library.name), ranges))
     return out
 
 

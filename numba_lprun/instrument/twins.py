@@ -25,6 +25,7 @@ from ..errors import TwinCompileError
 from ..internals import (
     CPUDispatcher,
     can_compile,
+    is_twin,
     line_tables_only,
     make_twin_dispatcher,
     pipeline_class,
@@ -246,16 +247,37 @@ class LiveGlobals(dict):
     def __missing__(self, name: str):
         return self.linked(self._module[name])
 
+    def catch_up(self) -> None:
+        """Take what the module bound or rebound since the copy was made, as the original
+        sees it when it compiles (``SCALE = 2`` after the ``def``: the original's code
+        multiplies by 2, and so must the twin's). Object-mode code also reads this dict
+        itself, at run time, where ``__missing__`` is never asked. A name the copy points
+        at a twin keeps it (``link`` chose it), and a twin the module holds while a run's
+        swap is in place is not taken (the twin of another phase, perhaps)."""
+        twins = (pair[1]() for pair in self.links.values())
+        linked = {id(twin) for twin in twins if twin is not None}
+        for name, value in list(self._module.items()):
+            mine = dict.get(self, name, _UNBOUND)
+            if mine is value or id(mine) in linked or is_twin(value):
+                continue
+            dict.__setitem__(self, name, self.linked(value))
+
+
+_UNBOUND = object()
+
 
 def fill_cells(twin_func: pytypes.FunctionType, original_func: pytypes.FunctionType) -> None:
     """Fill the twin's closure cells that were empty when it was made from the original's,
-    which the program has bound since (called before each compile of the twin).
+    which the program has bound since, and bring its globals up to the module's
+    (``LiveGlobals.catch_up``): called before each compile of the twin.
 
     A closure that calls itself (``fib3 = njit(fib3)`` inside ``make()``), or a sibling
     defined after it in the same function, is made while that cell is still empty; Numba
     reads the cell when the function first compiles, and so does its twin.
     """
     g = twin_func.__globals__
+    if isinstance(g, LiveGlobals):
+        g.catch_up()
     for mine, theirs in zip(twin_func.__closure__ or (), original_func.__closure__ or (), strict=False):
         if is_empty(mine) and not is_empty(theirs):
             value = theirs.cell_contents

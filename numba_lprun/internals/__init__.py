@@ -96,6 +96,7 @@ from .processes import process_target, set_process_target
 from .redirect import (
     compiled_entry_points,
     fell_back,
+    is_twin,
     make_twin_dispatcher,
     own_class,
     redirect_calls,
@@ -170,6 +171,7 @@ __all__ = [
     "rebuild_ufunc",
     "own_class",
     "make_twin_dispatcher",
+    "is_twin",
     "fell_back",
     "redirect_calls",
     "compiled_entry_points",

@@ -203,6 +203,15 @@ _BEFORE_COMPILE = "_numba_lprun_before_compile"  # on a twin: called before each
 _TWIN_OF = "_numba_lprun_twin_of"  # on a twin: (its original, whether its compiles are always silent)
 
 
+_IS_TWIN_CLASS = "_numba_lprun_twin_class"
+
+
+def is_twin(value: object) -> bool:
+    """Whether ``value`` is a twin (made by ``make_twin_dispatcher``); asks its type only, so
+    no object's own ``__getattr__`` runs."""
+    return getattr(type(value), _IS_TWIN_CLASS, False) is True
+
+
 @functools.cache
 def _twin_class(cls: type) -> type:
     """A subclass of ``cls`` for twins, whose ``compile`` first calls the hook stored on the
@@ -244,6 +253,7 @@ def _twin_class(cls: type) -> type:
         "__module__": cls.__module__,
         "__qualname__": cls.__qualname__,
         _OWN_CLASS: cls,
+        _IS_TWIN_CLASS: True,
     }
     return type(cls.__name__, (cls,), namespace)
 

@@ -225,3 +225,29 @@ def sandboxed(x):
 
 
 report("a pipeline the twin cannot pass", lambda: sandboxed(-3))
+
+
+# a global rebound after the def: the function compiles (at its first call) with what the module
+# holds then, and so must its twin, made when the decorator ran
+SCALE = 1
+
+
+@njit
+def scaled(x):
+    return x * SCALE
+
+
+SCALE = 2
+report("a global rebound after the def", lambda: scaled(3))
+
+
+# an objmode block naming a global bound after the def (here the function's own name): object-mode
+# code reads the globals dict itself, at run time
+@njit
+def names_itself(x):
+    with objmode(y="int64"):
+        y = int(names_itself.py_func.__name__ == "names_itself")
+    return x + y
+
+
+report("objmode reads a later global", lambda: names_itself(1))

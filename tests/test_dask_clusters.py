@@ -286,7 +286,9 @@ def test_a_worker_killed_during_the_map_is_named(cluster, tmp_path):
         )
     assert result == [kernel.work.py_func(n) + 1 for n in NS]  # Dask ran the task again elsewhere
     profile = profiler.profile
-    (lost,) = [m for m in profile.missing if "left the cluster during your run" in m]
+    said = [m for m in profile.missing if "left the cluster during your run" in m]
+    assert len(said) == 1, profile.missing
+    (lost,) = said
     gone = [address for address in before if address in lost]
     assert len(gone) == 1 and f"(pid {before[gone[0]]})" in lost, lost
     hits = {k: v for k, v in profile.functions[0].hits.items() if v}

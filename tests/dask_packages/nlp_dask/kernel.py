@@ -44,9 +44,12 @@ def exact_hits(ns):
 
 def task_or_die(n, flag):
     """A task whose first run kills its own worker outright (SIGKILL) before it calls the kernel
-    (``flag``: a file it makes first, so that Dask's rerun of it elsewhere does the work)."""
-    if not os.path.exists(flag):
-        with open(flag, "w"):
-            pass
-        os.kill(os.getpid(), signal.SIGKILL)
-    return task(n)
+    (``flag``: a file it makes first, so that Dask's rerun of it elsewhere does the work). The
+    file is made atomically (``O_EXCL``): with a check and then a write, two tasks starting at
+    once on the two workers both killed theirs, now and then."""
+    try:
+        os.close(os.open(flag, os.O_CREAT | os.O_EXCL | os.O_WRONLY))
+    except FileExistsError:
+        return task(n)
+    os.kill(os.getpid(), signal.SIGKILL)
+    return task(n)  # never reached

@@ -5,7 +5,8 @@ as it does without the profiler (issue 52), through ``nlprun`` and through ``Lin
 ``disable_compile``, mangled private names, closures calling themselves or a later sibling,
 mutual recursion, object mode made during the run, warnings of the twins' own compiles, an
 objmode block, ``cache=True`` hits, a global rebound after the ``def``, an objmode block naming
-a global bound later); it prints each result as a line starting with ``R``.
+a global bound later, the program disassembling its own function); it prints each result as a
+line starting with ``R``.
 """
 
 import os
@@ -52,7 +53,7 @@ def test_a_profiled_script_computes_raises_and_warns_as_it_does_plain(both_runs)
     assert plain.returncode == 0, plain.stderr[-2000:]
     assert profiled.returncode == 0, profiled.stderr[-3000:]
     expected = _results(plain.stdout)
-    assert len(expected) == 19
+    assert len(expected) == 20
     assert "R cast to the signature: 3.0" in expected  # what the plain run says, as a sanity check
     assert _results(profiled.stdout) == expected
 

@@ -279,6 +279,11 @@ def make_twin_dispatcher(
     ``kwargs``, which calls ``before_compile()`` before each compile; ``silent``: its compiles
     never warn (an extra twin, compiled beside the one the program's calls run on)."""
     dispatcher = _twin_class(own_class(original))(*args, **kwargs)
+    code = getattr(getattr(original, "py_func", None), "__code__", None)
+    if code is not None and "__code__" in dispatcher.__dict__:
+        # what the program reads of it (``dis.dis(f)`` in an objmode block, ``inspect``) is the
+        # original's code, not the rewritten one Numba compiles (``py_func``)
+        dispatcher.__code__ = code
     dispatcher.__dict__[_BEFORE_COMPILE] = before_compile
     dispatcher.__dict__[_TWIN_OF] = (weakref.ref(original), silent)  # the original keeps its twins
     return dispatcher

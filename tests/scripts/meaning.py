@@ -4,6 +4,7 @@ hits of the functions each case profiles. Every Numba warning is an error here, 
 suites that turn warnings into errors: a twin's compile must not warn where the original's
 would not."""
 
+import dis
 import warnings
 
 import numpy as np
@@ -251,3 +252,17 @@ def names_itself(x):
 
 
 report("objmode reads a later global", lambda: names_itself(1))
+
+
+# the program reading its own code (dis) in an objmode block sees the code it wrote
+@njit
+def reads_itself(x):
+    with objmode(y="int64"):
+        y = 0
+        for instruction in dis.get_instructions(reads_itself):
+            if "_nlp" in str(instruction.argval):
+                y += 1
+    return x + y
+
+
+report("the program's view of its own code", lambda: reads_itself(1))

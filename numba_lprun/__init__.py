@@ -7,7 +7,8 @@ needs IPython).
 Data flows one way; each part imports only from the parts before it:
 
 - ``errors``, ``interrupts``, ``twin_kind``, ``settings``: what every stage may name (the twin
-  kinds once, every environment variable once);
+  kinds once, every environment variable once); ``decorator``: ``@profile``, the mark the
+  command line looks for (it imports nothing: marking costs nothing);
 - ``internals/``: the one door to Numba's private API (functions named by intent, each
   declaring what it touches and the Numba releases it was checked on);
 - ``instrument/``: source -> instrumented AST -> plain, counting and probed twins;
@@ -22,12 +23,15 @@ Data flows one way; each part imports only from the parts before it:
   step from measurements to it; ``merge``: the profiles of several processes as one;
 - ``renderers/``: text, rich and HTML views of the stats (the only users of rich);
 - ``processes/``: the worker processes a run starts, profiled and their parts collected;
-- ``profiler``: the ``LineProfiler`` API that ties the stages together; ``decorator``:
-  ``@profile``; ``cuda/``: ``@cuda.jit`` kernels' profiles;
+- ``profiler``: the ``LineProfiler`` API that ties the stages together; ``cuda/``:
+  ``@cuda.jit`` kernels' profiles;
 - ``options``: every option, declared once for both front ends;
-- front ends: ``show`` (a profile shown and its files written as both show them, a saved
-  one shown again), ``magic`` (the only user of IPython), ``cli`` (and ``__main__``) and
-  ``demo``.
+- ``session``: between the front ends and the profiler, written once for both: the request
+  (what is profiled, the CPU/CUDA split), the outcome (why a run was cut short, what could
+  have been profiled) and its presentation (the report and its files, a saved profile shown
+  again);
+- front ends, which parse and print: ``magic`` (the only user of IPython), ``cli`` (and
+  ``__main__``, ``python -m numba_lprun show FILE``) and ``demo``.
 """
 
 from __future__ import annotations

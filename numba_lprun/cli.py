@@ -19,25 +19,27 @@ import linecache
 import os
 import sys
 import traceback
-import types
-from collections.abc import Callable, Iterable
+from collections.abc import Callable
 
-from .cuda import CudaLineProfiler, bound_kernels, namespaces_of, split_cuda
-from .decorator import is_marked, kernprof_builtin
-from .errors import NotProfilableError, TwinCompileError, profiler_failed, without_profiler_frames
-from .instrument.kinds import defined_in, import_spec, profilable_in
-from .instrument.packages import imported_from, package_pick, split_packages
-from .options import (
-    CLI,
-    add_to_parser,
-    cuda_profiler_kwargs,
-    cuda_refusals,
-    profiler_kwargs,
-    value_flags,
-)
+from .cuda import CudaLineProfiler, bound_kernels, namespaces_of
+from .decorator import kernprof_builtin
+from .errors import NotProfilableError, TwinCompileError, without_profiler_frames
+from .instrument.kinds import import_spec, profilable_in
+from .instrument.packages import imported_from, split_packages
+from .options import CLI, add_to_parser, cuda_profiler_kwargs, profiler_kwargs, value_flags
 from .profiler import LineProfiler
-from .show import main as show_main
-from .show import report, show_saved, version_text
+from .session import (
+    MainModule,
+    RequestError,
+    Selection,
+    could_have_profiled,
+    cut_short,
+    nothing_ran,
+    report,
+    show_saved,
+    split_cpu_cuda,
+    version_text,
+)
 from .stats import ProfileStats
 
 USAGE_ERROR = 2
@@ -105,16 +107,10 @@ class _Program:
         except OSError as exc:
             raise SystemExit(f"nlprun: cannot read {self.filename}: {exc.strerror}") from None
 
-    def namespace(self) -> dict:
-        module = types.ModuleType("__main__")
-        self.last_namespace = module.__dict__
-        module.__file__ = self.filename
-        module.__builtins__ = __builtins__
-        module.__spec__ = self.spec
-        if self.spec is not None:
-            module.__package__ = self.spec.parent
-        sys.modules["__main__"] = module
-        return module.__dict__
+    @property
+    def main(self) -> MainModule:
+        """Its ``__main__``, made fresh for each run."""
+        return MainModule(self.filename, self.spec)
 
     def uses_decorator(self) -> bool:
         """Whether the source marks anything with ``profile``, as a decorator or called
@@ -147,31 +143,6 @@ def _resolve(spec: str, program: _Program) -> Callable | None:
         sys.path[:] = saved
 
 
-class _MarkedFinder:
-    """Functions marked with ``@profile`` in modules imported since the last look, and those the
-    script marked since (``profile(f)`` after ``f`` was made, as kernprof users write it)."""
-
-    def __init__(self, program: _Program) -> None:
-        self.seen: set[str] = set()
-        self.program = program  # its namespace is filled as it runs
-        self.given: dict[int, object] = {}  # what the script marked, found already (kept: ids stay theirs)
-
-    def __call__(self) -> Iterable[Callable]:
-        found = []
-        for name, module in list(sys.modules.items()):
-            if name in self.seen or name == "__main__":
-                continue
-            self.seen.add(name)
-            for value in list(getattr(module, "__dict__", {}).values()):
-                if is_marked(value):
-                    found.append(value)
-        for value in list(self.program.last_namespace.values()):
-            if id(value) not in self.given and is_marked(value):
-                self.given[id(value)] = value
-                found.append(value)
-        return found
-
-
 def _profile_run(
     opts: argparse.Namespace, program: _Program
 ) -> tuple[LineProfiler, int, BaseException | None, list[str]]:
@@ -184,32 +155,17 @@ def _profile_run(
     prof = LineProfiler(*[f for f in explicit if f is not None], **profiler_kwargs(opts))
     for func in imported_from(packages):
         prof.add_function(func)
-    in_script, in_packages = defined_in(program.filename), package_pick(packages)
-    marked_only = program.uses_decorator()
     chosen = bool(opts.functions or packages)  # otherwise: what the script defines (or marks)
-
-    found: set[str] = set()
-
-    def pick(value: object) -> bool:
-        if in_packages(value):
-            return True
-        if not in_script(value):
-            return False
-        if named:  # by the name it is bound to (fast = njit(fastmath=True)(f)) or its own
-            own = getattr(value, "__name__", None)
-            hits = {name for name in named if program.last_namespace.get(name) is value or own == name}
-            found.update(hits)
-            return bool(hits)
-        return not chosen and (is_marked(value) or not marked_only)
-
-    discover = _MarkedFinder(program) if not chosen else None
+    selection = Selection(
+        program.filename, packages, chosen, frozenset(named), program.uses_decorator(), find_marked=not chosen
+    )
     saved_argv, saved_main, saved_path = sys.argv[:], sys.modules.get("__main__"), sys.path[:]
     sys.argv = program.argv
     sys.path.insert(0, program.path_entry)
     status, error = 0, None
     try:
         with kernprof_builtin():
-            prof.runsource(program.source, program.filename, program.namespace, pick, discover, once=ONCE)
+            prof.runsource(program.source, program.filename, program.main, selection, once=ONCE)
     except SystemExit as exc:
         status = _exit_status(exc.code)
     except (NotProfilableError, TwinCompileError):
@@ -220,7 +176,10 @@ def _profile_run(
         sys.argv, sys.path[:] = saved_argv, saved_path
         if saved_main is not None:
             sys.modules["__main__"] = saved_main
-    return prof, status, error, [spec for spec in opts.functions if spec in named and spec not in found]
+        if prof.last_source is not None:
+            program.last_namespace = prof.last_source.namespace
+    unmatched = prof.last_source.names_unmatched if prof.last_source is not None else tuple(named)
+    return prof, status, error, [spec for spec in opts.functions if spec in unmatched]
 
 
 def _exit_status(code: object) -> int:
@@ -239,7 +198,8 @@ def _run_plain(program: _Program) -> int:
     sys.path.insert(0, program.path_entry)
     try:
         with kernprof_builtin():
-            exec(compile(program.source, program.filename, "exec"), program.namespace())
+            program.last_namespace = program.main.make()
+            exec(compile(program.source, program.filename, "exec"), program.last_namespace)
     except SystemExit as exc:
         return _exit_status(exc.code)
     except BaseException:
@@ -252,25 +212,10 @@ def _run_plain(program: _Program) -> int:
     return 0
 
 
-class _UsageError(Exception):
-    """A request the command line refuses (exit status 2, never run unprofiled)."""
-
-
 def _cuda_functions(opts: argparse.Namespace, program: _Program) -> list[object]:
     """The CUDA kernels and device functions ``-f MODULE:FUNC`` names (imported now), or none;
-    ``_UsageError`` where they come with CPU functions or options that mean nothing for them."""
-    cuda, others = split_cuda((spec, _resolve(spec, program)) for spec in opts.functions)
-    if not cuda:
-        return []
-    if others:
-        raise _UsageError(
-            f"-f {others[0][0]}: CPU functions and CUDA kernels cannot be profiled together (a CUDA launch "
-            "is profiled by its own launches; with CUDA kernels, name each one as MODULE:FUNC)"
-        )
-    refused = cuda_refusals(opts, CLI)
-    if refused:
-        raise _UsageError(refused[0])
-    return cuda
+    ``RequestError`` where they come with CPU functions or options that mean nothing for them."""
+    return split_cpu_cuda([(spec, _resolve(spec, program)) for spec in opts.functions], opts, CLI)[1]
 
 
 def _cuda_run(
@@ -306,7 +251,7 @@ def split_module_args(argv: list[str]) -> tuple[list[str], list[str]]:
 def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else list(argv)
     if argv[:1] == ["show"] and not os.path.exists("show"):  # python -m numba_lprun show FILE
-        return show_main(argv[1:])
+        return _show_main(argv[1:])
     parser = build_parser()
     own, module_args = split_module_args(argv)
     opts = parser.parse_args(own)
@@ -333,7 +278,7 @@ def main(argv: list[str] | None = None) -> int:
         else:
             prof, status, error, unnamed = _profile_run(opts, program)
             profile = prof.profile
-    except _UsageError as exc:
+    except RequestError as exc:
         print(f"nlprun: {exc}", file=sys.stderr)
         return USAGE_ERROR
     except (NotProfilableError, TwinCompileError) as exc:
@@ -343,10 +288,8 @@ def main(argv: list[str] | None = None) -> int:
         print("nlprun: --keep-going: running the script unprofiled", file=sys.stderr)
         return _run_plain(program)
     sys.stdout.flush()
-    failed = error is not None and profiler_failed(error)
-    said = f"the script raised {type(error).__name__}" if error is not None else None
-    report(profile, opts, "numba_lprun itself failed: please report it" if failed else said)
-    if error is None and not unnamed and not any(f.calls or f.hits for f in profile.functions):
+    report(profile, opts, cut_short(error, None, "script"))
+    if error is None and not unnamed and nothing_ran(profile):
         print(_what_was_there(program))
     if error is not None:
         sys.stdout.flush()
@@ -359,6 +302,18 @@ def main(argv: list[str] | None = None) -> int:
             return USAGE_ERROR
         print("nlprun: --keep-going: the script ran (once); its own exit status stands", file=sys.stderr)
     return status
+
+
+def _show_main(argv: list[str]) -> int:
+    """``python -m numba_lprun show FILE [options]``."""
+    parser = argparse.ArgumentParser(
+        prog="python -m numba_lprun show",
+        description="Show a profile saved by -D (or ProfileStats.to_json) again, with its notes: the "
+        "table as the run printed it, or line_profiler's text layout (-T -), or an HTML report (--html).",
+    )
+    parser.add_argument("load", metavar="FILE", help="the .lprof file that -D wrote, or a profile's JSON")
+    add_to_parser(parser, CLI, on_load=True)
+    return show_saved(parser.parse_args(argv))
 
 
 def _profilable(program: _Program) -> list[str]:
@@ -381,7 +336,7 @@ def _what_was_there(program: _Program) -> str:
             "jitted function (@njit, @jitclass, @vectorize, @stencil): name one in an installed "
             "package with -f module:function"
         )
-    return "nlprun: what the script could have profiled: " + "; ".join(f"-f {f}" for f in found)
+    return "nlprun: " + could_have_profiled(found, "the script")
 
 
 def _unnamed(spec: str, program: _Program) -> str:

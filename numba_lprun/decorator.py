@@ -13,6 +13,8 @@ import contextlib
 from collections.abc import Iterator
 from typing import TypeVar
 
+#: The attribute the mark is (``instrument.kinds.is_marked`` reads it: this module imports
+#: nothing, so a script that only marks never imports Numba or the profiler).
 MARK = "_numba_lprun_profile"
 F = TypeVar("F")
 
@@ -24,18 +26,6 @@ def profile(func: F) -> F:
     except (AttributeError, TypeError):
         pass  # an object that takes no attributes cannot be a jitted function either
     return func
-
-
-def is_marked(obj: object) -> bool:
-    """Whether ``obj`` is a jitted function carrying the mark (on itself or its py_func).
-
-    Only dispatchers are asked: other objects may do anything on attribute access.
-    """
-    from .internals import CPUDispatcher
-
-    if not isinstance(obj, CPUDispatcher):
-        return False
-    return getattr(obj, MARK, False) is True or getattr(obj.py_func, MARK, False) is True
 
 
 @contextlib.contextmanager

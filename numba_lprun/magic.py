@@ -19,19 +19,13 @@ from IPython.core.magic import Magics, line_cell_magic, magics_class
 from IPython.core.magic_arguments import argument, magic_arguments, parse_argstring
 from IPython.display import display
 
-from .cuda import CudaLineProfiler, bound_kernels, namespaces_of, split_cuda
-from .errors import (
-    NotProfilableError,
-    TwinCompileError,
-    profiler_failed,
-    without_profiler_frames,
-)
-from .instrument.kinds import defined_in, evaluate_expression, is_dispatcher, profilable_in, resolve
-from .instrument.packages import imported_from, package_pick, split_packages
+from .cuda import CudaLineProfiler, bound_kernels, namespaces_of
+from .errors import NotProfilableError, TwinCompileError, without_profiler_frames
+from .instrument.kinds import evaluate_expression, is_dispatcher, profilable_in, resolve
+from .instrument.packages import imported_from, split_packages
 from .options import (
     MAGIC,
     cuda_profiler_kwargs,
-    cuda_refusals,
     optional_value_flags,
     options_for,
     profiler_kwargs,
@@ -39,7 +33,16 @@ from .options import (
     value_flags,
 )
 from .profiler import LineProfiler
-from .show import load, report
+from .session import (
+    RequestError,
+    Selection,
+    could_have_profiled,
+    cut_short,
+    load,
+    nothing_ran,
+    report,
+    split_cpu_cuda,
+)
 from .stats import ProfileStats
 
 _VALUE_OPTIONS = value_flags(MAGIC)
@@ -165,12 +168,6 @@ def _with_options(func):
     return func
 
 
-def _pick(in_statement: Callable, in_packages: Callable, chosen: bool) -> Callable[[object], bool]:
-    """What the statement makes that is profiled: what --source's packages define, and, where
-    nothing was named, what the statement (a cell) defines itself."""
-    return lambda value: in_packages(value) or (not chosen and in_statement(value))
-
-
 @magics_class
 class NlprunMagics(Magics):
     """``%nlprun`` / ``%%nlprun``: line-profile Numba jitted functions."""
@@ -206,7 +203,10 @@ class NlprunMagics(Magics):
             compile(statement, filename, "exec")
         except SyntaxError as exc:
             raise UsageError(f"nlprun: syntax error in the statement, line {exc.lineno}: {exc.msg}") from None
-        functions, kernels = self._functions(args)
+        try:
+            functions, kernels = self._functions(args)
+        except RequestError as exc:
+            raise UsageError(f"nlprun: {exc}") from None
         if kernels:
             return self._nlprun_cuda(args, statement, filename, functions, kernels)
         in_modules = self._module_functions(args)
@@ -231,24 +231,16 @@ class NlprunMagics(Magics):
         for func in imported_from(packages):
             prof.add_function(func)
         functions += in_modules
-        pick = _pick(defined_in(filename), package_pick(packages), chosen=bool(functions or packages))
+        selection = Selection(filename, packages, chosen=bool(functions or packages))
         ns = self.shell.user_ns
         interrupted, error, progress = self._run(
-            lambda progress: prof.runsource(statement, filename, ns, pick, progress=progress)
+            lambda progress: prof.runsource(statement, filename, ns, selection, progress=progress)
         )
         return self._finish(prof, prof.profile, args, interrupted, error, progress)
 
     def _nlprun_cuda(self, args, statement: str, filename: str, functions: list, kernels: list):
         """A statement that launches CUDA kernels: run once, each named kernel bound to a
         stand-in that profiles its launches (``numba_lprun.cuda``), then put back."""
-        if functions or args.modules:
-            raise UsageError(
-                "nlprun: CPU functions and CUDA kernels cannot be profiled together (a CUDA launch is "
-                "profiled by its own launches, a CPU call by runs of the statement): use two %nlprun"
-            )
-        refused = cuda_refusals(args, MAGIC)
-        if refused:
-            raise UsageError(f"nlprun: {refused[0]}")
         prof = CudaLineProfiler(*kernels, **cuda_profiler_kwargs(args))
         ns = self.shell.user_ns
         code = compile(statement, filename, "exec")
@@ -266,10 +258,7 @@ class NlprunMagics(Magics):
         """Show the profile (why it was cut short, if it was), then raise the statement's error
         with the user's frames only (the profiler's whole traceback where it failed itself)."""
         __tracebackhide__ = True
-        if error is not None and profiler_failed(error):
-            interrupted = f"numba_lprun itself failed ({type(error).__name__}): please report it"
-        elif error is not None:
-            interrupted = f"the statement raised {type(error).__name__}"
+        interrupted = cut_short(error, interrupted, "statement")
         self._show(profile, args, interrupted, error is not None, progress)
         if error is not None:
             raise without_profiler_frames(error)
@@ -295,14 +284,14 @@ class NlprunMagics(Magics):
     # -- pieces ----------------------------------------------------------------------
     def _functions(self, args) -> tuple[list[Callable], list[object]]:
         """The CPU functions and the CUDA kernels and device functions ``-f`` names
-        (``cuda.split_cuda`` tells them apart, as for the command line)."""
+        (``session.split_cpu_cuda`` tells them apart, and refuses both at once)."""
         named = []
         for expr in args.functions:
             try:
                 named.append((expr, evaluate_expression(expr, self.shell.user_ns)))
             except NotProfilableError as exc:
                 raise UsageError(f"nlprun: -f {expr}: {exc}") from None
-        cuda, others = split_cuda(named)
+        others, cuda = split_cpu_cuda(named, args, MAGIC, args.modules)
         found: list[Callable] = []
         for expr, obj in others:
             try:
@@ -355,10 +344,10 @@ class NlprunMagics(Magics):
         else:
             progress.clear()
         report(profile, args, interrupted, show)
-        if not raised and not any(f.calls or f.hits for f in profile.functions):
+        if not raised and nothing_ran(profile):
             found = profilable_in(self.shell.user_ns, None)
             if found:
-                print("numba_lprun: in the namespace there is: " + "; ".join(f"-f {f}" for f in found))
+                print("numba_lprun: " + could_have_profiled(found, "the statement"))
 
 
 def register(ipython) -> None:

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import io
 import sys
-from collections.abc import Callable, Iterable
+from collections.abc import Callable
 from typing import Any
 
 from .assemble import assemble, assembly_settings
@@ -25,6 +25,7 @@ from .run.measurements import CallRecord, close_call, merge_records
 from .run.phase_run import PhaseRun
 from .run.phases import CallContext, RunSettings, plan, run_phases
 from .run.runner import Runner
+from .run.selection import MainModule, Selection, SourceRun
 from .run.snapshot import Reach, call_reach, statement_reach, take_snapshot
 from .run.statements import statement_run
 from .run.targets import TWIN_KINDS, may_run_on_threads
@@ -110,6 +111,7 @@ class LineProfiler:
         self._parts: list[ProcessPart] = []  # what the processes the calls started measured
         self._missing: tuple[str, ...] = ()  # why some of them sent nothing
         self._readings: dict[tuple, Any] = {}
+        self.last_source: SourceRun | None = None  # what the last runsource found
         for func in functions:
             self.add_function(func)
 
@@ -158,16 +160,17 @@ class LineProfiler:
         self,
         source: str,
         filename: str,
-        namespace: dict | Callable[[], dict],
-        pick: Callable[[object], bool] | None = None,
-        discover: Callable[[], Iterable[Callable]] | None = None,
+        namespace: dict | MainModule,
+        selection: Selection | None = None,
         progress: Callable[[str], None] | None = None,
         once: str | None = None,
     ) -> LineProfiler:
-        """Execute module-like ``source`` statement by statement, profiling what it defines
-        (``run.statements``); ``once``: why it runs only once (a script)."""
+        """Execute module-like ``source`` statement by statement, profiling what ``selection``
+        accepts of what it defines (``run.statements``; by default all the source's own);
+        ``once``: why it runs only once (a script). ``last_source`` then says what was found."""
         __tracebackhide__ = True
-        execute, namespaces, reach = statement_run(source, filename, namespace, pick, discover)
+        self.last_source = SourceRun(selection or Selection(filename))
+        execute, namespaces, reach = statement_run(source, filename, namespace, self.last_source)
         self.run_call(execute, namespaces, reach, progress, once)
         return self
 

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import ast
 import re
+import sys
 from pathlib import Path
 
 import pytest
@@ -20,7 +21,7 @@ PACKAGE = Path(__file__).resolve().parent.parent / "numba_lprun"
 
 #: The stages, in the order data flows; a module may import from its own stage and earlier ones.
 STAGES: list[set[str]] = [
-    {"errors", "interrupts", "twin_kind", "settings"},
+    {"errors", "interrupts", "twin_kind", "settings", "decorator"},
     {"internals"},  # the one door to Numba's private API
     {"instrument", "vectorized"},  # source -> instrumented AST -> twins
     {"sampling"},
@@ -29,9 +30,10 @@ STAGES: list[set[str]] = [
     {"codec", "stats_parts", "stats", "diagnose", "assemble", "merge"},  # the immutable profile
     {"renderers"},
     {"processes"},  # worker processes: their runs, their parts of the profile
-    {"profiler", "decorator", "cuda"},  # the Python API
+    {"profiler", "cuda"},  # the Python API
     {"options"},
-    {"show", "magic", "cli", "__main__", "demo"},  # front ends
+    {"session"},  # between the front ends and the profiler: request, outcome, presentation
+    {"magic", "cli", "__main__", "demo"},  # front ends
 ]
 MAX_MODULE_LINES = 600  # a guide (modules cut by subject), not a cap to squeeze under
 MAX_FUNCTION_LINES = 80
@@ -373,3 +375,106 @@ def test_the_environment_is_read_only_in_the_settings_module():
                 if any(alias.name in ("environ", "getenv") for alias in node.names):
                     found.append(f"{name}:{node.lineno} from os import")
     assert not found, found
+
+
+#: The front ends, and the one module they share between them and the profiler.
+FRONT_ENDS = ("numba_lprun.magic", "numba_lprun.cli")
+SESSION = "numba_lprun.session"
+
+
+def test_the_magic_and_the_command_line_share_the_session_module():
+    """What both front ends do is written once, in ``session``: they import it, and neither
+    reaches past it for what it decides (the CPU/CUDA split, the failure banner, what is
+    profiled) nor words what it words (each used to repeat them, in slightly different words)."""
+    known = modules()
+    shared = {"split_cuda", "cuda_refusals", "profiler_failed", "statement_run", "SourceRun"}
+    worded = ("cannot be profiled together", "itself failed", "could have profiled")
+    wrong = []
+    for name in FRONT_ENDS:
+        imported = {(target, n) for target, names, _ in imports_of(name, known[name]) for n in names}
+        if not any(target == SESSION for target, _ in imported):
+            wrong.append(f"{name} does not import {SESSION}")
+        wrong += [
+            f"{name} imports {t}.{n}" for t, n in imported if n in shared or t.startswith("numba_lprun.run")
+        ]
+        tree = ast.parse(known[name].read_text(encoding="utf-8"))
+        for node in ast.walk(tree):
+            if isinstance(node, ast.Constant) and isinstance(node.value, str):
+                wrong += [f"{name}:{node.lineno} words {w!r}" for w in worded if w in node.value]
+    assert not wrong, wrong
+
+
+#: The one thing a front end hands the run stage that it calls: the progress line, a sink for
+#: text ("compiling twins", "plain run 2 of 3") that decides nothing about the run.
+PROGRESS_SINKS = {("magic.py", "__call__"), ("magic.py", "clear")}
+
+
+def calls_up_during(action) -> list[str]:
+    """The front-end functions (``magic``, ``cli``, ``session``) called while a frame of the run
+    stage (``run/``, ``profiler.py``) is on the stack, as ``action()`` runs: a call back up."""
+    front = {str(PACKAGE / f) for f in ("magic.py", "cli.py", "session.py")}
+    below = (str(PACKAGE / "run") + "/", str(PACKAGE / "profiler.py"))
+    found: list[str] = []
+
+    def watch(frame, event, arg):
+        if event != "call" or frame.f_code.co_filename not in front:
+            return
+        where = (Path(frame.f_code.co_filename).name, frame.f_code.co_name)
+        caller = frame.f_back
+        while caller is not None:
+            if caller.f_code.co_filename.startswith(below) and where not in PROGRESS_SINKS:
+                found.append(f"{where[0]}:{frame.f_code.co_firstlineno} {where[1]}")
+                return
+            caller = caller.f_back
+
+    sys.setprofile(watch)
+    try:
+        action()
+    finally:
+        sys.setprofile(None)
+    return found
+
+
+CELL = """
+from numba import njit
+
+@njit
+def twice(x):
+    return 2 * x
+
+y = twice(21)
+"""
+
+SCRIPT = """
+from numba import njit
+
+@njit
+def twice(x):
+    return 2 * x
+
+@profile
+@njit
+def thrice(x):
+    return 3 * x
+
+print(twice(21) + thrice(1))
+"""
+
+
+def test_the_run_stage_never_calls_a_front_end(ipshell, tmp_path, capsys):
+    """A cell's and a script's new functions are judged by the run stage from the front end's
+    ``Selection`` (data): nothing in ``run/`` calls back into the magic, the command line or
+    the session while the program runs (the run stage called the magic's ``pick`` closure after
+    every statement, the CLI's ``pick``, ``_MarkedFinder`` and namespace factory too)."""
+    from numba_lprun import cli
+
+    script = tmp_path / "marks.py"
+    script.write_text(SCRIPT, encoding="utf-8")
+    up = calls_up_during(lambda: ipshell.run_cell_magic("nlprun", "--once", CELL))
+    up += calls_up_during(lambda: cli.main(["--once", "--hits", str(script)]))
+    up += calls_up_during(lambda: cli.main(["--once", "--hits", "-f", "twice", str(script)]))
+    out = capsys.readouterr().out
+    assert ipshell.user_ns["y"] == 42 and out.count("\n45\n") == 2, out
+    headings = re.findall(r"^Function:\s+(\w+)", out, flags=re.MULTILINE)
+    assert headings == ["twice", "thrice", "twice"], out  # the cell's, the script's marked one, -f's
+    assert not up, up

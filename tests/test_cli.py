@@ -56,12 +56,12 @@ def test_script_with_argparse_keeps_its_argv_and_exit_status(tmp_path):
 
 
 def test_show_refuses_what_holds_no_profile_and_options_of_a_run(tmp_path, capsys):
-    from numba_lprun import cli, show
+    from numba_lprun import cli, session
     from numba_lprun.stats import LineStats, ProfileStats, write_line_stats
 
     plain = tmp_path / "kernprof.lprof"
     write_line_stats(LineStats({("f.py", 1, "f"): [(2, 3, 40)]}, 1e-6), str(plain))
-    assert show.main([str(plain)]) == 2
+    assert cli.main(["show", str(plain)]) == 2
     assert "holds line_profiler's stats only" in capsys.readouterr().err
     assert cli.main(["--load", str(tmp_path / "none.lprof")]) == 2
     assert "cannot read" in capsys.readouterr().err
@@ -70,7 +70,7 @@ def test_show_refuses_what_holds_no_profile_and_options_of_a_run(tmp_path, capsy
     saved = tmp_path / "p.json"
     profile = ProfileStats(unit=1e-9, clock="a clock")
     saved.write_text(profile.to_json())
-    assert show.load(str(saved)) == profile
+    assert session.load(str(saved)) == profile
 
 
 def test_module_with_f_and_once():

@@ -30,7 +30,7 @@ def split_cuda(named: Iterable[tuple[str, T]]) -> tuple[list[T], list[tuple[str,
 
     The one place the magic and the command line decide whether to profile launches
     (``CudaLineProfiler``) or calls (``LineProfiler``): any CUDA function named sends the run
-    to the GPU path, where each front end refuses the others in its own words."""
+    to the GPU path (``session.split_cpu_cuda`` refuses CPU functions beside it)."""
     named = list(named)
     cuda = [obj for _, obj in named if is_cuda_function(obj)]
     return cuda, [(name, obj) for name, obj in named if not is_cuda_function(obj)]

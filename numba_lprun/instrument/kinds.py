@@ -14,6 +14,7 @@ from __future__ import annotations
 import importlib
 from types import FunctionType
 
+from ..decorator import MARK
 from ..errors import CudaFunctionError, NotProfilableError
 from ..internals import (
     CPUDispatcher,
@@ -162,13 +163,15 @@ def source_file(value: object) -> str | None:
     return kind.source_file(value) if kind is not None else None
 
 
-def defined_in(filename: str):
-    """A ``pick`` for ``LineProfiler.runsource``: what can be profiled whose code comes from ``filename``."""
+def is_marked(obj: object) -> bool:
+    """Whether ``obj`` is a jitted function carrying ``@numba_lprun.profile``'s mark (on itself
+    or its py_func).
 
-    def pick(value: object) -> bool:
-        return source_file(value) == filename
-
-    return pick
+    Only dispatchers are asked: other objects may do anything on attribute access.
+    """
+    if not isinstance(obj, CPUDispatcher):
+        return False
+    return getattr(obj, MARK, False) is True or getattr(obj.py_func, MARK, False) is True
 
 
 def profilable_in(namespace: dict, filename: str | None, module: str | None = None) -> list[str]:

@@ -4,7 +4,7 @@ What users of coverage.py's ``--source`` expect for a package's own test suite o
 programs (``nlprun --source PKG -m pytest --pyargs PKG``): a package is named once,
 not one ``-f`` per kernel, and its submodules count, whether imported before the run
 (found now, in ``sys.modules``) or during it (each ``@njit`` is seen as its decorator
-makes it: ``run.statements.new_dispatchers`` hands it to the front end's ``pick``).
+makes it: ``run.statements.new_dispatchers`` hands it to ``run.selection``).
 Jitclasses, ufuncs and stencils of modules imported during the run are made by Numba's
 own code, which that hook does not report: those are found when imported before it.
 """
@@ -12,7 +12,6 @@ own code, which that hook does not report: those are found when imported before 
 from __future__ import annotations
 
 import sys
-from collections.abc import Callable
 
 from ..errors import NotProfilableError
 from .function_kinds import kind_of
@@ -33,11 +32,6 @@ def module_of(value: object) -> str | None:
 
 def in_packages(module: str | None, packages: tuple[str, ...]) -> bool:
     return module is not None and any(module == p or module.startswith(p + ".") for p in packages)
-
-
-def package_pick(packages: tuple[str, ...]) -> Callable[[object], bool]:
-    """A ``pick`` for ``LineProfiler.runsource``: what the packages' own code defines."""
-    return lambda value: in_packages(module_of(value), packages)
 
 
 def imported_from(packages: tuple[str, ...]) -> list[object]:

@@ -11,7 +11,8 @@
   compile in the user's run); ``page_faults``: the fresh memory a run touched;
 - ``snapshot``, ``state_types``: save the state a call can reach, put back what an extra run changed;
 - ``quiet``: silence the extra runs' output;
-- ``statements``: run a cell or script statement by statement, adopting the functions it defines;
+- ``statements``: run a cell or script statement by statement, adopting the functions it defines
+  (``selection``: which ones, judged here from the front end's data);
 - ``sampled_run``: sample a phase and charge the samples to lines;
 - ``phases``: the runs of one call (the user's run first) over one call context
   (``allocation_run``: the run that counts allocations);

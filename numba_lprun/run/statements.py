@@ -3,9 +3,9 @@
 A ``%%nlprun`` cell or a script defines the jitted functions it profiles itself:
 they do not exist before the run, and each run defines them anew. So the source
 runs one top-level statement at a time, and after each one the new bindings
-that ``pick`` accepts (a jitted function, a jitclass, a ufunc, a stencil: see
-``resolve``) and whatever ``discover`` finds are adopted by the phase: their
-calls reach their twins from then on. Functions made while a statement runs (an
+that the front end's ``Selection`` accepts (a jitted function, a jitclass, a ufunc, a
+stencil: see ``resolve``; judged here, by ``selection.SourceRun``) are adopted by the
+phase: their calls reach their twins from then on. Functions made while a statement runs (an
 ``@njit`` inside another function, as examples and tests write them) are
 adopted as the decorator makes them (``new_dispatchers``).
 """
@@ -16,28 +16,25 @@ import ast
 import contextlib
 import linecache
 import sys
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterator
 
 from ..errors import NotProfilableError
 from ..instrument.kinds import dispatcher_class, resolve
 from ..internals import kernel_classes
 from ..interrupts import ctrl_c_deferred
 from .phase_run import PhaseRun
+from .selection import MainModule, SourceRun
 from .snapshot import Reach, statement_reach
 
 
 def statement_run(
-    source: str,
-    filename: str,
-    namespace: dict | Callable[[], dict],
-    pick: Callable[[object], bool] | None,
-    discover: Callable[[], Iterable[Callable]] | None,
+    source: str, filename: str, namespace: dict | MainModule, judged: SourceRun
 ) -> tuple[Callable[[PhaseRun], None], list[dict], Reach]:
     """What a phase runs for ``source``, the namespaces to look in, and the state it reaches.
 
-    ``namespace`` may be a factory, called once per run, for a fresh module
-    namespace each time (nothing to restore in it then). The source is registered
-    in linecache under ``filename`` so its functions' source can be read back.
+    ``namespace`` may be a ``MainModule``, made fresh for each run (nothing to
+    restore in it then). The source is registered in linecache under ``filename``
+    so its functions' source can be read back. ``judged`` says what is adopted.
     """
     lines = source.splitlines(keepends=True)
     linecache.cache[filename] = (len(source), None, lines, filename)
@@ -46,11 +43,12 @@ def statement_run(
     fixed = namespace if isinstance(namespace, dict) else None
 
     def execute(run: PhaseRun) -> None:
-        ns = fixed if fixed is not None else namespace()
+        ns = fixed if fixed is not None else namespace.make()
+        judged.namespace = ns
         run.add_namespace(ns)
 
         def made(dispatcher: object) -> None:
-            if pick is not None and pick(dispatcher):
+            if judged.accepts(dispatcher):
                 run.adopt(dispatcher)
 
         try:
@@ -59,8 +57,8 @@ def statement_run(
                     before = {k: id(v) for k, v in ns.items()}
                     exec(code, ns)
                     new = [v for k, v in list(ns.items()) if before.get(k) != id(v)]
-                    found = [d for v in new if pick is not None and pick(v) for d in _profilable(v)]
-                    found += list(discover()) if discover is not None else []
+                    found = [d for v in new if judged.accepts(v) for d in _profilable(v)]
+                    found += judged.marked_since()
                     if found:
                         run.adopt(*found)
         finally:
@@ -73,7 +71,7 @@ def statement_run(
 
 def _profilable(value: object) -> list:
     """The dispatchers that stand for ``value`` (a jitclass gives its members); none if it
-    cannot be profiled (the front end's pick said it was the source's own)."""
+    cannot be profiled (the selection took it as the source's own)."""
     try:
         return resolve(value)
     except NotProfilableError:

@@ -1,11 +1,16 @@
-"""Showing a profile as both front ends do, and a saved one again.
+"""Between the front ends and the profiler: a request, its outcome, its presentation.
 
-``report`` prints the table (or has a notebook display it) and writes the files the
-options ask for (``-T``, ``--html``, ``-D``). ``python -m numba_lprun show FILE``
-(``nlprun --load FILE``, ``%nlprun --load FILE``) reads a profile that ``-D`` saved (the
-``.lprof`` carries the whole profile after line_profiler's stats: ``renderers.lprof``) or
-that ``ProfileStats.to_json`` wrote, and shows it through the same ``report``: the same
-table and notes the run printed, as text, a rich table or HTML.
+The magic and the command line parse their input and print; what they share is here,
+written once. A request: what is profiled (``Selection``: data the run stage judges
+itself, never a callback into the front end) and the CPU/CUDA split with its refusals
+(``split_cpu_cuda``, ``RequestError`` naming the reason in one line). An outcome: why a
+run was cut short (``cut_short``: the program's error, the profiler's own failure) and
+what to say when no profiled function ran (``nothing_ran``, ``could_have_profiled``).
+The presentation: ``report`` prints the table (or has a notebook display it) and writes
+the files the options ask for (``-T``, ``--html``, ``-D``); ``show_saved`` shows a
+profile that ``-D`` saved (the ``.lprof`` carries the whole profile after line_profiler's
+stats: ``renderers.lprof``) or that ``ProfileStats.to_json`` wrote, through the same
+``report`` (``python -m numba_lprun show FILE``, ``nlprun --load``, ``%nlprun --load``).
 """
 
 from __future__ import annotations
@@ -18,12 +23,75 @@ from collections.abc import Callable
 from html import escape
 from typing import TextIO
 
-from .options import CLI, add_to_parser, run_options_given
+from .cuda import split_cuda
+from .errors import profiler_failed
+from .options import CLI, cuda_refusals, run_options_given
 from .renderers import HTMLRenderer, LprofWriter, RichRenderer, TextRenderer, read_profile
 from .renderers.columns import SAMPLE_COUNTS
+from .run.selection import MainModule, Selection
 from .stats import ProfileStats
 
+__all__ = [
+    "MainModule",
+    "RequestError",
+    "Selection",
+    "could_have_profiled",
+    "cut_short",
+    "load",
+    "nothing_ran",
+    "report",
+    "show_saved",
+    "split_cpu_cuda",
+    "version_text",
+]
+
 USAGE_ERROR = 2
+
+
+class RequestError(Exception):
+    """A request refused before anything runs, in one line (the magic raises it as IPython's
+    ``UsageError``, the command line prints it and exits with 2)."""
+
+
+def split_cpu_cuda(
+    named: list[tuple[str, object]], opts: argparse.Namespace, front_end: str, modules: list[str] = ()
+) -> tuple[list[tuple[str, object]], list[object]]:
+    """``-f``'s (name, object) pairs split into CPU ones and CUDA kernels (``cuda.split_cuda``);
+    ``RequestError`` where both are asked for at once (with ``-m`` modules too), or where an
+    option means nothing for a CUDA launch."""
+    cuda, others = split_cuda(named)
+    if cuda and (others or modules):
+        what = f"-f {others[0][0]}" if others else f"-m {modules[0]}"
+        raise RequestError(
+            f"{what}: CPU functions and CUDA kernels cannot be profiled together (a CUDA launch is "
+            "profiled by its own launches, a CPU function by runs of the program): profile them in two runs"
+        )
+    refused = cuda_refusals(opts, front_end) if cuda else []
+    if refused:
+        raise RequestError(refused[0])
+    return others, cuda
+
+
+def cut_short(error: BaseException | None, interrupted: str | None, subject: str) -> str | None:
+    """Why the profile shown is only part of a run (said above it): ``interrupted`` (Ctrl-C, an
+    exit), the program's own error, or numba_lprun's own failure; ``subject``: "statement" or "script"."""
+    if error is not None and profiler_failed(error):
+        return f"numba_lprun itself failed ({type(error).__name__}): please report it"
+    if error is not None:
+        return f"the {subject} raised {type(error).__name__}"
+    return interrupted
+
+
+def nothing_ran(profile: ProfileStats) -> bool:
+    """Whether no profiled function ran (then the front end says what could have been profiled)."""
+    return not any(f.calls or f.hits for f in profile.functions)
+
+
+def could_have_profiled(found: list[str], where: str) -> str:
+    """The hint after a profile where nothing profiled ran: the ``-f`` names ``where`` (the
+    statement, the script) could have asked for."""
+    names = "; ".join(f"-f {f}" for f in found)
+    return f"no profiled function ran; what {where} could have profiled: {names}"
 
 
 def version_text() -> str:
@@ -140,15 +208,3 @@ def show_saved(opts: argparse.Namespace, front_end: str = CLI, program: str | No
         return USAGE_ERROR
     report(profile, opts)
     return 0
-
-
-def main(argv: list[str]) -> int:
-    """``python -m numba_lprun show FILE [options]``."""
-    parser = argparse.ArgumentParser(
-        prog="python -m numba_lprun show",
-        description="Show a profile saved by -D (or ProfileStats.to_json) again, with its notes: the "
-        "table as the run printed it, or line_profiler's text layout (-T -), or an HTML report (--html).",
-    )
-    parser.add_argument("load", metavar="FILE", help="the .lprof file that -D wrote, or a profile's JSON")
-    add_to_parser(parser, CLI, on_load=True)
-    return show_saved(parser.parse_args(argv))

@@ -1,0 +1,112 @@
+"""Which of the things a cell or script makes are profiled: data from the front end, judged here.
+
+A ``%%nlprun`` cell or an ``nlprun`` script defines the functions it profiles as it
+runs, so what to adopt is decided after each statement (``statements``), for things
+that did not exist when the front end parsed its options. The front end says what it
+wants as a ``Selection`` (plain frozen data: the source's file, ``--source``'s
+packages, ``-f``'s bare names, whether only ``@profile``-marked functions count);
+the run stage judges each new object against it itself, so it never calls back into
+the front end. What a run found that the front end asks about afterwards (the names
+that matched, the script's namespace) is kept in a ``SourceRun``, filled even when
+the program raises.
+"""
+
+from __future__ import annotations
+
+import sys
+import types
+from dataclasses import dataclass
+from importlib.machinery import ModuleSpec
+
+from ..instrument.kinds import is_marked, source_file
+from ..instrument.packages import in_packages, module_of
+
+
+@dataclass(frozen=True)
+class Selection:
+    """What a run of module-like source adopts among the things it makes.
+
+    ``filename``: the source's own file (what the cell or script defines itself);
+    ``packages``: ``--source`` packages, whose functions always count; ``chosen``:
+    functions or packages were named, so the source's own count only by ``names``;
+    ``names``: bare ``-f`` names, matched by the name a function is bound to or its
+    own; ``marked_only``: the script marks with ``@profile``, so only marked ones
+    count; ``find_marked``: also adopt marked functions of modules imported meanwhile
+    (kernprof's habit: ``@profile`` in a module the script imports).
+    """
+
+    filename: str
+    packages: tuple[str, ...] = ()
+    chosen: bool = False
+    names: frozenset[str] = frozenset()
+    marked_only: bool = False
+    find_marked: bool = False
+
+
+@dataclass(frozen=True)
+class MainModule:
+    """A script's ``__main__``, made fresh for each run (so nothing in it needs putting back):
+    its file, and the import spec of ``-m MODULE``. ``sys.modules["__main__"]`` is set to it
+    while the script runs; the front end that asked for it puts its own back."""
+
+    filename: str
+    spec: ModuleSpec | None = None
+
+    def make(self) -> dict:
+        module = types.ModuleType("__main__")
+        module.__file__ = self.filename
+        module.__builtins__ = __builtins__
+        module.__spec__ = self.spec
+        if self.spec is not None:
+            module.__package__ = self.spec.parent
+        sys.modules["__main__"] = module
+        return module.__dict__
+
+
+class SourceRun:
+    """One ``runsource``'s judging of what its source makes, and what it found: the
+    ``-f`` names that matched something and the namespace the source ran in last (the
+    front end's hints read them after the run, whatever the program raised)."""
+
+    def __init__(self, selection: Selection) -> None:
+        self.selection = selection
+        self.namespace: dict = {}
+        self.names_found: set[str] = set()
+        self._modules_seen: set[str] = set()
+        self._marked: list[object] = []  # marked functions of the namespace adopted already
+
+    def accepts(self, value: object) -> bool:
+        """Whether ``value`` (a new binding, or a function a decorator just made) is profiled."""
+        chosen = self.selection
+        if in_packages(module_of(value), chosen.packages):
+            return True
+        if source_file(value) != chosen.filename:
+            return False
+        if chosen.names:  # by the name it is bound to (fast = njit(fastmath=True)(f)) or its own
+            own = getattr(value, "__name__", None)
+            hits = {n for n in chosen.names if self.namespace.get(n) is value or own == n}
+            self.names_found |= hits
+            return bool(hits)
+        return not chosen.chosen and (not chosen.marked_only or is_marked(value))
+
+    def marked_since(self) -> list[object]:
+        """With ``find_marked``: functions marked ``@profile`` in modules imported since the last
+        look, and in the source's namespace (``profile(f)`` after ``f`` was made)."""
+        if not self.selection.find_marked:
+            return []
+        found = []
+        for name, module in list(sys.modules.items()):
+            if name in self._modules_seen or name == "__main__":
+                continue
+            self._modules_seen.add(name)
+            found += [v for v in list(getattr(module, "__dict__", {}).values()) if is_marked(v)]
+        for value in list(self.namespace.values()):
+            if is_marked(value) and not any(value is seen for seen in self._marked):
+                self._marked.append(value)
+                found.append(value)
+        return found
+
+    @property
+    def names_unmatched(self) -> tuple[str, ...]:
+        """The bare ``-f`` names that named nothing the source made (in the order given)."""
+        return tuple(sorted(self.selection.names - self.names_found))

@@ -478,3 +478,45 @@ def test_the_run_stage_never_calls_a_front_end(ipshell, tmp_path, capsys):
     headings = re.findall(r"^Function:\s+(\w+)", out, flags=re.MULTILINE)
     assert headings == ["twice", "thrice", "twice"], out  # the cell's, the script's marked one, -f's
     assert not up, up
+
+
+#: State keyed by ``id()`` that stays: lookups of arbitrary values, which may be unhashable (a
+#: module's globals, the objects a snapshot walks), each guarded by the object held beside it.
+ID_KEYED = {
+    ("numba_lprun.instrument.twins", "links"),  # any global's value: weakly held, checked with `is`
+    ("numba_lprun.run.snapshot", "seen"),  # the objects one snapshot walk has met, while it walks
+}
+
+
+def _is_id_call(node: ast.AST) -> bool:
+    return isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id == "id"
+
+
+def _self_attribute(node: ast.AST) -> str | None:
+    """``x`` for ``self.x`` (or ``self.x.y``...), else None."""
+    while isinstance(node, ast.Attribute):
+        if isinstance(node.value, ast.Name) and node.value.id == "self":
+            return node.attr
+        node = node.value
+    return None
+
+
+def test_no_state_is_kept_by_id():
+    """An object's state lives in containers keyed by the object (targets, twins, dispatchers and
+    classes hash by identity), not by ``id()``: an id outlives its object and a new object may get
+    it (the runner had 8 fields keyed by id and guards against reuse; 22 such uses in all)."""
+    found = []
+    for name, path in modules().items():
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            keyed = None
+            if isinstance(node, ast.Subscript):
+                parts = node.slice.elts if isinstance(node.slice, ast.Tuple) else [node.slice]
+                keyed = _self_attribute(node.value) if any(map(_is_id_call, parts)) else None
+            elif isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.args:
+                first = node.args[0]
+                first = first.elt if isinstance(first, ast.GeneratorExp) else first
+                if node.func.attr in ("get", "add", "pop", "setdefault", "update") and _is_id_call(first):
+                    keyed = _self_attribute(node.func.value)
+            if keyed is not None and (name, keyed) not in ID_KEYED:
+                found.append(f"{name}:{node.lineno} self.{keyed} keyed by id()")
+    assert not found, found

@@ -70,7 +70,7 @@ class _Rewriter(ConditionProbes):
         self.objmode_lines: set[int] = set()
         self.n_returns = 0
         self.n_flags = 0
-        self.plans: dict[int, TestPlan | None] = {}
+        self.plans: dict[ast.AST, TestPlan | None] = {}  # by node (nodes hash by identity)
         # VERSION: whether a jump back to the line that jumped fires (the profiling core)
         self.backward = E.backward_jumps_fire() if timing_lines else True
 
@@ -162,9 +162,9 @@ class _Rewriter(ConditionProbes):
         """The per-leaf events of ``s``'s test (None for a constant test, or when unknown)."""
         if not self.timing_lines or isinstance(s.test, ast.Constant):
             return None
-        if id(s) not in self.plans:
-            self.plans[id(s)] = E.plan_test(s)
-        return self.plans[id(s)]
+        if s not in self.plans:
+            self.plans[s] = E.plan_test(s)
+        return self.plans[s]
 
     def first_event(self, stmts: list[ast.stmt]) -> int | None:
         """The line of the first event ``stmts`` fire when entered from another line."""

@@ -86,9 +86,9 @@ def exec_def(
     return made
 
 
-@dataclass
+@dataclass(eq=False)
 class Twin:
-    """One twin dispatcher and what it replaces."""
+    """One twin dispatcher and what it replaces (equal only to itself: kept by identity)."""
 
     original: CPUDispatcher
     dispatcher: CPUDispatcher

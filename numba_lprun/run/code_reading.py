@@ -29,7 +29,7 @@ def read_twin_code(runner: Runner, record: CallRecord, kept: dict) -> dict[Key, 
             if m.twin == twin.kind:
                 for address, count in m.functions[key].addresses.items():
                     addresses[address] = addresses.get(address, 0) + count
-        state = (key, id(twin), len(twin.code.overloads), sum(addresses.values()))
+        state = (key, twin, len(twin.code.overloads), sum(addresses.values()))
         if state not in kept:
             src = target.source
             last = src.first_lineno + len(src.lines) - 1

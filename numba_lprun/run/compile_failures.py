@@ -29,13 +29,13 @@ def failed_compiles(
     for key, target in targets.items():
         twin = target.twins.get(kind)
         tried = [target.original] + ([twin.dispatcher] if twin is not None else [])
-        failure = next((watcher.failed[id(d)] for d in tried if id(d) in watcher.failed), None)
+        failure = next((watcher.failed[d] for d in tried if d in watcher.failed), None)
         if failure is not None:
             reason, types = failure
-            only_the_twin = twin is not None and id(target.original) not in watcher.failed
+            only_the_twin = twin is not None and target.original not in watcher.failed
             # (a function that failed itself is not compiled again: Numba raises the same exception
             # object again, and that would add frames to the one the user's statement raised)
-            if only_the_twin and id(twin.dispatcher) in watcher.failed and _compiles(target.original, types):
+            if only_the_twin and twin.dispatcher in watcher.failed and _compiles(target.original, types):
                 continue  # the original ran instead, and the run says so (``PhaseRun.unprofiled``)
             found[key] = reason
     return CompileFailed(found) if found else None

@@ -80,14 +80,14 @@ class CompileWatcher:
         self.phase = phase
         self.progress = progress
         self.paused = paused  # told when compiling starts and ends (the sampler pauses)
-        self.seconds: dict[int, float] = {}
+        self.seconds: dict[object, float] = {}  # dispatcher -> seconds its own compiles took
         self.spans: list[tuple[float, float]] = []  # (start, end) of each outermost compile
         self.span_faults: list[int] = []  # the page faults of each (-1: unknown)
         self._faults_at = -1
-        self._stack: list[list] = []  # [dispatcher id, start, time spent in nested compiles]
+        self._stack: list[list] = []  # [dispatcher, start, time spent in nested compiles]
         self._held = None  # Ctrl-C held while the outermost compile runs
         self._pid = os.getpid()
-        self.failed: dict[int, tuple[str, tuple]] = {}  # id(dispatcher) -> (why, in one line; its types)
+        self.failed: dict[object, tuple[str, tuple]] = {}  # dispatcher -> (why, in one line; its types)
 
     def on_start(self, data: dict) -> None:
         if os.getpid() != self._pid:  # a forked child's inherited listener
@@ -102,16 +102,16 @@ class CompileWatcher:
             if self.paused is not None:
                 self.paused.pause()
             self._faults_at = minor_faults()
-        self._stack.append([id(disp), time.perf_counter(), 0.0])
+        self._stack.append([disp, time.perf_counter(), 0.0])
 
     def on_end(self, data: dict, error: BaseException | None = None) -> None:
         if not self._stack or os.getpid() != self._pid:
             return
         disp = data.get("dispatcher")
         if isinstance(error, Exception) and disp is not None:  # not a Ctrl-C: Numba's or the code's error
-            self.failed[id(disp)] = (failure_reason(error), tuple(data.get("args") or ()))
+            self.failed[disp] = (failure_reason(error), tuple(data.get("args") or ()))
         elif error is None and disp is not None:  # compiled after all (Numba retries with literal types)
-            self.failed.pop(id(disp), None)
+            self.failed.pop(disp, None)
         key, start, nested = self._stack.pop()
         spent = time.perf_counter() - start
         self.seconds[key] = self.seconds.get(key, 0.0) + spent - nested

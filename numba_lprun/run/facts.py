@@ -13,7 +13,7 @@ from .targets import Target, unsampled_lines
 
 def target_facts(
     targets: dict[Key, Target],
-    compile_seconds: dict[int, float],
+    compile_seconds: dict,  # twin -> seconds this runner compiled it for
     used: set[str],
     labels: list[str | None],
     user_kind: str,
@@ -33,7 +33,7 @@ def target_facts(
     for (key, target), heading in zip(targets.items(), titles(entries), strict=True):
         src = target.source
         compiled = {
-            kind: compile_seconds.get(id(twin), 0.0)
+            kind: compile_seconds.get(twin, 0.0)
             for kind, twin in target.twins.items()
             if twin.has_code and kind in used
         }

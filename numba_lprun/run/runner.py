@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import contextlib
 import warnings
+import weakref
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 
@@ -61,35 +62,37 @@ class Runner:
 
     clock: str
     shows_times: bool = True  # False: hits only (--hits), so no twin reads the clock (targets._times_lines)
+    # Keyed by the objects themselves (targets, twins, dispatchers and classes hash by identity),
+    # never by id(): an id outlives its object, and a later one may take it.
     targets: dict[Key, Target] = field(default_factory=dict)
-    relinked: dict[str, dict[int, Twin]] = field(default_factory=lambda: {k: {} for k in TWIN_KINDS})
-    compile_seconds: dict[int, float] = field(default_factory=dict)  # id(twin) -> compiled by this runner
-    properties: dict[tuple[str, int, str], property] = field(default_factory=dict)  # jitclass boxes
-    users: dict[int, tuple] = field(default_factory=dict)  # see _uses
+    relinked: dict[str, dict[object, Twin]] = field(default_factory=lambda: {k: {} for k in TWIN_KINDS})
+    compile_seconds: dict[Twin, float] = field(default_factory=dict)  # twin -> compiled by this runner
+    properties: dict[tuple[str, type, str], property] = field(default_factory=dict)  # jitclass boxes
+    users: weakref.WeakKeyDictionary = field(default_factory=weakref.WeakKeyDictionary)  # see _uses
     callers: list = field(default_factory=list)  # the jitted callers the last build found (see phase)
     used: set[str] = field(default_factory=set)  # kinds of twin this runner's phases ran on
-    adopted: set[int] = field(default_factory=set)  # ids of targets a statement defines (made each run)
+    adopted: set[Target] = field(default_factory=set)  # targets a statement defines (made each run)
     generation: int = 0  # phases started so far: a dispatcher made in a later one may define one again
-    born: dict[int, int] = field(default_factory=dict)  # id(target) -> generation its original came in
-    given: dict[int, tuple[object, str]] = field(default_factory=dict)  # id(dispatcher) -> (it, its name)
-    settled: set[int] = field(default_factory=set)  # ids of targets whose key was read: fixed
-    labels: dict[int, str] = field(default_factory=dict)  # id(target) -> the last name it was known by
+    born: dict[Target, int] = field(default_factory=dict)  # target -> generation its original came in
+    given: dict[object, str] = field(default_factory=dict)  # dispatcher -> the name the user gave it
+    settled: set[Target] = field(default_factory=set)  # targets whose key was read: fixed
+    labels: dict[Target, str] = field(default_factory=dict)  # target -> the last name it was known by
 
     def add(self, dispatcher: object, name: str | None = None) -> Target:
         """Make ``dispatcher`` a target (``name``: what the user called it), or the target it
         defines again (``defined_again``); a further dispatcher of a profiled Python function
         is a target of its own, keyed apart (``naming``)."""
         if name:
-            self.given[id(dispatcher)] = (dispatcher, name)
+            self.given[dispatcher] = name
         for target in self.targets.values():
             if target.original is dispatcher:
                 self._rekey(target)
                 return target
         source = read_source(dispatcher)
-        earlier = [t for t in self.targets.values() if self.born.get(id(t), 0) < self.generation]
+        earlier = [t for t in self.targets.values() if self.born.get(t, 0) < self.generation]
         existing = defined_again(earlier, dispatcher, source)
         if existing is not None:
-            self.born[id(existing)] = self.generation
+            self.born[existing] = self.generation
             redefine(existing, dispatcher, source, self.clock)
             return existing
         target = cached_target(dispatcher, self.clock)
@@ -97,7 +100,7 @@ class Runner:
             target = new_target(dispatcher, source)
             keep_target(dispatcher, self.clock, target)
         self.targets[self._key_for(target)] = target
-        self.born[id(target)] = self.generation
+        self.born[target] = self.generation
         return target
 
     def _key_for(self, target: Target, taken: set[Key] | None = None) -> Key:
@@ -112,19 +115,17 @@ class Runner:
     def label_of(self, target: Target) -> str | None:
         """The name the user gave ``target``'s dispatcher, else the one it is bound to, else the
         last one it was known by (a later run of a statement may have defined it again)."""
-        held = self.given.get(id(target.original))
-        name = held[1] if held is not None and held[0] is target.original else None
-        name = name or bound_name(target.original, target.source.py_func)
+        name = self.given.get(target.original) or bound_name(target.original, target.source.py_func)
         if name is not None:
-            self.labels[id(target)] = name
-        return name or self.labels.get(id(target))
+            self.labels[target] = name
+        return name or self.labels.get(target)
 
     def _rekey(self, target: Target) -> None:
         """Key a further dispatcher by the name it got since it was added (a statement binds
         a name after the decorator made the function), while its counts are still unread."""
         old = next(k for k, t in self.targets.items() if t is target)
         self.label_of(target)
-        if old == target.source.key or id(target) in self.settled:
+        if old == target.source.key or target in self.settled:
             return
         new = self._key_for(target, {k for k in self.targets if k != old})
         if new != old:
@@ -144,13 +145,13 @@ class Runner:
         overloaded = overloaded_functions(self.templates())
         if callers is None:
             callers = find_callers(originals + overloaded, namespaces, lambda d: self._uses(d, names))
-            profiled = {id(d) for d in originals}
-            callers += [d for d in entry_points(classes) if id(d) not in profiled]
-            callers = self.callers = list({id(d): d for d in callers}.values())
+            profiled = set(originals)
+            callers += [d for d in entry_points(classes) if d not in profiled]
+            callers = self.callers = list(dict.fromkeys(callers))
         shapes = self._shapes(callers, names)
         targets = list(targets)
         for target in targets:
-            shape = shapes[id(target.original)]
+            shape = shapes[target]
             if not target.built_as(kind, *shape):  # kept from another kind of profile
                 target.twins[kind] = build_twin(target, kind, self.clock, *shape)
         self._refresh_stale(kind, shapes)
@@ -159,26 +160,27 @@ class Runner:
         relinked = self.relinked[kind]
         kernels = [c for c in callers if treated_as(c).kernel]  # ufuncs: rebuilt once the rest are linked
         for caller in callers:
-            if id(caller) not in relinked and not treated_as(caller).kernel:
-                relinked[id(caller)] = make_relinked(caller)
+            if caller not in relinked and not treated_as(caller).kernel:
+                relinked[caller] = make_relinked(caller)
         everything = [t.twins[kind] for t in self.targets.values() if kind in t.twins]
-        plain_callers = [relinked[id(c)] for c in callers if id(c) in relinked]
+        plain_callers = [relinked[c] for c in callers if c in relinked]
         link(everything + [twin for twin, _ in built] + plain_callers)
         for caller in kernels:
-            if id(caller) not in relinked:
-                relinked[id(caller)] = make_relinked(caller, everything + plain_callers)
-        built += [(relinked[id(caller)], None) for caller in callers]
+            if caller not in relinked:
+                relinked[caller] = make_relinked(caller, everything + plain_callers)
+        built += [(relinked[caller], None) for caller in callers]
         link(everything + [twin for twin, _ in built])
         return built
 
-    def _shapes(self, callers: list[CPUDispatcher], names: list[str]) -> dict[int, tuple[bool, bool, bool]]:
-        """How each target's twins are built, by id of its original (``targets.twin_shapes``)."""
+    def _shapes(self, callers: list[CPUDispatcher], names: list[str]) -> dict[Target, tuple[bool, ...]]:
+        """How each target's twins are built (``targets.twin_shapes``)."""
         users = [d for d in callers if runs_concurrently(d) and self._uses(d, names)]
         return twin_shapes(list(self.targets.values()), callers, users, self.shows_times)
 
-    def _links(self, target: Target, kind: str) -> frozenset[tuple[Key, int]]:
-        """The twins of other targets that ``target``'s code calls: (source key, id of that twin)."""
-        found: set[tuple[Key, int]] = set()
+    def _links(self, target: Target, kind: str) -> frozenset[tuple[Key, object]]:
+        """The twins of other targets that ``target``'s code calls: (source key, that twin's
+        dispatcher, or None where it has none yet)."""
+        found: set[tuple[Key, object]] = set()
         if treated_as(target.original).kernel:  # a ufunc, a stencil: its callees are not ours to link
             return frozenset()
         named = named_ids(target.original)  # once, not once per other target: N^2 reads per adopt
@@ -186,10 +188,10 @@ class Runner:
             if other is target or id(other.original) not in named:
                 continue
             twin = other.twins.get(kind)
-            found.add((other.source.key, id(twin.dispatcher) if twin is not None else 0))
+            found.add((other.source.key, twin.dispatcher if twin is not None else None))
         return frozenset(found)
 
-    def _refresh_stale(self, kind: str, shapes: dict[int, tuple[bool, bool, bool]]) -> None:
+    def _refresh_stale(self, kind: str, shapes: dict[Target, tuple[bool, bool, bool]]) -> None:
         """Replace the twins that were linked with other callee twins than this runner's.
 
         A compiled twin calls the callee twins it was linked with when it
@@ -208,7 +210,7 @@ class Runner:
             if not stale:
                 break
             for target in stale:
-                target.twins[kind] = build_twin(target, kind, self.clock, *shapes[id(target.original)])
+                target.twins[kind] = build_twin(target, kind, self.clock, *shapes[target])
         for target in self.targets.values():
             if kind in target.twins:
                 target.links[kind] = self._links(target, kind)
@@ -246,7 +248,7 @@ class Runner:
                 ignore_debug_info_warnings()
                 # what a statement defines is defined again by this run, and adopted then: its
                 # globals (the statement's imports, say) exist only while the statement runs
-                self.switch(run, [t for t in self.targets.values() if id(t) not in self.adopted])
+                self.switch(run, [t for t in self.targets.values() if t not in self.adopted])
                 for target in self.targets.values():  # counters are shared with earlier profilers
                     target.counters[kind].zero()
                 yield run
@@ -255,9 +257,9 @@ class Runner:
             run.unprofiled.update(run.swap.fell_back)
             forget_bound_methods(self.classes())
             for twin in self.twins(kind):
-                spent = watcher.seconds.get(id(twin.dispatcher), 0.0)
+                spent = watcher.seconds.get(twin.dispatcher, 0.0)
                 twin.compile_seconds += spent
-                self.compile_seconds[id(twin)] = self.compile_seconds.get(id(twin), 0.0) + spent
+                self.compile_seconds[twin] = self.compile_seconds.get(twin, 0.0) + spent
 
     def switch(self, run: PhaseRun, targets: list[Target]) -> None:
         """Make calls of ``targets`` (and of everything that reaches them) reach their twins.
@@ -296,7 +298,7 @@ class Runner:
                 targets.append(self.add(dispatcher))
             except NotProfilableError as exc:  # it runs as itself: the program never sees the refusal
                 run.unprofiled[describe(dispatcher)] = str(exc)
-        self.adopted.update(id(t) for t in targets)
+        self.adopted.update(targets)
         fresh = [t for t in targets if run.kind not in t.twins]
         try:
             if fresh:
@@ -313,24 +315,23 @@ class Runner:
         if not names:
             return False
         state = (len(dispatcher.overloads), tuple(names))
-        seen = self.users.get(id(dispatcher))
-        if seen is None or seen[0] is not dispatcher or seen[1] != state:
-            seen = self.users[id(dispatcher)] = (dispatcher, state, uses_instances(dispatcher, names))
-        return seen[2]
+        seen = self.users.get(dispatcher)
+        if seen is None or seen[0] != state:
+            seen = self.users[dispatcher] = (state, uses_instances(dispatcher, names))
+        return seen[1]
 
     def templates(self) -> list[type]:
         """The @overload/@register_jitable templates holding a profiled implementation."""
-        found = {id(t): t for target in self.targets.values() for t in target.templates}
-        return list(found.values())
+        return list(dict.fromkeys(t for target in self.targets.values() for t in target.templates))
 
     def classes(self) -> list[type]:
         """The jitclasses with a profiled member."""
-        return list({id(t.owner): t.owner for t in self.targets.values() if t.owner is not None}.values())
+        return list(dict.fromkeys(t.owner for t in self.targets.values() if t.owner is not None))
 
     def _swap_box_properties(self, kind: str, swap: Swap) -> None:
         """Python-level property access of profiled jitclasses reaches the twins (see jitclasses)."""
         for box, name, old in box_properties(self.classes()):
-            key = (kind, id(box), name)
+            key = (kind, box, name)
             if key not in self.properties:
                 self.properties[key] = fresh_property(box, name, old)
             swap.set_attribute(box, name, self.properties[key])
@@ -356,14 +357,14 @@ class Runner:
 
     def take_counts(self, kind: str, keep: bool = False) -> dict[Key, FunctionCounts]:
         """Counters of ``kind`` for every target (copied), then zeroed (``keep``: not zeroed)."""
-        self.settled.update(id(t) for t in self.targets.values())
+        self.settled.update(self.targets.values())
         return {key: counts_of(target, kind, keep) for key, target in self.targets.items()}
 
     def take_totals(self, kind: str) -> list[tuple[Key, int, int]]:
         """Each target's completed calls and their ticks in ``kind``'s twins, then zeroed: the
         cheap read made after every sampled repeat (hits stay in the counters)."""
         out = []
-        self.settled.update(id(t) for t in self.targets.values())
+        self.settled.update(self.targets.values())
         for key, target in self.targets.items():
             out.append((key, *target.counters[kind].take_totals()))
         return out
@@ -380,6 +381,6 @@ class Runner:
 
     def facts(self, user_kind: str) -> tuple[FunctionFacts, ...]:
         """What is known of each target without running it, titled (see ``facts``, ``naming``)."""
-        self.settled.update(id(t) for t in self.targets.values())
+        self.settled.update(self.targets.values())
         labels = [self.label_of(t) for t in self.targets.values()]
         return target_facts(self.targets, self.compile_seconds, self.used, labels, user_kind)

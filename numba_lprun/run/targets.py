@@ -35,9 +35,10 @@ TWIN_KINDS = (PLAIN, COUNTING, PROBED)
 LINES = "lines"  # the rewrite with a probe per line event (counting and probed twins share it)
 
 
-@dataclass
+@dataclass(eq=False)
 class Target:
-    """A profiled function: its source, rewrites, counters and twins."""
+    """A profiled function: its source, rewrites, counters and twins (equal only to itself, and
+    hashed so: kept in sets and dicts by identity)."""
 
     original: CPUDispatcher
     source: FunctionSource
@@ -180,15 +181,14 @@ def inlined_by_numba(dispatcher: object) -> bool:
 
 def twin_shapes(
     targets: list[Target], callers: list, instance_users: list, shows_times: bool
-) -> dict[int, tuple[bool, bool, bool]]:
-    """How each target's twins are built, by id of its original: (atomic counters, times shown,
-    calls timed), for ``build_twin`` and ``Target.built_as``. A stencil's calls are never timed:
-    its kernel is called once per point of the array."""
+) -> dict[Target, tuple[bool, bool, bool]]:
+    """How each target's twins are built: (atomic counters, times shown, calls timed), for
+    ``build_twin`` and ``Target.built_as``. A stencil's calls are never timed: its kernel is
+    called once per point of the array."""
     atomic = atomic_targets(targets, callers, instance_users)
     per_point = {id(t.original) for t in targets if treated_as(t.original).per_point}
     helpers = called_from_jitted(targets, callers) | per_point
-    ids = [id(t.original) for t in targets]
-    return {key: (key in atomic, shows_times, key not in helpers) for key in ids}
+    return {t: (id(t.original) in atomic, shows_times, id(t.original) not in helpers) for t in targets}
 
 
 def sampleable(dispatcher: object, inlined_in_parallel: bool = False) -> bool:

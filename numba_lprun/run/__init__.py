@@ -7,8 +7,8 @@
 - ``jitclasses``, ``overloads``: recompile jitclasses and point ``@overload``
   templates at the twins for a run;
 - ``runner``: one phase on one kind of twin (``phase_run``: what the phase hands its run);
-  ``compiles``: Numba's compile events meanwhile (``compile_failures``: a function that did not
-  compile in the user's run); ``page_faults``: the fresh memory a run touched;
+  ``compiles``: Numba's compile events meanwhile (and a function that did not compile in the
+  user's run); ``page_faults``: the fresh memory a run touched;
 - ``snapshot``, ``state_types``: save the state a call can reach, put back what an extra run changed;
 - ``quiet``: silence the extra runs' output;
 - ``statements``: run a cell or script statement by statement, adopting the functions it defines

@@ -29,7 +29,7 @@ from typing import Any
 
 from .allocation_run import AllocationRun
 from .call_context import CallContext, Phase, RunSettings, sampled_by, silently, too_long
-from .compile_failures import failed_compiles
+from .compiles import failed_compiles
 from .differences import compared_with_users
 from .measurements import (
     COUNTING,

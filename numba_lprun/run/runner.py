@@ -42,6 +42,7 @@ from .reach import Swap, find_callers, module_namespaces, named_ids
 from .targets import (
     TWIN_KINDS,
     Target,
+    TwinSpec,
     build_twin,
     cached_target,
     counts_of,
@@ -50,7 +51,7 @@ from .targets import (
     new_target,
     redefine,
     runs_concurrently,
-    twin_shapes,
+    twin_specs,
 )
 
 Where = tuple[object, str, int, int]  # code (dispatcher), filename, first line, last line
@@ -148,13 +149,12 @@ class Runner:
             profiled = set(originals)
             callers += [d for d in entry_points(classes) if d not in profiled]
             callers = self.callers = list(dict.fromkeys(callers))
-        shapes = self._shapes(callers, names)
+        specs = self._specs(callers, names)
         targets = list(targets)
         for target in targets:
-            shape = shapes[target]
-            if not target.built_as(kind, *shape):  # kept from another kind of profile
-                target.twins[kind] = build_twin(target, kind, self.clock, *shape)
-        self._refresh_stale(kind, shapes)
+            if not target.built_as(kind, specs[target]):  # kept from another kind of profile
+                target.twins[kind] = build_twin(target, kind, self.clock, specs[target])
+        self._refresh_stale(kind, specs)
         for target in targets:
             built.append((target.twins[kind], target.source))
         relinked = self.relinked[kind]
@@ -172,10 +172,10 @@ class Runner:
         link(everything + [twin for twin, _ in built])
         return built
 
-    def _shapes(self, callers: list[CPUDispatcher], names: list[str]) -> dict[Target, tuple[bool, ...]]:
-        """How each target's twins are built (``targets.twin_shapes``)."""
+    def _specs(self, callers: list[CPUDispatcher], names: list[str]) -> dict[Target, TwinSpec]:
+        """How each target's twins are built (``targets.twin_specs``)."""
         users = [d for d in callers if runs_concurrently(d) and self._uses(d, names)]
-        return twin_shapes(list(self.targets.values()), callers, users, self.shows_times)
+        return twin_specs(list(self.targets.values()), callers, users, self.shows_times)
 
     def _links(self, target: Target, kind: str) -> frozenset[tuple[Key, object]]:
         """The twins of other targets that ``target``'s code calls: (source key, that twin's
@@ -191,7 +191,7 @@ class Runner:
             found.add((other.source.key, twin.dispatcher if twin is not None else None))
         return frozenset(found)
 
-    def _refresh_stale(self, kind: str, shapes: dict[Target, tuple[bool, bool, bool]]) -> None:
+    def _refresh_stale(self, kind: str, specs: dict[Target, TwinSpec]) -> None:
         """Replace the twins that were linked with other callee twins than this runner's.
 
         A compiled twin calls the callee twins it was linked with when it
@@ -210,7 +210,7 @@ class Runner:
             if not stale:
                 break
             for target in stale:
-                target.twins[kind] = build_twin(target, kind, self.clock, *shapes[target])
+                target.twins[kind] = build_twin(target, kind, self.clock, specs[target])
         for target in self.targets.values():
             if kind in target.twins:
                 target.links[kind] = self._links(target, kind)
@@ -351,8 +351,9 @@ class Runner:
             with contextlib.suppress(Exception):
                 if PLAIN not in target.twins:  # defined by the statement: no phase switched it
                     atomic = target.atomic.get(user_kind, runs_concurrently(target.original))
-                    shape = (atomic, self.shows_times, target.clocks.get(user_kind, (False, True))[1])
-                    target.twins[PLAIN] = build_twin(target, PLAIN, self.clock, *shape)  # as the user's
+                    times_calls = target.clocks.get(user_kind, (False, True))[1]
+                    spec = TwinSpec(atomic, self.shows_times, times_calls)  # as the user's
+                    target.twins[PLAIN] = build_twin(target, PLAIN, self.clock, spec)
                 compile_like(target.twins[PLAIN], user.dispatcher, target.source)
 
     def take_counts(self, kind: str, keep: bool = False) -> dict[Key, FunctionCounts]:

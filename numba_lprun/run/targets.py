@@ -35,6 +35,20 @@ TWIN_KINDS = (PLAIN, COUNTING, PROBED)
 LINES = "lines"  # the rewrite with a probe per line event (counting and probed twins share it)
 
 
+@dataclass(frozen=True)
+class TwinSpec:
+    """How a twin is built beyond its kind (``build_twin``; ``Target.built_as`` checks a kept one).
+
+    ``concurrent``: the code may run on several threads at once (atomic counters, see
+    ``atomic_targets``); ``shows_times``: the profile shows times (False with ``--hits``: no
+    clock is read at all); ``times_calls``: a call's entry and exit read the clock (False for a
+    helper called from jitted code, see ``called_from_jitted``, and a stencil's kernel)."""
+
+    concurrent: bool = False
+    shows_times: bool = True
+    times_calls: bool = True
+
+
 @dataclass(eq=False)
 class Target:
     """A profiled function: its source, rewrites, counters and twins (equal only to itself, and
@@ -51,12 +65,12 @@ class Target:
     atomic: dict[str, bool] = field(default_factory=dict)  # kind -> its twin's counters are atomic
     clocks: dict[str, tuple[bool, bool]] = field(default_factory=dict)  # kind -> clock per (line, call)
 
-    def built_as(self, kind: str, atomic: bool, shows_times: bool, times_calls: bool = True) -> bool:
+    def built_as(self, kind: str, spec: TwinSpec) -> bool:
         """Whether the kept twin of ``kind`` is the one ``build_twin`` would build now."""
         return (
             kind in self.twins
-            and self.atomic.get(kind) == atomic
-            and self.clocks.get(kind) == _clocks(self, kind, shows_times, atomic, times_calls)
+            and self.atomic.get(kind) == spec.concurrent
+            and self.clocks.get(kind) == _clocks(self, kind, spec)
         )
 
     @property
@@ -179,16 +193,18 @@ def inlined_by_numba(dispatcher: object) -> bool:
     return options.get("inline", "never") != "never"
 
 
-def twin_shapes(
+def twin_specs(
     targets: list[Target], callers: list, instance_users: list, shows_times: bool
-) -> dict[Target, tuple[bool, bool, bool]]:
-    """How each target's twins are built: (atomic counters, times shown, calls timed), for
-    ``build_twin`` and ``Target.built_as``. A stencil's calls are never timed: its kernel is
-    called once per point of the array."""
+) -> dict[Target, TwinSpec]:
+    """How each target's twins are built, for ``build_twin`` and ``Target.built_as``. A
+    stencil's calls are never timed: its kernel is called once per point of the array."""
     atomic = atomic_targets(targets, callers, instance_users)
     per_point = {id(t.original) for t in targets if treated_as(t.original).per_point}
     helpers = called_from_jitted(targets, callers) | per_point
-    return {t: (id(t.original) in atomic, shows_times, id(t.original) not in helpers) for t in targets}
+    return {
+        t: TwinSpec(id(t.original) in atomic, shows_times, times_calls=id(t.original) not in helpers)
+        for t in targets
+    }
 
 
 def sampleable(dispatcher: object, inlined_in_parallel: bool = False) -> bool:
@@ -236,33 +252,24 @@ def _times_lines(target: Target, kind: str, shows_times: bool, concurrent: bool)
     return kind == PROBED or (kind == COUNTING and shows_times and not timed_by_samples)
 
 
-def _clocks(
-    target: Target, kind: str, shows_times: bool, concurrent: bool, times_calls: bool
-) -> tuple[bool, bool]:
+def _clocks(target: Target, kind: str, spec: TwinSpec) -> tuple[bool, bool]:
     """Whether ``kind``'s twin reads the clock (on every line, at each call's entry and exit):
     a call is timed where its lines are, or where times are shown and its calls are timed."""
-    lines = _times_lines(target, kind, shows_times, concurrent)
-    return lines, lines or (shows_times and times_calls)
+    lines = _times_lines(target, kind, spec.shows_times, spec.concurrent)
+    return lines, lines or (spec.shows_times and spec.times_calls)
 
 
-def build_twin(
-    target: Target,
-    kind: str,
-    clock: str,
-    concurrent: bool,
-    shows_times: bool = True,
-    times_calls: bool = True,
-) -> Twin:
+def build_twin(target: Target, kind: str, clock: str, spec: TwinSpec) -> Twin:
     """A new (not yet compiled) twin of ``kind`` for ``target``, recorded as built (``built_as``).
-    ``times_calls`` False (a helper, see ``called_from_jitted``): no clock at entry and exit,
+    A call whose ``spec`` does not time calls (a helper) reads no clock at entry and exit,
     unless its lines are timed (then the call's time is theirs)."""
     rewritten = target.rewrite(kind)
-    atomic = concurrent or runs_concurrently(target.original)
+    atomic = spec.concurrent or runs_concurrently(target.original)
     counters = target.counters[kind]
     if counters.stripes != P.stripes_for(atomic):  # per-thread stripes where concurrent
         counters = target.counters[kind] = P.new_counters(counters.n_lines, atomic)
-    timing, call_clock = _clocks(target, kind, shows_times, concurrent, times_calls)
-    target.atomic[kind], target.clocks[kind] = concurrent, (timing, call_clock)
+    timing, call_clock = _clocks(target, kind, spec)
+    target.atomic[kind], target.clocks[kind] = spec.concurrent, (timing, call_clock)
     cfg = P.ProbeConfig(
         address=counters.address,
         n_lines=len(rewritten.rows),

@@ -32,7 +32,7 @@ are armed at once although they sleep when sampling starts (the sampler never la
 them: a process that forks after they were launched cannot run ``prange`` in its children).
 
 Semantics: timers run on CLOCK_MONOTONIC (wall time) for every thread in
-``/proc/self/task`` at start and every thread started while sampling (``threads``),
+``/proc/self/task`` at start and every thread started while sampling (``sampler.NewThreads``),
 so idle threads are sampled too and their samples count as ``outside``; each sample
 also carries the CPU time its thread used since its previous sample (not counting the
 handler itself; nothing when the signal found the thread blocked in a system call),

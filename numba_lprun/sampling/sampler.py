@@ -15,7 +15,8 @@ every thread), waits until no handler runs, and only then reinstalls the exact
 ``struct sigaction`` found at start. A late SIGPROF therefore can neither hit a
 default disposition (which would kill the process) nor write into a freed buffer.
 
-Threads started while the sampler runs get a timer when ``threads.NewThreads`` sees them.
+Threads started while the sampler runs get a timer when ``NewThreads`` sees them; each
+timer's first wait is drawn here (``first_wait``), the later ones by the handler.
 """
 
 from __future__ import annotations
@@ -25,7 +26,7 @@ import os
 import random
 import threading
 import time
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 
 import numpy as np
 
@@ -35,8 +36,6 @@ from . import _handler as H
 from . import _native as N
 from . import forks, walks
 from .raw import RawSamples, samples_from
-from .threads import NewThreads
-from .timer_waits import first_wait, period_ns
 from .unwind_rows import library_table, own_table, python_calls_in
 
 #: Set to a non-empty value other than "0" to make every Sampler unavailable.
@@ -386,3 +385,87 @@ class Sampler:
             tids=list(self._tids), elapsed=elapsed, rate_hz=self.rate_hz, lowered=self.lowered, **counted,
         )  # fmt: skip
         self._buffer = self._last_cpu = self._table = None
+
+
+# -- the timers' waits ---------------------------------------------------------------
+# How long each timer waits: the mean period at a rate, and a first wait at a random phase.
+#
+# Kept apart from the handler (which draws each later wait itself, in machine code) because
+# the sampler draws the first ones in Python, when it arms a timer.
+
+
+def period_ns(rate_hz: float) -> int:
+    """A timer's mean wait between signals, in ns, at ``rate_hz``."""
+    return max(2, int(round(1e9 / rate_hz)))
+
+
+def first_wait(period: int, rng: random.Random) -> int:
+    """When a timer first fires, in ns: drawn so that its signals, re-armed at uniform
+    waits in [period / 2, 3 period / 2) (``_Body.rearm``), are as likely at every moment
+    from the start on. That is the renewal process's forward-recurrence time: density
+    1 / period below period / 2, falling linearly to 0 at 3 period / 2. A first signal at
+    a fixed delay lands on the same lines in every short run."""
+    if rng.random() < 0.5:
+        return max(1, int(period * 0.5 * rng.random()))
+    return max(1, int(period * (1.5 - (1.0 - rng.random()) ** 0.5)))
+
+
+# -- threads started while the sampler runs ------------------------------------------
+WATCH_PERIOD = 0.02  # seconds between two looks
+
+
+class NewThreads:
+    """Calls ``found(tids)`` with threads not in ``known()`` until ``stop``: threads started,
+    or woken, while the sampler runs.
+
+    Why: the sampler arms one timer per thread it lists at start, and threads started
+    later (a ``ThreadPoolExecutor`` calling a ``nogil`` function, a pool made per
+    call) would never be sampled. A watcher thread lists ``/proc/self/task`` again
+    every ``WATCH_PERIOD`` and hands each new thread id to a callback (which arms its
+    timer), so every thread that runs for longer than that is sampled. Each look
+    also calls ``tick`` (the sampler wakes the idle threads it left unarmed that
+    have used CPU since: see ``Sampler``). The watcher's own thread is never handed
+    over: it only sleeps and looks.
+
+    Why not more often: the watcher is a Python thread, so each look needs the GIL,
+    which jitted code called from Python holds. It gets it when that code runs Python
+    (an ``objmode`` block), and the hand-over costs the profiled thread CPU time in
+    system calls, charged to that line: looking every millisecond made an ``objmode``
+    block look 2-5 points heavier than it was at 10 kHz; every 20 ms, about half a point.
+    """
+
+    def __init__(
+        self,
+        known: Callable[[], list[int]],
+        found: Callable[[list[int]], None],
+        tick: Callable[[], None] | None = None,
+    ):
+        self._known, self._found, self._tick = known, found, tick
+        self._running = threading.Event()
+        self._stopping = threading.Event()
+        self._thread: threading.Thread | None = None
+
+    def start(self) -> None:
+        self._stopping.clear()
+        self._running.set()
+        self._thread = threading.Thread(target=self._watch, name="numba_lprun-threads", daemon=True)
+        self._thread.start()
+
+    def _watch(self) -> None:
+        me = threading.get_native_id()
+        while self._running.is_set():
+            known = set(self._known())
+            new = [tid for tid in N.list_threads() if tid not in known and tid != me]
+            if new:
+                self._found(new)
+            if self._tick is not None:
+                self._tick()
+            self._stopping.wait(WATCH_PERIOD)  # returns at once when stop() is called
+
+    def stop(self) -> None:
+        """Stop looking; returns once the watcher will call ``found`` no more."""
+        self._running.clear()
+        self._stopping.set()
+        thread, self._thread = self._thread, None
+        if thread is not None and thread is not threading.current_thread():
+            thread.join()

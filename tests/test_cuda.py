@@ -63,7 +63,7 @@ def ptx_tools():
 
 @pytest.mark.parametrize("timing", [False, True], ids=["hits", "timed"])
 def test_twins_compile_to_ptx_with_line_info(ptx_tools, timing):
-    from numba_lprun.cuda.ptx import assemble, atomic_lines, find_ptxas, loc_lines, twin_ptx
+    from tests.cuda_ptx import assemble, atomic_lines, find_ptxas, loc_lines, twin_ptx
 
     K, types = ptx_tools
     kern = twin_ptx(K.varying_loop, (types.float64[:],), timing=timing)

@@ -1,4 +1,4 @@
-"""PTX of both twins, compiled without a GPU (NVVM from the ``cuda`` extra's wheels).
+"""PTX of both twins, compiled without a GPU (NVVM from the ``cuda`` extra's wheels): test code.
 
 For checks that need no device: that both twins carry ``.loc`` line directives
 (``lineinfo=True``), and where the probed twin's atomics are (in the flush
@@ -11,8 +11,8 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from .gpu_probes import GpuProbeConfig, make_gpu_probes
-from .twins import Planned, plan, probed_twin
+from numba_lprun.cuda.gpu_probes import GpuProbeConfig, make_gpu_probes
+from numba_lprun.cuda.twins import Planned, plan, probed_twin
 
 _PLACEHOLDER = 0x7F00_0000_0000  # never dereferenced: the PTX is not launched
 _LOC = re.compile(r"^\s*\.loc\s+\d+\s+(\d+)\s+\d+")

@@ -108,10 +108,13 @@ def test_twin_callees_unwind_to_the_calling_line():
     line, at the true 1 : 3 ratios, and no walk stops."""
     twin = twin_of(njit(calls_helpers))
     lmap = map_of(twin)
-    # 0.8 s of CPU at 2 kHz: about 640 samples on the SPIN lines (40% of the time), so the SPIN1
-    # share (true 0.25) has a standard error of 0.017 and the 0.17-0.33 band is 4.7 of them: a
-    # false failure about 3e-6 (the SIN lines' band likewise)
-    raw = sample_for(twin, 0.8)
+    # 2 s of CPU at 2 kHz: about 1,700 samples on the SPIN lines. The SPIN1 share (true 0.25) was
+    # measured beside the suite and two busy processes: 25 samplings of 0.8 s (about 690 SPIN
+    # samples) spread with a standard deviation of 0.020, 1.24 times the binomial 0.0165, and
+    # 0.8 s once gave 0.337 in a clean-clone run; 20 samplings of 2 s spread with 0.008 (binomial
+    # 0.0105). So the 0.17-0.33 band is at least 7.6 binomial errors at 2 s, 6 even with the
+    # spread 1.24 times wider: a false failure under 1e-9 (the SIN lines' band likewise).
+    raw = sample_for(twin, 2.0)
     result = attribute(raw, {"f": lmap})
     seconds = result.seconds["f"]
     share = {

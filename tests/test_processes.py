@@ -211,6 +211,41 @@ def test_a_pool_made_before_the_profile_is_named_not_silently_missed():
     assert not _hits(profiler.profile)  # the main process ran none of it: the warning says why
 
 
+PARENT_ONLY = """
+import multiprocessing
+from numba import njit
+
+if multiprocessing.parent_process() is not None:
+    raise RuntimeError("this module is not for worker processes")
+
+
+@njit
+def here_only(n):
+    return n + 1
+"""
+
+
+def test_a_spawned_worker_that_cannot_find_the_function_says_why(tmp_path, monkeypatch):
+    """A spawned worker finds the profiled functions by importing their modules: one whose import
+    fails there ran its work unprofiled and sent nothing, and the profile said only that it
+    "exited with status 0 without sending its counts". It says why now."""
+    (tmp_path / "parent_only_kernels.py").write_text(PARENT_ONLY, encoding="utf-8")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    import parent_only_kernels
+
+    def run():
+        worker = mp.get_context("spawn").Process(target=sum, args=([1, 2],))
+        worker.start()
+        worker.join()
+        return parent_only_kernels.here_only(1)
+
+    profiler = LineProfiler(parent_only_kernels.here_only)
+    assert profiler.runcall(run) == 2
+    (said,) = profiler.profile.missing
+    assert "here_only could not be profiled (importing parent_only_kernels failed here: RuntimeError" in said
+    assert "this module is not for worker processes" in said and "without sending" not in said
+
+
 def test_a_dask_local_cluster_started_in_the_run_sends_every_workers_counts():
     distributed = pytest.importorskip("distributed", reason="Dask is not installed (the .[dask] extra)")
 

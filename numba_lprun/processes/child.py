@@ -37,7 +37,7 @@ from ..run.runner import Runner
 from ..run.sampled_run import line_maps, measured
 from ..run.targets import may_run_on_threads
 from ..stats import ProfileStats
-from .spec import ChildSpec, find, named, shipped_sources
+from .spec import ChildSpec, find, named, shipped_sources, why_not_found
 
 PART_PREFIX = "part-"  # part-<pid>.json in the run's directory
 STARTED = "started-"  # started-<pid>: the process began its target
@@ -64,6 +64,9 @@ class ChildTarget:
         found = self.functions
         if found is None:
             found = [d for name in self.spec.functions for d in find(name)]
+            if not found and self.spec.functions:  # its work runs unprofiled: the parent says why
+                why = tuple(f"{n[1]} could not be profiled ({why_not_found(n)})" for n in self.spec.functions)
+                write_refusals(self.spec.directory, self.label, current_clock(), why)
 
         def target() -> Any:
             # from here on it does the user's work: if it sends no part, the parent says so (a

@@ -142,6 +142,19 @@ def find(named: Named) -> list[object]:
     return found
 
 
+def why_not_found(named: Named) -> str:
+    """Why ``find`` found nothing for ``named`` in this process, in a few words (the parent's
+    note says it, where the process's work would otherwise just be missing from the table)."""
+    module, qualname = named[0], named[1]
+    try:
+        held = sys.modules.get(module) or importlib.import_module(module)
+    except Exception as exc:  # importing runs the module's code: any error is its own
+        return f"importing {module} failed here: {type(exc).__name__}: {exc}"
+    if getattr(held, qualname.split(".")[0], None) is None:
+        return f"{module} has no {qualname} here"
+    return f"{module}.{qualname} is not a jitted function here"
+
+
 def unpickled(pickled: bytes, name: tuple[str, str]) -> list[object]:
     """The dispatchers ``pickled`` unpickles to here ([] where it does not unpickle)."""
     try:

@@ -330,7 +330,7 @@ def _sampling(record: CallRecord, settings: AssemblySettings) -> SamplingSummary
         return SamplingSummary(settings.rate_hz, unavailable=settings.sampler_unavailable)
     sampled = _sampled(record)
     unavailable = next((m.unavailable for m in sampled if m.unavailable), None)
-    total = fold(replace(m, functions={}) for m in sampled)  # its rate: the mean by samples
+    total = fold(replace(m, functions={}) for m in sampled)  # its rate: all signals over all armed time
     if total is None:
         return SamplingSummary(settings.rate_hz, unavailable=unavailable, target=settings.min_samples)
     return SamplingSummary(

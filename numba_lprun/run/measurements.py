@@ -27,10 +27,10 @@ def fold(values: Iterable[T]) -> T | None:
     """The field-by-field sum of ``values`` (dataclasses, dicts, numbers); None when empty.
 
     Numbers add; dicts merge, adding the values of keys they share; tuples
-    concatenate; dataclasses fold field by field, each field as its own ``combine``
-    rule says where it has one (``mean_by``: a rate, whose values average weighted by
-    another field; ``same``: a setting every value shares). Any other value (a string, a
-    flag) is taken from the last value that has one, so a reason stated by one run is kept.
+    concatenate; dataclasses fold field by field, a field marked ``SAME`` (a setting every
+    value shares) kept rather than added. Any other value (a string, a flag) is taken from the
+    last value that has one, so a reason stated by one run is kept. A rate is never folded: its
+    numerator and denominator are (``Sampled.achieved_hz``), so runs of any length combine exactly.
     """
     result: Any = None
     for value in values:
@@ -42,14 +42,8 @@ def fold(values: Iterable[T]) -> T | None:
 COMBINE = "combine"
 
 
-def mean_by(weight: str) -> dict:
-    """``field(metadata=...)`` for a rate: two values combine into their mean weighted by the
-    dataclass's field ``weight`` (samples, seconds), as the rate of the two runs together."""
-    return {COMBINE: ("mean", weight)}
-
-
 #: ``field(metadata=SAME)``: a setting every value shares (the rate asked for): kept, not added.
-SAME = {COMBINE: ("same", None)}
+SAME = {COMBINE: "same"}
 
 
 def _add(a: Any, b: Any) -> Any:
@@ -70,16 +64,8 @@ def _add(a: Any, b: Any) -> Any:
 
 def _add_field(f: dataclasses.Field, a: Any, b: Any) -> Any:
     x, y = getattr(a, f.name), getattr(b, f.name)
-    rule, weight = f.metadata.get(COMBINE, (None, None))
-    if rule == "same":
+    if f.metadata.get(COMBINE) == "same":
         return y if y else x
-    if rule == "mean":
-        wx, wy = getattr(a, weight), getattr(b, weight)
-        if not x or wx <= 0:  # a value not measured does not weigh in
-            return y
-        if not y or wy <= 0:
-            return x
-        return (x * wx + y * wy) / (wx + wy)
     return _add(x, y)
 
 
@@ -124,8 +110,8 @@ class Sampled:
     runs: int = 0  # executions of the statement that were sampled
     seconds: float = 0.0  # their wall time
     rate_hz: float = field(default=0.0, metadata=SAME)  # the rate asked for
-    # signals handled per thread per second (mean over segments, then over runs by their samples)
-    achieved_hz: float = field(default=0.0, metadata=mean_by("total"))
+    signals: int = 0  # SIGPROFs handled, recorded or dropped
+    thread_seconds: float = 0.0  # seconds the sampler's timers were armed, summed over threads
     total: int = 0
     outside: int = 0  # samples whose stack lies outside every profiled function
     cpu_seconds: float = 0.0
@@ -134,6 +120,11 @@ class Sampled:
     functions: dict[Key, LineSamples] = field(default_factory=dict)
     unavailable: str | None = None
     lowered: str | None = None  # why the rate was below the one asked for
+
+    @property
+    def achieved_hz(self) -> float:
+        """Signals handled per thread per second: the rate sampled at, over all the runs added."""
+        return self.signals / self.thread_seconds if self.thread_seconds > 0 else 0.0
 
     @property
     def inside(self) -> int:

@@ -102,9 +102,15 @@ class SegmentedSampling:
         return next((s.lowered for s in self.segments if s.lowered), None)
 
     @property
-    def achieved_hz(self) -> float:
-        rates = [s.achieved_hz for s in self.segments if s.count]
-        return sum(rates) / len(rates) if rates else 0.0
+    def signals(self) -> int:
+        return sum(s.signals for s in self.segments)
+
+    @property
+    def thread_seconds(self) -> float:
+        """The segments' armed time per thread, added: their rate is ``signals`` over this (a mean
+        of the segments' rates would let a short segment, whose few signals vary most, weigh as
+        much as a long one)."""
+        return sum(s.thread_seconds for s in self.segments)
 
 
 def line_maps(functions: dict[Hashable, Where]) -> dict[Hashable, LineMap]:
@@ -173,7 +179,8 @@ def measured(
         runs=runs,
         seconds=seconds,
         rate_hz=sampling.rate_hz,
-        achieved_hz=sampling.achieved_hz,
+        signals=sampling.signals,
+        thread_seconds=sampling.thread_seconds,
         lowered=sampling.lowered,
         total=base.total,
         outside=base.outside,

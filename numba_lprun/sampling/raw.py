@@ -90,11 +90,19 @@ class RawSamples:
         return weights
 
     @property
+    def signals(self) -> int:
+        """Signals handled, recorded or dropped."""
+        return self.count + self.dropped
+
+    @property
+    def thread_seconds(self) -> float:
+        """Seconds the timers were armed, summed over the threads they were armed on."""
+        return self.elapsed * len(self.tids)
+
+    @property
     def achieved_hz(self) -> float:
         """Signals handled per thread per second (recorded and dropped)."""
-        if self.elapsed <= 0 or not self.tids:
-            return 0.0
-        return (self.count + self.dropped) / self.elapsed / len(self.tids)
+        return self.signals / self.thread_seconds if self.thread_seconds > 0 else 0.0
 
 
 def trim_frames(pc: np.ndarray, nframes: np.ndarray, frames: np.ndarray, depth: int) -> np.ndarray:

@@ -225,10 +225,12 @@ def here_only(n):
 """
 
 
-def test_a_spawned_worker_that_cannot_find_the_function_says_why(tmp_path, monkeypatch):
+@pytest.mark.parametrize("beside", [False, True], ids=["alone", "beside-one-it-finds"])
+def test_a_spawned_worker_that_cannot_find_the_function_says_why(tmp_path, monkeypatch, beside):
     """A spawned worker finds the profiled functions by importing their modules: one whose import
     fails there ran its work unprofiled and sent nothing, and the profile said only that it
-    "exited with status 0 without sending its counts". It says why now."""
+    "exited with status 0 without sending its counts"; beside a function it found, nothing at all
+    was said of it. It says why now."""
     (tmp_path / "parent_only_kernels.py").write_text(PARENT_ONLY, encoding="utf-8")
     monkeypatch.syspath_prepend(str(tmp_path))
     import parent_only_kernels
@@ -239,7 +241,7 @@ def test_a_spawned_worker_that_cannot_find_the_function_says_why(tmp_path, monke
         worker.join()
         return parent_only_kernels.here_only(1)
 
-    profiler = LineProfiler(parent_only_kernels.here_only)
+    profiler = LineProfiler(parent_only_kernels.here_only, *([collatz_steps] if beside else []))
     assert profiler.runcall(run) == 2
     (said,) = profiler.profile.missing
     assert "here_only could not be profiled (importing parent_only_kernels failed here: RuntimeError" in said

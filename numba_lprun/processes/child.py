@@ -37,7 +37,7 @@ from ..run.runner import Runner
 from ..run.sampled_run import line_maps, measured
 from ..run.targets import may_run_on_threads
 from ..stats import ProfileStats
-from .spec import ChildSpec, find, named, shipped_sources, why_not_found
+from .spec import ChildSpec, find, named, shipped_sources
 
 PART_PREFIX = "part-"  # part-<pid>.json in the run's directory
 STARTED = "started-"  # started-<pid>: the process began its target
@@ -61,12 +61,14 @@ class ChildTarget:
 
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
         WHOLE_PROCESS.set()
-        found = self.functions
-        if found is None:
-            found = [d for name in self.spec.functions for d in find(name)]
-            if not found and self.spec.functions:  # its work runs unprofiled: the parent says why
-                why = tuple(f"{n[1]} could not be profiled ({why_not_found(n)})" for n in self.spec.functions)
-                write_refusals(self.spec.directory, self.label, current_clock(), why)
+        found, refused = self.functions, []
+        if found is None:  # spawned: each function found by name here, or why not (the parent says it)
+            found = []
+            for name in self.spec.functions:
+                dispatchers, why = find(name)
+                found += dispatchers
+                if why is not None:
+                    refused.append(f"{name[1]} could not be profiled ({why})")
 
         def target() -> Any:
             # from here on it does the user's work: if it sends no part, the parent says so (a
@@ -78,7 +80,7 @@ class ChildTarget:
                 pass
             return self.target(*args, **kwargs)
 
-        return profiled_target(self.spec, self.label, found, target)
+        return profiled_target(self.spec, self.label, found, target, refused=tuple(refused))
 
 
 #: Set in a process whose whole life is one profiled call (``ChildTarget``): a Dask worker that
@@ -93,16 +95,18 @@ def profiled_target(
     call: Callable[[], Any],
     on_start: Callable[[PhaseRun], None] | None = None,
     namespaces: list[dict] | None = None,
+    refused: tuple[str, ...] = (),
 ) -> Any:
     """``call()`` profiled on ``functions``, as ``spec`` says; its part written in ``spec.directory``.
 
-    A function that cannot be profiled here (its source unreadable in this process) is left out,
-    and the part says why (``ProfileStats.missing``), so the parent's table does. ``on_start`` is
+    A function that cannot be profiled here (its source unreadable in this process, or, in
+    ``refused``, not found here at all) is left out, and the part says why
+    (``ProfileStats.missing``), so the parent's table does. ``on_start`` is
     given the run once the twins are in place, before ``call`` (a Dask worker sends the further
     copies of the functions it holds to the same twins). Jitted callers of the functions are
     looked for in every module, and in ``namespaces`` (a Dask worker's tasks' own jitted functions)."""
     with shipped_sources(spec.sources):
-        return _profiled(spec, label, functions, call, on_start, namespaces or [])
+        return _profiled(spec, label, functions, call, on_start, namespaces or [], refused)
 
 
 def _profiled(
@@ -112,10 +116,11 @@ def _profiled(
     call: Callable[[], Any],
     on_start: Callable[[PhaseRun], None] | None,
     namespaces: list[dict],
+    refused: tuple[str, ...],
 ) -> Any:
     clock = current_clock()
     runner = Runner(clock.kind, shows_times=spec.timing)
-    refused = tuple(_added(runner, functions))
+    refused += tuple(_added(runner, functions))
     functions = [t.original for t in runner.targets.values()]
     if not functions:  # none of them exists here, or none can be profiled: nothing to count
         if refused:

@@ -30,7 +30,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import importlib
 import os
 import shutil
 import sys
@@ -47,7 +46,7 @@ from ..run.phase_run import PhaseRun
 from ..run.reach import module_namespaces, reaches
 from .child import PART_PREFIX, WHOLE_PROCESS, profiled_target
 from .late_imports import after_import
-from .spec import ChildSpec, Named, found_in, unpickled
+from .spec import ChildSpec, Named, found_in, locate
 
 PLUGIN_NAME = "numba_lprun-profile"  # each registration's name: this, then a unique suffix
 KEY = "numba_lprun"  # the scheduler metadata every registration's state is kept under
@@ -124,19 +123,10 @@ class ProfiledWorker(WorkerPlugin):
 
     def _find(self, index: int, named: Named) -> str | None:
         """The dispatchers this worker holds for ``named``; None, or why there is none yet."""
-        module, qualname, _, pickled = named
-        found, why = [], None
-        if module != "__main__":  # the worker's own __main__ is not the client's
-            try:
-                found = found_in(sys.modules.get(module) or importlib.import_module(module), named[:2])
-            except Exception as exc:  # not importable here (yet)
-                why = f"{type(exc).__name__}: {exc}"
-        if not found and pickled is not None:
-            found = unpickled(pickled, named[:2])  # the copy the tasks made, if any; else a new one
-        if not found:
-            return why or f"{module}.{qualname} was not found"
-        self._take(index, found)
-        return None
+        found, why = locate(named, main=False)  # by pickle: the tasks' copy, if any; else a new one
+        if found:
+            self._take(index, found)
+        return why
 
     def _take(self, index: int, found: list[object]) -> tuple[bool, list[tuple[int, object]]]:
         """Make ``found[0]`` the dispatcher profiled for function ``index`` unless it has one (then:

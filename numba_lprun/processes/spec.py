@@ -131,28 +131,38 @@ def shipped_sources(sources: tuple[Source, ...]) -> Iterator[None]:
                 linecache.cache[filename] = entry
 
 
-def find(named: Named) -> list[object]:
-    """The dispatchers ``named`` stands for in this process ([] where it cannot be found); the
-    tasks a pool pickled with the parent's dispatcher unpickle as this process's one."""
-    found = _find(named[:2])
-    if not found and named[3] is not None:
-        found = unpickled(named[3], named[:2])
+def find(named: Named) -> tuple[list[object], str | None]:
+    """The dispatchers ``named`` stands for in this process, and None; or [] and why there are
+    none, in a few words (the parent's note says it, where the process's work would otherwise
+    just be missing from the table). The tasks a pool pickled with the parent's dispatcher
+    unpickle as this process's one."""
+    found, why = locate(named)
     if named[2] is not None and len(found) == 1:
         unpickle_as(named[2], found[0])
-    return found
+    return found, why
 
 
-def why_not_found(named: Named) -> str:
-    """Why ``find`` found nothing for ``named`` in this process, in a few words (the parent's
-    note says it, where the process's work would otherwise just be missing from the table)."""
-    module, qualname = named[0], named[1]
-    try:
-        held = sys.modules.get(module) or importlib.import_module(module)
-    except Exception as exc:  # importing runs the module's code: any error is its own
-        return f"importing {module} failed here: {type(exc).__name__}: {exc}"
-    if getattr(held, qualname.split(".")[0], None) is None:
-        return f"{module} has no {qualname} here"
-    return f"{module}.{qualname} is not a jitted function here"
+def locate(named: Named, main: bool = True) -> tuple[list[object], str | None]:
+    """``named``'s dispatchers here by module and name, else by the pickle the parent sent; with
+    [] the reason. ``main``: this process's ``__main__`` may hold them (a spawned child's is the
+    parent's script; a Dask worker's is not the client's)."""
+    module, qualname, _, pickled = named
+    found: list[object] = []
+    why = f"{module}.{qualname} was not found"
+    if main or module != "__main__":
+        try:
+            held = sys.modules.get(module) or importlib.import_module(module)
+        except Exception as exc:  # importing runs the module's code: any error is its own
+            why = f"importing {module} failed here: {type(exc).__name__}: {exc}"
+        else:
+            found = found_in(held, (module, qualname))
+            if getattr(held, qualname.split(".")[0], None) is None:
+                why = f"{module} has no {qualname} here"
+            elif not found:
+                why = f"{module}.{qualname} is not a jitted function here"
+    if not found and pickled is not None:
+        found = unpickled(pickled, (module, qualname))
+    return found, None if found else why
 
 
 def unpickled(pickled: bytes, name: tuple[str, str]) -> list[object]:
@@ -162,16 +172,6 @@ def unpickled(pickled: bytes, name: tuple[str, str]) -> list[object]:
     except Exception:  # what it refers to may not unpickle here: then it cannot be profiled here
         return []
     return [d for d in found if name_of(d) == name]
-
-
-def _find(name: tuple[str, str]) -> list[object]:
-    module = sys.modules.get(name[0])
-    if module is None:
-        try:
-            module = importlib.import_module(name[0])
-        except Exception:
-            return []
-    return found_in(module, name)
 
 
 def found_in(module: object, name: tuple[str, str]) -> list[object]:

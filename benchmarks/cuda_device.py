@@ -29,6 +29,8 @@ import sys
 
 import numpy as np
 
+sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))  # tests.cuda_reference
+
 try:
     from numba import cuda, int64
 except ImportError as exc:  # numba-cuda missing
@@ -101,7 +103,7 @@ KERNELS = {"branchy_map": branchy_map, "varying_work": varying_work, "block_redu
 def reference() -> dict:
     """Under the simulator: per kernel, per function, line -> [reference hits, model warps]."""
     from numba_lprun.cuda import profile_launch
-    from numba_lprun.cuda.reference import per_thread_lines, total_hits
+    from tests.cuda_reference import per_thread_lines, total_hits
 
     out = {}
     for name, kern in KERNELS.items():

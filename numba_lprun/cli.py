@@ -24,8 +24,8 @@ from collections.abc import Callable
 from .cuda import CudaLineProfiler, bound_kernels, namespaces_of
 from .decorator import kernprof_builtin
 from .errors import NotProfilableError, TwinCompileError, without_profiler_frames
-from .instrument.kinds import import_spec, profilable_in
 from .instrument.packages import imported_from, split_packages
+from .instrument.profilable import import_spec, profilable_in
 from .options import CLI, add_to_parser, cuda_profiler_kwargs, profiler_kwargs, value_flags
 from .profiler import LineProfiler
 from .session import (

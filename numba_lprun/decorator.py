@@ -13,7 +13,7 @@ import contextlib
 from collections.abc import Iterator
 from typing import TypeVar
 
-#: The attribute the mark is (``instrument.kinds.is_marked`` reads it: this module imports
+#: The attribute the mark is (``instrument.profilable.is_marked`` reads it: this module imports
 #: nothing, so a script that only marks never imports Numba or the profiler).
 MARK = "_numba_lprun_profile"
 F = TypeVar("F")

@@ -21,8 +21,8 @@ from IPython.display import display
 
 from .cuda import CudaLineProfiler, bound_kernels, namespaces_of
 from .errors import NotProfilableError, TwinCompileError, without_profiler_frames
-from .instrument.kinds import evaluate_expression, is_dispatcher, profilable_in, resolve
 from .instrument.packages import imported_from, split_packages
+from .instrument.profilable import evaluate_expression, is_dispatcher, profilable_in, resolve
 from .options import (
     MAGIC,
     cuda_profiler_kwargs,

@@ -16,7 +16,7 @@ from .assemble import assemble, assembly_settings
 from .diagnose import DEFAULT_THRESHOLD
 from .errors import without_profiler_frames
 from .instrument.clock import current_clock
-from .instrument.kinds import resolve
+from .instrument.profilable import resolve
 from .instrument.twins import Twin
 from .merge import merged
 from .processes.launch import Launches

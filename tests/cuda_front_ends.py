@@ -17,8 +17,8 @@ import pytest
 from IPython.core.error import UsageError
 
 from numba_lprun.cuda import in_simulator
-from numba_lprun.cuda.reference import per_thread_lines, total_hits
 from tests import cuda_kernels as K
+from tests.cuda_reference import per_thread_lines, total_hits
 
 pytestmark = pytest.mark.skipif(not in_simulator(), reason="needs NUMBA_ENABLE_CUDASIM=1")
 ROOT = Path(__file__).resolve().parent.parent

@@ -14,10 +14,10 @@ import numpy as np
 import pytest
 
 from numba_lprun.cuda import CudaLineProfiler, in_simulator, profile_launch, profile_stats, split_cuda
-from numba_lprun.cuda.reference import per_thread_lines, total_hits
 from numba_lprun.renderers import TextRenderer
 from numba_lprun.stats import ProfileStats
 from tests import cuda_kernels as K
+from tests.cuda_reference import per_thread_lines, total_hits
 
 pytestmark = pytest.mark.skipif(not in_simulator(), reason="needs NUMBA_ENABLE_CUDASIM=1")
 
@@ -181,7 +181,7 @@ def test_line_profiler_shape_and_text():
 
 def test_simulated_kernels_are_routed_to_the_cuda_profiler():
     from numba_lprun.errors import CudaFunctionError
-    from numba_lprun.instrument.kinds import resolve
+    from numba_lprun.instrument.profilable import resolve
 
     with pytest.raises(CudaFunctionError):
         resolve(K.block_sum)

@@ -91,7 +91,7 @@ def test_cpu_profiler_hands_cuda_kernels_on():
     """The CPU resolver refuses a CUDA kernel with the error front ends route on."""
     import numba_lprun
     from numba_lprun.errors import CudaFunctionError, NotProfilableError
-    from numba_lprun.instrument.kinds import resolve
+    from numba_lprun.instrument.profilable import resolve
     from tests import cuda_kernels as K
 
     for func in (K.divergent, K.clamp_scale):

@@ -5,7 +5,7 @@ import line_profiler
 import pytest
 
 import numba_lprun
-from numba_lprun.instrument.kinds import class_members
+from numba_lprun.instrument.profilable import class_members
 from numba_lprun.internals import box_class, jitclass_constructor
 from tests import kinds
 from tests.conftest import comparable_key

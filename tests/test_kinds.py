@@ -193,7 +193,7 @@ def test_parallel_target_ufunc_refused():
 
 # -- @register_jitable and @overload implementations ---------------------------------------
 def overload_impl():
-    from numba_lprun.instrument.kinds import implementations, overload_templates
+    from numba_lprun.instrument.profilable import implementations, overload_templates
 
     (template,) = overload_templates(kinds.sum_squares)
     (disp,) = implementations(template)
@@ -201,7 +201,7 @@ def overload_impl():
 
 
 def overload_state():
-    from numba_lprun.instrument.kinds import overload_templates
+    from numba_lprun.instrument.profilable import overload_templates
 
     found = []
     for f in (kinds.jitable_helper, kinds.sum_squares):

@@ -8,7 +8,7 @@ Stages, each importing only from the ones before it:
   jitclass, CUDA kernel): where its source is, how its twin is built, whether its calls run
   concurrently, whether samples reach its lines; every later stage asks it, none tests types;
 - ``source``: read the function's source and AST, keyed as line_profiler keys functions;
-- ``kinds``: what can be profiled: what the user names (a dispatcher, a jitclass or one
+- ``profilable``: what can be profiled: what the user names (a dispatcher, a jitclass or one
   of its members, a ufunc, a stencil, an overloaded function) -> the dispatchers or
   kernel objects to profile, or a one-line refusal;
 - ``line_events``: which lines fire line events on this Python, under line_profiler's core

@@ -15,7 +15,7 @@ import sys
 
 from ..errors import NotProfilableError
 from .function_kinds import kind_of
-from .kinds import resolve
+from .profilable import resolve
 
 
 def split_packages(specs: list[str]) -> tuple[str, ...]:

@@ -18,7 +18,7 @@ from .registry import touches
 @touches(
     "numba.experimental.jitclass.base",
     "JitClassType",
-    "instrument/kinds.py: the metaclass of every @jitclass",
+    "instrument/profilable.py: the metaclass of every @jitclass",
 )
 def is_jitclass(obj: object) -> bool:
     """Whether ``obj`` is a class made by ``@jitclass``."""
@@ -30,7 +30,7 @@ def is_jitclass(obj: object) -> bool:
 @touches(
     "numba.core.typing.asnumbatype",
     "as_numba_type.lookup",
-    "instrument/kinds.py: every jitclass registers itself there (the jitclass of a member)",
+    "instrument/profilable.py: every jitclass registers itself there (the jitclass of a member)",
 )
 def jitclasses() -> list[type]:
     """Every jitclass defined so far (each registers itself with ``as_numba_type``)."""

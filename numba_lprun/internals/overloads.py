@@ -17,12 +17,12 @@ from .registry import touches
 @touches(
     "numba.core.typing.templates",
     "builtin_registry.functions",
-    "instrument/kinds.py: every typing template registered, overloads among them",
+    "instrument/profilable.py: every typing template registered, overloads among them",
 )
 @touches(
     "numba.core.typing.templates",
     "_OverloadFunctionTemplate",
-    "instrument/kinds.py, run/overloads.py: the implementations an @overload compiled",
+    "instrument/profilable.py, run/overloads.py: the implementations an @overload compiled",
     instance_attribute="_impl_cache",
 )
 def templates_with_implementations() -> list[type]:
@@ -36,7 +36,7 @@ def templates_with_implementations() -> list[type]:
 @touches(
     "numba.core.typing.templates",
     "_OverloadFunctionTemplate",
-    "instrument/kinds.py: the function an @overload template was made for (found from the overload itself)",
+    "instrument/profilable.py: the function an @overload template was made for (found from the overload)",
     instance_attribute="_overload_func",
 )
 def overloads_function(template: type, func: object) -> bool:
@@ -48,7 +48,7 @@ def overloads_function(template: type, func: object) -> bool:
 @touches(
     "numba.core.typing.templates",
     "_OverloadFunctionTemplate",
-    "instrument/kinds.py: the implementation dispatchers an overload template compiled",
+    "instrument/profilable.py: the implementation dispatchers an overload template compiled",
     instance_attribute="_impl_cache",
 )
 def cached_dispatchers(template: type) -> list[object]:

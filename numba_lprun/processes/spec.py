@@ -24,7 +24,7 @@ import sys
 from collections.abc import Iterator
 from dataclasses import dataclass
 
-from ..instrument.kinds import resolve
+from ..instrument.profilable import resolve
 from ..instrument.source import python_function_of
 from ..internals import pickle_identity, unpickle_as
 from ..run.measurements import COUNTING

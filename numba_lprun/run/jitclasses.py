@@ -16,7 +16,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
-from ..instrument.kinds import class_members
+from ..instrument.profilable import class_members
 from ..internals import (
     CPUDispatcher,
     box_class,

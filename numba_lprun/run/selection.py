@@ -18,8 +18,8 @@ import types
 from dataclasses import dataclass
 from importlib.machinery import ModuleSpec
 
-from ..instrument.kinds import is_marked, source_file
 from ..instrument.packages import in_packages, module_of
+from ..instrument.profilable import is_marked, source_file
 
 
 @dataclass(frozen=True)

@@ -19,7 +19,7 @@ import sys
 from collections.abc import Callable, Iterator
 
 from ..errors import NotProfilableError
-from ..instrument.kinds import dispatcher_class, resolve
+from ..instrument.profilable import dispatcher_class, resolve
 from ..internals import kernel_classes
 from ..interrupts import ctrl_c_deferred
 from .phase_run import PhaseRun

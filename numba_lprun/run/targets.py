@@ -22,7 +22,7 @@ from dataclasses import dataclass, field
 
 from ..instrument import probes as P
 from ..instrument.function_kinds import treated_as
-from ..instrument.kinds import owning_jitclass, templates_holding
+from ..instrument.profilable import owning_jitclass, templates_holding
 from ..instrument.rewrite import Rewritten, instrument
 from ..instrument.rewrite_parallel import add_prange_flushes
 from ..instrument.source import FunctionSource

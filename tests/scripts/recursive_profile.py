@@ -14,7 +14,7 @@ import line_profiler
 import recursive_types as rt
 
 import numba_lprun
-from numba_lprun.instrument.kinds import class_members
+from numba_lprun.instrument.profilable import class_members
 
 JITCLASSES = ("Node", "TreeNode", "StackNode", "Stack")
 PROFILED = {"list": ("Node",), "tree": ("TreeNode",), "stack": ("Stack", "StackNode")}

@@ -14,8 +14,8 @@ import threading
 from collections import defaultdict
 from collections.abc import Sequence
 
-from .kernels import in_simulator
-from .launch import dim3
+from numba_lprun.cuda.kernels import in_simulator
+from numba_lprun.cuda.launch import dim3
 
 ThreadKey = tuple[int, int]  # (linear block index, linear thread index in the block)
 

@@ -1,7 +1,10 @@
 """Kernels run by worker processes (importable by spawned workers, which find them by name)."""
 
+import glob
 import os
 import signal
+import tempfile
+import threading
 import time
 
 import numpy as np
@@ -98,3 +101,22 @@ def count_then_wait(n, tasks, done):
         collatz_steps(n)
     done.set()
     time.sleep(600)
+
+
+def count_then_spoil_own_part(n, tasks):
+    """A process's target: ``tasks`` calls of the kernel, then a thread (which the process waits
+    for at exit) that overwrites this process's part with text that is not a part, once written."""
+    for _ in range(tasks):
+        collatz_steps(n)
+
+    def spoil():
+        pattern = os.path.join(tempfile.gettempdir(), "nlprun-parts-*", f"part-{os.getpid()}.json")
+        deadline = time.monotonic() + 60
+        while time.monotonic() < deadline:
+            for path in glob.glob(pattern):
+                with open(path, "w", encoding="utf-8") as handle:
+                    handle.write("not a part")
+                return
+            time.sleep(0.005)
+
+    threading.Thread(target=spoil).start()

@@ -23,6 +23,7 @@ from numba_lprun.stats import ProfileStats
 from tests.process_kernels import (
     both,
     collatz_steps,
+    count_then_spoil_own_part,
     count_then_wait,
     die_after,
     exact_hits,
@@ -279,6 +280,24 @@ def test_a_process_the_run_kills_outright_sends_its_part_first():
     profiler = LineProfiler(collatz_steps)
     assert profiler.runcall(run) == -9
     assert _hits(profiler.profile) == _expected() and not profiler.profile.missing, profiler.profile.missing
+
+
+def test_a_part_that_cannot_be_read_is_named_not_lost():
+    """A part the parent could not read was skipped without a word, and the process was then said
+    to have "exited with status 0 without sending its counts" (one loaded clean-clone run said
+    that of a Dask worker, cause unknown). What could not be read is named now."""
+    context = mp.get_context("fork")
+
+    def run():
+        process = context.Process(target=count_then_spoil_own_part, args=(N, TASKS))
+        process.start()
+        process.join()
+        return process.exitcode
+
+    profiler = LineProfiler(collatz_steps)
+    assert profiler.runcall(run) == 0
+    (said,) = profiler.profile.missing
+    assert "could not be read (ValueError" in said and "without sending" not in said, said
 
 
 def test_a_dask_client_made_before_the_profile_has_its_workers_profiled():

@@ -154,16 +154,21 @@ class Launches:
         """The parts the started processes wrote, and a sentence for each that wrote none."""
         parts: dict[int, ProcessPart] = {}
         names: list[str] = []
+        unread: dict[int, str] = {}  # pid -> why its part could not be read
         if self.directory is not None:
             self._ask_running(self.directory)
             names = sorted(os.listdir(self.directory))
             for name in names:
                 if not (name.startswith(PART_PREFIX) and name.endswith(".json")):
                     continue  # a part still being written (a process still running) is not read
-                with contextlib.suppress(OSError, ValueError, TypeError, KeyError):
+                try:
                     with open(os.path.join(self.directory, name), encoding="utf-8") as handle:
                         part = _read_part(handle.read())
-                    parts[part.pid] = part
+                except (OSError, ValueError, TypeError, KeyError) as exc:  # never silently: its work is lost
+                    pid = name[len(PART_PREFIX) : -len(".json")]
+                    unread[int(pid) if pid.isdigit() else -1] = f"{type(exc).__name__}: {exc}"
+                    continue
+                parts[part.pid] = part
             shutil.rmtree(self.directory, ignore_errors=True)
         began = {int(n[len(STARTED) :]) for n in names if n.startswith(STARTED)}
         # a worker stopped before its target began (a pool's spawned worker still importing when
@@ -172,9 +177,14 @@ class Launches:
             [
                 p
                 for p in self.processes
-                if p.pid not in parts and (p.pid in began or not _stopped_before_starting(p))
+                if p.pid not in parts
+                and p.pid not in unread
+                and (p.pid in began or not _stopped_before_starting(p))
             ]
         )
+        for pid, why in unread.items():
+            who = _names([p for p in self.processes if p.pid == pid]) or f"pid {pid}"
+            missing.append(f"process {who} sent counts that could not be read ({why}): " + _NOT_COUNTED)
         self.processes, self.directory = [], None
         found = list(parts.values())
         refused: list[tuple[str, str]] = []
@@ -241,6 +251,8 @@ def _read_part(text: str) -> ProcessPart:
     label, _, pid = head.rpartition("\t")
     return ProcessPart(label, int(pid), ProfileStats.from_json(body))
 
+
+_NOT_COUNTED = "its work is not counted"
 
 #: Why a process sent no part: (what one did, what several did), by the reason's key.
 _WHY = {

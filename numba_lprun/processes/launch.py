@@ -157,18 +157,12 @@ class Launches:
         unread: dict[int, str] = {}  # pid -> why its part could not be read
         if self.directory is not None:
             self._ask_running(self.directory)
-            names = sorted(os.listdir(self.directory))
-            for name in names:
-                if not (name.startswith(PART_PREFIX) and name.endswith(".json")):
-                    continue  # a part still being written (a process still running) is not read
-                try:
-                    with open(os.path.join(self.directory, name), encoding="utf-8") as handle:
-                        part = _read_part(handle.read())
-                except (OSError, ValueError, TypeError, KeyError) as exc:  # never silently: its work is lost
-                    pid = name[len(PART_PREFIX) : -len(".json")]
-                    unread[int(pid) if pid.isdigit() else -1] = f"{type(exc).__name__}: {exc}"
-                    continue
-                parts[part.pid] = part
+        # each process's state before the parts are read: one that had exited wrote its part first,
+        # so the reading sees it. (Read after, a process that exited while the parts were read, its
+        # part just written, was said to have "exited with status 0 without sending its counts".)
+        codes = {p: _exit_code(p) for p in self.processes}
+        if self.directory is not None:
+            names, parts, unread = _read_parts(self.directory)
             shutil.rmtree(self.directory, ignore_errors=True)
         began = {int(n[len(STARTED) :]) for n in names if n.startswith(STARTED)}
         # a worker stopped before its target began (a pool's spawned worker still importing when
@@ -179,8 +173,9 @@ class Launches:
                 for p in self.processes
                 if p.pid not in parts
                 and p.pid not in unread
-                and (p.pid in began or not _stopped_before_starting(p))
-            ]
+                and (p.pid in began or not _stopped_before_starting(p, codes[p]))
+            ],
+            codes,
         )
         for pid, why in unread.items():
             who = _names([p for p in self.processes if p.pid == pid]) or f"pid {pid}"
@@ -226,10 +221,29 @@ class Launches:
 FLUSH_WAIT = 5.0
 
 
-def _stopped_before_starting(process: BaseProcess) -> bool:
-    """Whether ``process`` was given a profiled target and ended by a signal (it then wrote
-    ``started-<pid>`` if it ever began the target)."""
-    code = _exit_code(process)
+def _read_parts(directory: str) -> tuple[list[str], dict[int, ProcessPart], dict[int, str]]:
+    """The files in ``directory``, the parts there by pid, and why each part that could not be
+    read could not (pid -> reason: its work is lost, and the profile says so)."""
+    names = sorted(os.listdir(directory))
+    parts: dict[int, ProcessPart] = {}
+    unread: dict[int, str] = {}
+    for name in names:
+        if not (name.startswith(PART_PREFIX) and name.endswith(".json")):
+            continue  # a part still being written (a process still running) is not read
+        try:
+            with open(os.path.join(directory, name), encoding="utf-8") as handle:
+                part = _read_part(handle.read())
+        except (OSError, ValueError, TypeError, KeyError) as exc:
+            pid = name[len(PART_PREFIX) : -len(".json")]
+            unread[int(pid) if pid.isdigit() else -1] = f"{type(exc).__name__}: {exc}"
+            continue
+        parts[part.pid] = part
+    return names, parts, unread
+
+
+def _stopped_before_starting(process: BaseProcess, code: int | None) -> bool:
+    """Whether ``process``, its exit status ``code``, was given a profiled target and ended by a
+    signal (it then wrote ``started-<pid>`` if it ever began the target)."""
     return code is not None and code < 0 and _runs_its_target(process)
 
 
@@ -275,11 +289,11 @@ _WHY = {
 }
 
 
-def _reason(process: BaseProcess) -> tuple[str, str]:
-    """Why ``process`` sent no part: a key of ``_WHY``, and the signal or status it names."""
+def _reason(process: BaseProcess, code: int | None) -> tuple[str, str]:
+    """Why ``process``, its exit status ``code``, sent no part: a key of ``_WHY``, and the signal
+    or status it names."""
     if not _runs_its_target(process):
         return "own run", ""
-    code = _exit_code(process)
     if code is None:
         return "running", ""
     if code < 0:
@@ -290,12 +304,12 @@ def _reason(process: BaseProcess) -> tuple[str, str]:
     return "exited", str(code)
 
 
-def _why_missing(processes: list[BaseProcess]) -> list[str]:
-    """Why the ``processes`` sent no part, in words: one warning per reason, naming each process
-    (a pool of 16 workers killed is one warning, not 16)."""
+def _why_missing(processes: list[BaseProcess], codes: dict[BaseProcess, int | None]) -> list[str]:
+    """Why the ``processes`` (their exit statuses in ``codes``) sent no part, in words: one
+    warning per reason, naming each process (a pool of 16 workers killed is one warning, not 16)."""
     groups: dict[tuple[str, str], list[BaseProcess]] = {}
     for process in processes:
-        groups.setdefault(_reason(process), []).append(process)
+        groups.setdefault(_reason(process, codes[process]), []).append(process)
     said = []
     for (key, detail), group in groups.items():
         one, several = _WHY[key]

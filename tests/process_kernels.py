@@ -120,3 +120,17 @@ def count_then_spoil_own_part(n, tasks):
             time.sleep(0.005)
 
     threading.Thread(target=spoil).start()
+
+
+def made_inside():
+    """A kernel defined inside a function (as a test or a factory makes one): it has no module
+    name to be imported by, and Numba pickles it by value."""
+
+    @njit
+    def triangle(n):
+        total = 0
+        for i in range(n):
+            total += i
+        return total
+
+    return triangle

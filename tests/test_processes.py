@@ -28,6 +28,7 @@ from tests.process_kernels import (
     die_after,
     exact_hits,
     gather_collatz,
+    made_inside,
     spread,
     weight,
     worker_state,
@@ -280,6 +281,26 @@ def test_a_process_the_run_kills_outright_sends_its_part_first():
     profiler = LineProfiler(collatz_steps)
     assert profiler.runcall(run) == -9
     assert _hits(profiler.profile) == _expected() and not profiler.profile.missing, profiler.profile.missing
+
+
+def test_a_kernel_made_inside_a_function_is_counted_in_spawned_workers():
+    """A spawned worker finds the profiled functions by module and name; one made inside a function
+    has neither, so the workers ran it unprofiled and the profile said they were "killed by
+    SIGTERM before they could send their counts" (the pool's exit), with no hit. It is sent to
+    them pickled, as the tasks send it: the hits are those of the same calls made here."""
+    kernel = made_inside()
+
+    def run():
+        with mp.get_context("spawn").Pool(2) as pool:
+            return pool.map(kernel, [N] * TASKS)
+
+    here = LineProfiler(kernel)
+    for _ in range(TASKS):
+        here.runcall(kernel, N)
+    profiler = LineProfiler(kernel)
+    assert profiler.runcall(run) == [kernel.py_func(N)] * TASKS
+    assert not profiler.profile.missing, profiler.profile.missing
+    assert _hits(profiler.profile) == _hits(here.profile) != {}
 
 
 def test_a_part_that_cannot_be_read_is_named_not_lost():

@@ -58,7 +58,7 @@ def name_of(function: object) -> tuple[str, str] | None:
     except Exception:
         return None
     module, qualname = getattr(py_func, "__module__", None), getattr(py_func, "__qualname__", "")
-    if not module or "<locals>" in qualname:
+    if not module or not qualname:
         return None
     return module, qualname
 
@@ -82,7 +82,7 @@ def by_value(function: object, name: tuple[str, str]) -> bytes | None:
     unpickles every copy of one dispatcher as the first (keyed by its pickle id), so a worker
     that unpickles this one first runs the tasks on the profiled dispatcher. None for a module's
     function (imported by name) or one that does not pickle (the tasks could not send it either)."""
-    if name[0] != "__main__":
+    if name[0] != "__main__" and "<locals>" not in name[1]:
         return None
     try:
         return pickle.dumps(function)

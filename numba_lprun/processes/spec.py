@@ -77,8 +77,9 @@ def named(functions: list[object], pickled: bool = False) -> tuple[Named, ...]:
 
 
 def by_value(function: object, name: tuple[str, str]) -> bytes | None:
-    """``function`` pickled, where it is the script's own (``__main__``): joblib's loky workers do
-    not run the script, so no name finds it there; the tasks send it by value, and Numba
+    """``function`` pickled, where it is the script's own (``__main__``) or made inside a function
+    (``<locals>``): joblib's loky workers do not run the script, and no module holds a function
+    made inside another, so no name finds it there; the tasks send it by value, and Numba
     unpickles every copy of one dispatcher as the first (keyed by its pickle id), so a worker
     that unpickles this one first runs the tasks on the profiled dispatcher. None for a module's
     function (imported by name) or one that does not pickle (the tasks could not send it either)."""

@@ -134,3 +134,17 @@ def made_inside():
         return total
 
     return triangle
+
+
+def count_then_sigterm_as_it_returns(n, tasks, delay):
+    """A process's target: ``tasks`` calls of the kernel, then a thread that sends this process
+    SIGTERM ``delay`` seconds later, as the run closes its counts: a pool worker that ends its task
+    loop just as ``Pool.terminate`` sends SIGTERM."""
+    for _ in range(tasks):
+        collatz_steps(n)
+
+    def terminate():
+        time.sleep(delay)
+        os.kill(os.getpid(), signal.SIGTERM)
+
+    threading.Thread(target=terminate, daemon=True).start()

@@ -83,6 +83,10 @@ class ChildTarget:
         return profiled_target(self.spec, self.label, found, target, refused=tuple(refused))
 
 
+#: Seconds a worker's request for its part (SIGTERM, the parent's) waits, once the target has
+#: returned, for the run to write the last part, before it writes what it can read itself.
+LAST_PART_WAIT = 10.0
+
 #: Set in a process whose whole life is one profiled call (``ChildTarget``): a Dask worker that
 #: is such a process (a ``LocalCluster`` started by the profiled code) is profiled once, not twice.
 WHOLE_PROCESS = threading.Event()
@@ -137,6 +141,8 @@ def _profiled(
     phases: list[PhaseRun] = []
     lock = threading.Lock()  # one writer at a time: each part written replaces the one before
     detached = threading.Event()  # the parent's run is over: nothing more is counted or written
+    returned = threading.Event()  # the target returned: the run closes its counts and writes the last part
+    finished = threading.Event()  # the last part is written: no other may replace it
 
     def execute(run: PhaseRun) -> Any:
         with lock:
@@ -145,21 +151,33 @@ def _profiled(
                 _plain_again(ctx, phases)
         if on_start is not None:
             on_start(run)
-        return call()
+        try:
+            return call()
+        finally:
+            returned.set()
 
     ctx = CallContext(runner, execute, namespaces, None, settings, concurrent)
 
-    def part(made: list) -> None:
+    def part(made: list, last: bool = False) -> None:
         with lock:
-            if detached.is_set():
+            if detached.is_set() or finished.is_set():
                 return
             record = close_call(made, runner.facts(kind), kind)
             profile = assemble(record, assembly_settings(settings, clock, DEFAULT_THRESHOLD, True, record))
             write_part(spec.directory, label, replace(profile, missing=refused))
+            if last:
+                finished.set()
 
     began = time.perf_counter()
 
-    def now() -> None:  # while the target runs: the counters and samples so far (counters left as they are)
+    def now() -> None:
+        """The counters and samples so far, while the target runs (counters left as they are).
+        Once it has returned, the run is taking the counts (reading and zeroing them, one function
+        after another): a read then saw some zeroed and others not, and that part replaced the
+        whole one (a pool worker that ended its task loop as SIGTERM came lost a kernel's hits).
+        The last part is waited for instead."""
+        if returned.is_set() and finished.wait(LAST_PART_WAIT):
+            return
         made = [*ctx.made, Counted(kind, True, runner.take_counts(kind, keep=True))]
         if ctx.last_sampling is not None and not any(isinstance(m, Sampled) for m in ctx.made):
             maps = line_maps(runner.twin_code(kind))
@@ -179,7 +197,7 @@ def _profiled(
         try:
             return run_phases(ctx, planned, once)
         finally:
-            part(ctx.made)
+            part(ctx.made, last=True)
 
 
 def _added(runner: Runner, functions: list[object]) -> Iterator[str]:

@@ -84,7 +84,10 @@ class ChildTarget:
 
 
 #: Seconds a worker's request for its part (SIGTERM, the parent's) waits, once the target has
-#: returned, for the run to write the last part, before it writes what it can read itself.
+#: returned, for the run to write the last part, before it writes what it can read itself. Why
+#: wait: the run is then taking the counts (reading and zeroing them, one function after another),
+#: and a read saw some zeroed and others not, and replaced the whole last part (a pool worker that
+#: ended its task loop as ``Pool.terminate``'s SIGTERM came lost a kernel's hits, silently).
 LAST_PART_WAIT = 10.0
 
 #: Set in a process whose whole life is one profiled call (``ChildTarget``): a Dask worker that
@@ -132,9 +135,8 @@ def _profiled(
         return call()
     settings = RunSettings(timing=spec.timing, sample=spec.sampled, repeat=False, rate_hz=spec.rate_hz)
     once = f"a worker process ({label})"
-    # the parent's kind of twin (a forked child's are the parent's own: counting, or probed where the
-    # parent cannot sample), sampled as the parent's run is (its whole life is one run, so faster
-    # at first, as a script's); no plain twins are compiled after
+    # the parent's kind of twin (a forked child's are the parent's own), sampled as the parent's run
+    # is (faster at first, as a script's: its whole life is one run); no plain twins compiled after
     kind = spec.twin
     planned = Plan(UserRun(kind, spec.sampled, boost=spec.sampled))
     concurrent = any(may_run_on_threads(d) for d in functions)
@@ -171,11 +173,7 @@ def _profiled(
     began = time.perf_counter()
 
     def now() -> None:
-        """The counters and samples so far, while the target runs (counters left as they are).
-        Once it has returned, the run is taking the counts (reading and zeroing them, one function
-        after another): a read then saw some zeroed and others not, and that part replaced the
-        whole one (a pool worker that ended its task loop as SIGTERM came lost a kernel's hits).
-        The last part is waited for instead."""
+        """The counters and samples so far, while the target runs (see ``LAST_PART_WAIT``)."""
         if returned.is_set() and finished.wait(LAST_PART_WAIT):
             return
         made = [*ctx.made, Counted(kind, True, runner.take_counts(kind, keep=True))]

@@ -90,7 +90,7 @@ def profile_once(case: K.Case, samples: int, seconds: float) -> tuple[dict[str, 
     (stats,) = [f for f in prof.profile.functions if f.name == case.profiled.__name__]
     shares = {}
     for marker, lines in groups(case).items():
-        parts = [stats.sample_share(line) for line in lines]
+        parts = [stats.samples.share(line) for line in lines]
         shares[marker] = sum(p for p in parts if p is not None) if any(p is not None for p in parts) else 0.0
     return shares, stats.samples.total, prof.profile.sampling.lowered
 

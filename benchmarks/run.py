@@ -111,8 +111,8 @@ def shares(func, args, truth: dict) -> list[str]:
             lines = [s.first_lineno + o for o in offsets]
             got = sum(s.time_share(line) or 0.0 for line in lines)
             worst = max(worst, abs(got - want))
-            low = sum((s.sample_interval(line) or (0, 0))[0] for line in lines)
-            high = sum((s.sample_interval(line) or (0, 0))[1] for line in lines)
+            low = sum((s.samples.interval(line) or (0, 0))[0] for line in lines)
+            high = sum((s.samples.interval(line) or (0, 0))[1] for line in lines)
             probe = sum(s.probe_share(line) or 0.0 for line in lines) if s.has_probes else None
             said = f"{got:5.1f}% [{low:4.1f},{high:5.1f}] vs {want:4.1f}%"
             parts.append(said + (f" (probes {probe:5.1f}%)" if probe is not None else ""))

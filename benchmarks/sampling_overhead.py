@@ -140,7 +140,7 @@ def main() -> None:
             result = attribute(raw, {py_func: lmap})
             samples += result.total
             cpu += result.total_seconds
-            cpu_in += result.seconds_in_function(py_func)
+            cpu_in += result.functions[py_func].cpu_seconds
         med = {k: statistics.median(v) if v else 0.0 for k, v in rows.items()}
         print(
             f"{py_func.__name__:<12}{med['plain']:>8.3f}{med['dbg']:>10.3f}{med['dbg_cpu']:>7.3f}"

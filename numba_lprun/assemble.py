@@ -57,7 +57,6 @@ from .stats import (
     Probes,
     ProfileStats,
     RunsSummary,
-    Samples,
     SamplingSummary,
     Source,
 )
@@ -207,7 +206,7 @@ def _measured(
         twin=run_twin,
         time_source=time_source,
     )
-    samples = Samples(dict(sampled.counts), dict(sampled.seconds), dict(sampled.addresses))
+    samples = sampled  # the one per-line record, as attribution made it and the runs added it up
     cost = settings.probe_cost if probed.line_ticks else 0.0
     probes = Probes(dict(probed.line_ticks), dict(probed.hits), cost)
     uncompared = record.of(CodeUncompared)

@@ -17,10 +17,10 @@ from .stats import (
     Counts,
     Diagnosis,
     Distortion,
+    LineSamples,
     Measured,
     Note,
     Probes,
-    Samples,
     time_share,
 )
 from .twin_kind import COUNTING, PLAIN, PROBED
@@ -36,7 +36,7 @@ FAULT_SECONDS = 10e-6
 
 
 def disagreeing_lines(
-    samples: Samples, probes: Probes, margin: float = DISAGREE_POINTS, raw: bool = False
+    samples: LineSamples, probes: Probes, margin: float = DISAGREE_POINTS, raw: bool = False
 ) -> frozenset[int]:
     """Lines whose probe share lies outside their sampled 95% interval by more than ``margin``.
 
@@ -116,14 +116,14 @@ def diagnose(
     return Diagnosis(tuple(notes), below, disagree, corrected, hottest(counts, samples, probes))
 
 
-def hottest(counts: Counts, samples: Samples, probes: Probes) -> tuple[int, ...]:
+def hottest(counts: Counts, samples: LineSamples, probes: Probes) -> tuple[int, ...]:
     """The lines by their share of the Time column (of corrected probe times), hottest first."""
     lines = set(counts.hits) | set(samples.seconds)
     return tuple(hot_lines({line: time_share(line, counts, samples, probes) or 0.0 for line in lines}))
 
 
 def _time_notes(
-    counts: Counts, samples: Samples, sampling_unavailable: str | None, unsampled: str
+    counts: Counts, samples: LineSamples, sampling_unavailable: str | None, unsampled: str
 ) -> list[Note]:
     """Where the Time column comes from, when that needs saying, and how sure it is
     (``unsampled``: why the function's kind puts no sample on its lines, ``Source.unsampled``)."""

@@ -23,6 +23,7 @@ from .stats import (
     Diagnosis,
     Extras,
     FunctionStats,
+    LineSamples,
     Measured,
     Note,
     ProcessPart,
@@ -51,7 +52,7 @@ def merged(
     for rest in found.values():  # a function only workers knew (defined in a worker's code)
         first = rest[0][1]
         counts = replace(first.counts, hits={}, calls=0, ticks=0)
-        samples = replace(first.samples, counts={}, seconds={})
+        samples = LineSamples(addresses=first.samples.addresses)  # its code's, in that worker
         probes = replace(first.probes, ticks={}, hits={})  # each worker's figures are added below, once
         first = replace(first, counts=counts, samples=samples, probes=probes)
         sums.append(_summed(first, rest, main.unit, len(parts)))
@@ -98,18 +99,18 @@ def _summed(
 ) -> Summed:
     """``stats`` (the main process's) plus each worker's figures of the same function."""
     hits, calls, ticks = dict(stats.hits), stats.calls, stats.run_ticks
-    counts, seconds = dict(stats.samples.counts), dict(stats.samples.seconds)
     probe_ticks, probe_hits = dict(stats.probes.ticks), dict(stats.probes.hits)
     signatures = list(stats.signatures)
     source = stats.time_source
     worker_calls = worker_samples = 0
+    # every per-line figure adds, except the addresses: each process's code lies elsewhere
+    samples = fold([stats.samples, *(other.samples for _, other in others)])
+    samples = replace(samples, addresses=stats.samples.addresses)
     for part, other in others:
         scale = part.profile.unit / unit  # the same tick of another process's clock, in ours
         hits = fold((hits, other.hits))
         calls += other.calls
         ticks += round(other.run_ticks * scale)
-        counts = fold((counts, other.samples.counts))
-        seconds = fold((seconds, other.samples.seconds))
         probe_ticks = fold((probe_ticks, _scaled(other.probes.ticks, scale)))
         probe_hits = fold((probe_hits, other.probes.hits))
         signatures += [s for s in other.signatures if s not in signatures]
@@ -119,7 +120,7 @@ def _summed(
     row = (
         "Processes",
         f"main + {workers} worker{'s' if workers != 1 else ''}; in the workers: {worker_calls:,} of "
-        f"{calls:,} calls, {worker_samples:,} of {sum(counts.values()):,} samples{_callers(others)}",
+        f"{calls:,} calls, {worker_samples:,} of {samples.total:,} samples{_callers(others)}",
     )
     unmeasured = stats.distortion.unmeasured
     if worker_calls and not stats.calls:
@@ -127,7 +128,7 @@ def _summed(
     measured = Measured(
         source=replace(stats.source, signatures=tuple(signatures)),
         counts=replace(stats.counts, hits=hits, calls=calls, ticks=ticks, time_source=source),
-        samples=replace(stats.samples, counts=counts, seconds=seconds),
+        samples=samples,
         probes=replace(stats.probes, ticks=probe_ticks, hits=probe_hits),
         distortion=replace(stats.distortion, unmeasured=unmeasured),
     )

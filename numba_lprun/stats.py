@@ -43,11 +43,11 @@ from .stats_parts import (
     Distortion,
     ExtraColumn,
     Extras,
+    LineSamples,
     MachineCode,
     Measured,
     Note,
     Probes,
-    Samples,
     Source,
     from_flat,
     share_interval,
@@ -77,7 +77,7 @@ __all__ = [
     "ProcessPart",
     "ProfileStats",
     "RunsSummary",
-    "Samples",
+    "LineSamples",
     "SamplingSummary",
     "Source",
     "read_line_stats",
@@ -99,7 +99,7 @@ class FunctionStats:
 
     source: Source
     counts: Counts = field(default_factory=Counts)
-    samples: Samples = field(default_factory=Samples)
+    samples: LineSamples = field(default_factory=LineSamples)
     probes: Probes = field(default_factory=Probes)
     distortion: Distortion = field(default_factory=Distortion)
     machine: MachineCode = field(default_factory=MachineCode)
@@ -164,11 +164,6 @@ class FunctionStats:
         return self.counts.time_source
 
     @property
-    def sample_counts(self) -> dict[int, int]:
-        """Line -> samples."""
-        return self.samples.counts
-
-    @property
     def probe_ticks(self) -> dict[int, int]:
         """Line -> raw probe ticks."""
         return self.probes.ticks
@@ -195,14 +190,6 @@ class FunctionStats:
         return bool(self.probe_ticks)
 
     # -- shares ---------------------------------------------------------------------
-    def sample_share(self, line: int) -> float | None:
-        """% of the function's sampled CPU time on ``line`` (None without samples)."""
-        return self.samples.share(line)
-
-    def sample_interval(self, line: int) -> tuple[float, float] | None:
-        """95% interval of ``line``'s sampled share, in % (Wilson score interval)."""
-        return self.samples.interval(line)
-
     def probe_line_ticks(self, line: int, raw: bool = False) -> float:
         """Probe ticks of ``line``, the probes' own cost taken out (unless raw, or the diagnosis
         shows them raw), never below 0."""
@@ -230,7 +217,7 @@ class FunctionStats:
 
     def line_interval_ticks(self, line: int) -> tuple[float, float] | None:
         """95% interval of ``line``'s sampled time, in ticks."""
-        interval = self.sample_interval(line) if self.time_source == SAMPLES else None
+        interval = self.samples.interval(line) if self.time_source == SAMPLES else None
         if interval is None:
             return None
         return (self.run_ticks * interval[0] / 100.0, self.run_ticks * interval[1] / 100.0)

@@ -10,27 +10,13 @@ holds them all is made, so nothing is written into a profile after it exists.
 
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass, field
 
 from .machine.values import Hint, LineCode
+from .sampling.attribution import LineSamples, share_interval
 from .twin_kind import COUNTING, TwinKind
 
-Z95 = 1.959964  # two-sided 95% normal quantile
 SAMPLES, PROBES = "samples", "probes"  # where a function's Time column comes from
-
-
-def share_interval(share: float, n: int) -> tuple[float, float]:
-    """95% Wilson score interval, in %, of a share (in %) measured with ``n`` samples.
-
-    Each sample lands on a line or not, so the count is binomial in the
-    function's sample total; the Wilson interval stays inside 0-100% and is
-    honest for lines with few or no samples.
-    """
-    p = share / 100.0
-    centre = (p + Z95**2 / (2 * n)) / (1 + Z95**2 / n)
-    half = Z95 * math.sqrt(p * (1 - p) / n + Z95**2 / (4 * n * n)) / (1 + Z95**2 / n)
-    return (100.0 * max(0.0, centre - half), 100.0 * min(1.0, centre + half))
 
 
 @dataclass(frozen=True)
@@ -102,34 +88,6 @@ class Counts:
 
 
 @dataclass(frozen=True)
-class Samples:
-    """Samples of every sampled run (extra plain runs and the user's): the probe-free times.
-
-    Why apart: a line's sampled share and its 95% interval come from these alone."""
-
-    counts: dict[int, int] = field(default_factory=dict)  # line -> samples
-    seconds: dict[int, float] = field(default_factory=dict)  # line -> CPU seconds they stand for
-    addresses: dict[int, int] = field(default_factory=dict)  # address charged -> samples
-
-    @property
-    def total(self) -> int:
-        """Samples that landed in this function."""
-        return sum(self.counts.values())
-
-    def share(self, line: int) -> float | None:
-        """% of the function's sampled CPU time on ``line`` (None without samples)."""
-        total = sum(self.seconds.values())
-        return 100.0 * self.seconds.get(line, 0.0) / total if total > 0 else None
-
-    def interval(self, line: int) -> tuple[float, float] | None:
-        """95% interval of ``line``'s sampled share, in % (Wilson score interval)."""
-        share, n = self.share(line), self.total
-        if share is None or n == 0:
-            return None
-        return share_interval(share, n)
-
-
-@dataclass(frozen=True)
 class Probes:
     """Clock probes' times (the user's run with --no-sample, or an extra run with --probes).
 
@@ -157,7 +115,7 @@ class Probes:
 
 
 def time_share(
-    line: int, counts: Counts, samples: Samples, probes: Probes, raw: bool = False
+    line: int, counts: Counts, samples: LineSamples, probes: Probes, raw: bool = False
 ) -> float | None:
     """% of the function's time on ``line``, from the Time column's source (``counts.time_source``)."""
     if counts.time_source == SAMPLES:
@@ -225,7 +183,7 @@ class Measured:
 
     source: Source
     counts: Counts = field(default_factory=Counts)
-    samples: Samples = field(default_factory=Samples)
+    samples: LineSamples = field(default_factory=LineSamples)
     probes: Probes = field(default_factory=Probes)
     distortion: Distortion = field(default_factory=Distortion)
 
@@ -246,6 +204,7 @@ class Diagnosis:
 #: Fields of the parts that format 1 had no name for (added since: absent in a format-1 profile).
 SINCE_FORMAT_2: frozenset[tuple[str, str]] = frozenset(
     {
+        ("samples", "threads"),
         ("distortion", "uncompared"),
         ("distortion", "plain_left_out"),
         ("distortion", "compiled"),
@@ -313,7 +272,7 @@ __all__ = [
     "Measured",
     "Note",
     "Probes",
-    "Samples",
+    "LineSamples",
     "Source",
     "from_flat",
     "share_interval",

@@ -17,7 +17,7 @@ cases have their own tolerance and sample count (``PRANGE_TOLERANCE``, ``PRANGE_
 Under load the CPU weights are what moves ("helpers three deep" beside two or more busy
 loops at nice 19, on 2 cores at load average 5-21: the unweighted counts stayed within 1
 point in 48 runs). Each sample weighs at most the timer's longest wait (``LONGEST_WAIT``
-in ``numba_lprun/sampling/raw.py``). Before that cap, 4 of 216 loaded runs were 3.0-8.8
+in ``numba_lprun/sampling/attribution.py``). Before that cap, 4 of 216 loaded runs were 3.0-8.8
 points off, from single samples carrying up to 212 ms of CPU time (2,100 periods). With
 it, 0 of 228 (the worst 1.4 points), and the weights' effective sample size was 0.83-0.93
 of the count in 10 loaded runs, a spread wider by at most a tenth: a false failure about
@@ -92,13 +92,13 @@ def sampled_shares(case: K.Case) -> tuple[dict[str, float], int, dict[str, float
     (stats,) = [f for f in prof.profile.functions if f.name == case.profiled.__name__]
     shares, counted = {}, {}
     for marker, lines in K.marked_lines(case.profiled).items():
-        shares[marker] = sum(stats.sample_share(line) or 0.0 for line in lines)
+        shares[marker] = sum(stats.samples.share(line) or 0.0 for line in lines)
         counted[marker] = round(
-            100.0 * sum(stats.sample_counts.get(line, 0) for line in lines) / max(1, stats.samples.total), 1
+            100.0 * sum(stats.samples.counts.get(line, 0) for line in lines) / max(1, stats.samples.total), 1
         )
     s = prof.profile.sampling
     how = (
-        f"samples per line {dict(sorted(stats.sample_counts.items()))}; {s.total} samples in "
+        f"samples per line {dict(sorted(stats.samples.counts.items()))}; {s.total} samples in "
         f"{s.runs} runs at {s.achieved_hz:.0f} Hz of {s.rate_hz:.0f} ({s.lowered or 'rate not lowered'}); "
         f"{s.outside} elsewhere, stopped {s.stopped}"
     )

@@ -386,7 +386,7 @@ def test_a_stencil_is_sampled_and_its_loop_nest_reads_no_clock(caller):
     assert stats.time_source == "samples" and not stats.counts.calls_timed
     first = kinds.weigh.kernel_ir.func_id.func.__code__.co_firstlineno  # the decorator's line
     body = set(range(first + 2, first + 6))
-    assert stats.sample_counts and set(stats.sample_counts) <= body, stats.sample_counts
+    assert stats.samples.counts and set(stats.samples.counts) <= body, stats.samples.counts
     points, over = big.size - 2, int(np.count_nonzero(big[:-2] + 2.0 * big[1:-1] > 2.0))
     assert stats.hits == {first + 2: points, first + 3: points, first + 4: over, first + 5: points}
     for kind in ("counting", "plain"):

@@ -114,10 +114,10 @@ def test_inlined_callee_gets_its_own_samples_and_the_caller_keeps_them(inlined):
     assert "three_lines" in inlined["inlined into"]  # LLVM did inline spin into the caller
     calling = {line_of(K.three_lines, m) for m in ("ONE", "TWO", "THREE")}
     loop = line_of(K.spin, "LOOP")
-    assert callee.samples.total > 0.5 * caller.samples.total, (callee.sample_counts, caller.sample_counts)
-    in_loop = callee.sample_counts.get(loop, 0) + callee.sample_counts.get(loop - 1, 0)  # body or header
+    assert callee.samples.total > 0.5 * caller.samples.total, (callee.samples.counts, caller.samples.counts)
+    in_loop = callee.samples.counts.get(loop, 0) + callee.samples.counts.get(loop - 1, 0)  # body or header
     assert in_loop > 0.5 * callee.samples.total
-    in_calls = sum(caller.sample_counts.get(line, 0) for line in calling)
+    in_calls = sum(caller.samples.counts.get(line, 0) for line in calling)
     assert in_calls >= callee.samples.total  # every callee sample also counts on a calling line
 
 

@@ -1,4 +1,4 @@
-"""The handler's own walk through profiled code (``sampling.own_walk``) against libgcc's.
+"""The handler's own walk through profiled code (``sampling._handler.own_walk``) against libgcc's.
 
 The own walk replaces libgcc's for samples that interrupt profiled code, so it must
 give the very frames libgcc gives: with ``verify_walks`` the handler walks every stack
@@ -16,8 +16,7 @@ from numba import njit, prange
 
 import numba_lprun
 from numba_lprun.sampling import Sampler
-from numba_lprun.sampling.cfa_rules import END, FROM_RBP, FROM_RSP, GAP, ROW
-from numba_lprun.sampling.unwind_rows import own_table, python_calls_in
+from numba_lprun.sampling.unwind_tables import END, FROM_RBP, FROM_RSP, GAP, ROW, own_table, python_calls_in
 from numba_lprun.twin_kind import COUNTING
 
 DEBUG = {"debug": True, "boundscheck": False, "_dbg_extend_lifetimes": False}

@@ -123,7 +123,7 @@ def test_a_docstring_line_with_a_figure_is_never_hidden(profile):
     assert f"{first}-{last}" in text_table(profile, "documented", 80)
     for changed in (
         {"counts": dataclasses.replace(stats.counts, hits={**stats.hits, first + 3: 1})},
-        {"samples": dataclasses.replace(stats.samples, counts={**stats.sample_counts, first + 3: 2})},
+        {"samples": dataclasses.replace(stats.samples, counts={**stats.samples.counts, first + 3: 2})},
     ):
         odd = dataclasses.replace(profile, functions=(dataclasses.replace(stats, **changed),))
         rows = rows_by_label(text_table(odd, "documented", 80))

@@ -101,8 +101,8 @@ def test_the_hot_lines_get_the_workers_samples():
     assert profiler.runcall(_pool_map, "fork", n) == [collatz_steps(n)] * TASKS
     (stats,) = profiler.profile.functions
     first = collatz_steps.py_func.__code__.co_firstlineno
-    loop = sum(stats.sample_counts.get(line, 0) for line in range(first + 5, first + 11))
-    assert loop > 0 and stats.samples.seconds, stats.sample_counts
+    loop = sum(stats.samples.counts.get(line, 0) for line in range(first + 5, first + 11))
+    assert loop > 0 and stats.samples.seconds, stats.samples.counts
     n = stats.samples.total
     row = dict(stats.extras.rows)["Processes"]
     assert f"{n:,} of {n:,} samples; calls in " in row  # the workers that ran it, named

@@ -16,7 +16,7 @@ def _profile() -> ProfileStats:
 
 
 def _a_count(profile: ProfileStats) -> tuple[int, int]:
-    lineno, count = max(profile.functions[0].sample_counts.items(), key=lambda item: item[1])
+    lineno, count = max(profile.functions[0].samples.counts.items(), key=lambda item: item[1])
     return lineno, count
 
 

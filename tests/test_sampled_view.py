@@ -45,10 +45,10 @@ def test_libm_line_gets_most_samples_and_disagreement_is_marked():
     libm_line = libm_heavy.py_func.__code__.co_firstlineno + 7
     # the libm line is about 85% of the time (2,000 samples here): with 100 samples or more, a
     # share at or below 50% is 9.8 standard errors away (false failure below 1e-20)
-    assert sum(stats.sample_counts.values()) >= 100
-    assert stats.sample_share(libm_line) > 50.0
+    assert sum(stats.samples.counts.values()) >= 100
+    assert stats.samples.share(libm_line) > 50.0
     assert max(stats.samples.seconds, key=stats.samples.seconds.get) == libm_line
-    assert stats.time_source == "samples" and stats.time_share(libm_line) == stats.sample_share(libm_line)
+    assert stats.time_source == "samples" and stats.time_share(libm_line) == stats.samples.share(libm_line)
 
 
 def test_no_sample_leaves_no_trace():
@@ -60,7 +60,7 @@ def test_no_sample_leaves_no_trace():
     profile = prof.profile
     assert profile.sampling is None
     (stats,) = profile.functions
-    assert not stats.sample_counts and not stats.diagnosis.disagree and stats.time_source == "probes"
+    assert not stats.samples.counts and not stats.diagnosis.disagree and stats.time_source == "probes"
     from numba_lprun.renderers import profile_html, profile_text
 
     assert "samples" not in profile_text(profile).lower() and "95% CI" not in profile_html(profile)
@@ -143,7 +143,7 @@ prof = numba_lprun.LineProfiler(sorts, repeat=False)
 prof.runcall(sorts, np.random.default_rng(0).random(20_000), 300)
 (stats,) = prof.profile.functions
 line = sorts.py_func.__code__.co_firstlineno + 4
-print(json.dumps([parsed, sum(stats.sample_counts.values()), stats.sample_share(line)]))
+print(json.dumps([parsed, sum(stats.samples.counts.values()), stats.samples.share(line)]))
 """
 
 
@@ -225,7 +225,7 @@ def test_each_librarys_object_code_is_parsed_once_for_all_the_functions_of_its_f
     ELF and DWARF are parsed once for them all. (Parsed once per function and library, 344
     functions of Numba's test_record_dtype took two minutes after the run; here five
     functions parsed 12 libraries 48 times.)"""
-    from numba_lprun.sampling import elf
+    from numba_lprun.sampling import dwarf
 
     path = tmp_path / "many_in_one_file.py"
     path.write_text(_MANY_IN_ONE_FILE)
@@ -233,13 +233,13 @@ def test_each_librarys_object_code_is_parsed_once_for_all_the_functions_of_its_f
     import many_in_one_file as m
 
     parsed: list[bytes] = []
-    relocate = elf._relocate_debug
+    parse = dwarf._host_code  # parses one library's ELF and DWARF for the inlined code it holds
 
-    def counted(obj):
+    def counted(library, obj):
         parsed.append(obj)
-        return relocate(obj)
+        return parse(library, obj)
 
-    monkeypatch.setattr(elf, "_relocate_debug", counted)
+    monkeypatch.setattr(dwarf, "_host_code", counted)
     functions = [m.step, m.first, m.second, m.third, m.fourth]
     prof = numba_lprun.LineProfiler(*functions, sample_time=0.0)
     assert prof.runcall(m.fourth, 50) == m.fourth(50)

@@ -92,7 +92,7 @@ from tests.test_twin_cache import _counting_twin
 from numba_lprun.sampling import Sampler, attribute, line_map
 from numba_lprun.instrument.source import read_source
 from numba_lprun.instrument.twins import Twin, loaded_from_cache
-from numba_lprun.sampling.rows import gufunc_kernels
+from numba_lprun.sampling.object_code import gufunc_kernels
 from numba_lprun.vectorized import vectorized_lines
 
 
@@ -127,7 +127,7 @@ lmap = mapped(norm)
 with Sampler(rate_hz=1000.0) as sampler:
     for _ in range(10):
         twin(a)
-lines = attribute(sampler.samples, {"f": lmap}).lines.get("f", {})
+lines = attribute(sampler.samples, {"f": lmap}).functions["f"].counts
 print(json.dumps({
     "hits": loaded_from_cache(Twin(norm, twin, "instrumented")),
     "vectorized": sorted(vectorized_lines(twin)),

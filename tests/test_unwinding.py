@@ -22,11 +22,11 @@ from numba import cfunc, njit
 import numba_lprun
 from numba_lprun.instrument import twins
 from numba_lprun.internals import pipeline_class
+from numba_lprun.run.measurements import fold
 from numba_lprun.sampling import RawSamples, Sampler, attribute, line_map
 from numba_lprun.sampling import _native as N
+from numba_lprun.sampling.attribution import COMPLETE, TRUNCATED, classify, walk_ends
 from numba_lprun.sampling.dwarf import LineMap
-from numba_lprun.sampling.raw import walk_ends
-from numba_lprun.sampling.walks import COMPLETE, TRUNCATED, classify
 
 pytestmark = pytest.mark.skipif(N.check_platform() is not None, reason=str(N.check_platform()))
 
@@ -116,13 +116,13 @@ def test_twin_callees_unwind_to_the_calling_line():
     # spread 1.24 times wider: a false failure under 1e-9 (the SIN lines' band likewise).
     raw = sample_for(twin, 2.0)
     result = attribute(raw, {"f": lmap})
-    seconds = result.seconds["f"]
+    seconds = result.functions["f"].seconds
     share = {
         m: sum(seconds.get(line, 0.0) for line in lines_of(calls_helpers, m))
         for m in ("SPIN1", "SPIN3", "SIN1", "SIN3")
     }
     main = raw.per_thread[raw.tids[0]]
-    assert result.in_function("f") >= 0.9 * main, (result.lines, raw.per_thread, result.stopped)
+    assert result.functions["f"].total >= 0.9 * main, (result.functions, raw.per_thread, result.stopped)
     assert not result.stopped, result.stopped
     assert 0.17 <= share["SPIN1"] / (share["SPIN1"] + share["SPIN3"]) <= 0.33, share
     assert 0.17 <= share["SIN1"] / (share["SIN1"] + share["SIN3"]) <= 0.33, share
@@ -157,7 +157,7 @@ def test_walk_stopped_in_a_jitted_callback_is_counted_by_cause():
     cause = "stopped in code without unwind information: jitted code that numba_lprun did not compile"
 
     def in_calls():  # samples taken in the twin's calls: charged to its lines, or stopped
-        return result.in_function("f") + sum(result.stopped.values())
+        return result.functions["f"].total + sum(result.stopped.values())
 
     # Judged among the samples in the calls: the rest land in the test's own loop, a share that
     # grew from a third to two thirds beside four busy processes. Sampled until 150 are in the
@@ -166,11 +166,14 @@ def test_walk_stopped_in_a_jitted_callback_is_counted_by_cause():
     for _ in range(9):
         if in_calls() >= 150:
             break
-        result.add(attribute(sample_for(twin, 0.3), maps))
+        result = fold((result, attribute(sample_for(twin, 0.3), maps)))
     main = in_calls()
-    assert main >= 150, (result.stopped, result.lines, result.total)
-    assert result.stopped.get(cause, 0) >= 0.3 * main, (result.stopped, result.lines, result.total)
-    assert sum(result.lines["f"].get(line, 0) for line in lines_of(calls_callback, "SPIN1")) >= 0.3 * main
+    assert main >= 150, (result.stopped, result.functions, result.total)
+    assert result.stopped.get(cause, 0) >= 0.3 * main, (result.stopped, result.functions, result.total)
+    assert (
+        sum(result.functions["f"].counts.get(line, 0) for line in lines_of(calls_callback, "SPIN1"))
+        >= 0.3 * main
+    )
     assert result.stopped_seconds[cause] > 0
     assert result.total == result.inside + result.outside + sum(result.stopped.values())
 
@@ -219,10 +222,10 @@ def test_walk_stopped_in_a_stripped_library_is_counted_by_cause(stripped_library
     cause = "stopped in code without unwind information: libnlpspin.so: spin_c"
     main = raw.per_thread[raw.tids[0]]
     stopped = result.stopped.get(cause, 0)
-    jit_line = sum(result.lines["f"].get(line, 0) for line in lines_of(calls_c, "JIT"))
-    assert stopped >= 0.3 * main, (result.stopped, result.lines, raw.per_thread)
-    assert jit_line >= 0.3 * main, (result.stopped, result.lines)  # the rest of the line's callees unwind
-    assert sum(result.lines["f"].get(line, 0) for line in lines_of(calls_c, "C")) <= 0.1 * stopped
+    jit_line = sum(result.functions["f"].counts.get(line, 0) for line in lines_of(calls_c, "JIT"))
+    assert stopped >= 0.3 * main, (result.stopped, result.functions, raw.per_thread)
+    assert jit_line >= 0.3 * main, (result.stopped, result.functions)  # the rest of the line's callees unwind
+    assert sum(result.functions["f"].counts.get(line, 0) for line in lines_of(calls_c, "C")) <= 0.1 * stopped
 
 
 def test_attribute_counts_stopped_walks_apart_from_elsewhere():
@@ -243,7 +246,7 @@ def test_attribute_counts_stopped_walks_apart_from_elsewhere():
         rate_hz=1000.0,
     )
     result = attribute(raw, {"k": lmap})
-    assert result.lines["k"] == {7: 2}  # a walk that reached the function counts, stopped or not
+    assert result.functions["k"].counts == {7: 2}  # a walk that reached the function counts, stopped or not
     assert result.stopped == {
         "stopped in code without unwind information: libx.so": 1,
         "not walked: the signal interrupted the unwinder itself": 1,

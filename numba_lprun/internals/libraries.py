@@ -30,7 +30,7 @@ def compiled_object(library) -> bytes | None:
 @touches(
     "numba.core.codegen",
     "CodeLibrary",
-    "sampling/rows.py, machine: the libraries linked into a function's own (prange bodies, callees)",
+    "instrument/parfor_code.py, machine: the libraries linked into a function's own (prange bodies, callees)",
     instance_attribute="_linking_libraries",
 )
 def linked_libraries(library) -> list:
@@ -41,7 +41,7 @@ def linked_libraries(library) -> list:
 @touches(
     "numba.core.codegen",
     "CodeLibrary",
-    "sampling/unwind_rows.py: a function defined in a library whose object code is not kept",
+    "sampling/unwind_tables.py: a function defined in a library whose object code is not kept",
     instance_attribute="_final_module",
 )
 def defined_function(library) -> str | None:

@@ -15,7 +15,7 @@ import io
 import re
 
 from ..internals import compiled_object, numba_helper_address, symbol_address
-from ..sampling.walks import dl_info
+from ..sampling._native import dl_info
 
 _NUMBA_NAME = re.compile(r"(\d+)")
 _ESCAPES = re.compile(r"_(3c|3e|24)")  # Numba writes <, > and $ as _3c, _3e, _24 in symbol names

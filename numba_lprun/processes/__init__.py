@@ -10,7 +10,7 @@ the user's run goes on, ``launch`` gives each process started a picklable
 variable or interpreter start-up hook is needed, and nothing changes once the run
 is over. In the child, the target runs as one profiled call on the parent's kind of
 twin, sampled as the parent's run is (a forked child finds the parent's twins on the
-dispatchers; a spawned one loads them from the disk cache; ``sampling.forks`` keeps a
+dispatchers; a spawned one loads them from the disk cache; ``sampling.sampler.watch`` keeps a
 fork from copying a stack walk in progress), and its frozen profile is written to the
 run's directory as JSON when the target returns, raises, or is stopped by SIGTERM
 (``Pool.terminate``), or when the parent asks a worker still running (joblib's).

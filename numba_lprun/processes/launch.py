@@ -179,7 +179,7 @@ class Launches:
         )
         for pid, why in unread.items():
             who = _names([p for p in self.processes if p.pid == pid]) or f"pid {pid}"
-            missing.append(f"process {who} sent counts that could not be read ({why}): " + _NOT_COUNTED)
+            missing.append(_unreadable(f"process {who}", why))
         self.processes, self.directory = [], None
         found = list(parts.values())
         refused: list[tuple[str, str]] = []
@@ -191,7 +191,7 @@ class Launches:
                 try:
                     found.append(_read_part(text))
                 except (ValueError, TypeError, KeyError) as exc:  # never silently: its work is missing
-                    missing.append(f"a Dask worker's part could not be read ({type(exc).__name__}: {exc})")
+                    missing.append(_unreadable("a Dask worker", f"{type(exc).__name__}: {exc}"))
             refused += self.dask.refused
             missing += self.dask.missing
             self.dask = None
@@ -267,6 +267,13 @@ def _read_part(text: str) -> ProcessPart:
 
 
 _NOT_COUNTED = "its work is not counted"
+
+
+def _unreadable(who: str, why: str) -> str:
+    """The sentence for a part that came back but could not be read, a process's or a Dask
+    worker's alike: its work is named as missing, never dropped."""
+    return f"{who} sent counts that could not be read ({why}): {_NOT_COUNTED}"
+
 
 #: Why a process sent no part: (what one did, what several did), by the reason's key.
 _WHY = {

@@ -192,7 +192,7 @@ def function_view(
             time = percent = interval = None
         else:
             time, percent = ticks * scale, stats.time_share(lineno)
-            interval = stats.sample_interval(lineno) if stats.time_source == SAMPLES else None
+            interval = stats.samples.interval(lineno) if stats.time_source == SAMPLES else None
         probe_time = probe_percent = None
         if with_probes and hits:
             probe_time = stats.probe_line_ticks(lineno) * scale
@@ -212,7 +212,7 @@ def function_view(
                 probe_time=probe_time,
                 probe_percent=probe_percent,
                 disagree=lineno in stats.diagnosis.disagree,
-                samples=stats.sample_counts.get(lineno) or None,
+                samples=stats.samples.counts.get(lineno) or None,
                 extra=tuple(column.cells.get(lineno, "") for column in extras),
             )
         )
@@ -268,7 +268,7 @@ def _measured(stats: FunctionStats, line: LineView) -> bool:
     """Whether a line carries any figure: such a line is never hidden in a folded row."""
     figures = (line.hits, line.time, line.percent, line.probe_time, line.probe_percent)
     n = line.lineno
-    held = stats.sample_counts.get(n) or stats.probes.hits.get(n) or n in stats.machine.lines
+    held = stats.samples.counts.get(n) or stats.probes.hits.get(n) or n in stats.machine.lines
     held = held or n in stats.hits
     return any(f is not None for f in figures) or any(line.extra) or bool(held)
 

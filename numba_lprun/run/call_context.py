@@ -73,7 +73,7 @@ class CallContext:
         itself); ``boost``: start faster (a run that is the only one)."""
         rate = self.settings.rate_hz
         fast = (min(BOOST_FACTOR * rate, BOOST_MAX_HZ), BOOST_SAMPLES) if boost else None
-        # the handler walks the twins' frames itself (sampling.own_walk); NUMBA_LPRUN_OWN_WALK=0 leaves
+        # the handler walks the twins' frames itself (sampling._handler); NUMBA_LPRUN_OWN_WALK=0 leaves
         # every walk to libgcc
         own = settings.switch(settings.OWN_WALK, True)
         code = functools.partial(twin_code, self.runner, kind) if own else None

@@ -15,6 +15,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
+from ..sampling.attribution import LineSamples
 from ..twin_kind import COUNTING, PLAIN, PROBED, TwinKind  # noqa: F401 (the run stage names twins by these)
 from .page_faults import FRESH_PAGES
 
@@ -90,15 +91,6 @@ class Counted:
     runs: int = 1  # executions of the statement these counters add up
     faults: tuple[int, ...] = ()  # minor page faults of the process in each run (-1: unknown)
     compiled: bool = False  # Numba compiled during its (first) run: a run straight after a compile is slower
-
-
-@dataclass(frozen=True)
-class LineSamples:
-    """One function's samples: per line counted and weighed by CPU time, and per address."""
-
-    counts: dict[int, int] = field(default_factory=dict)
-    seconds: dict[int, float] = field(default_factory=dict)
-    addresses: dict[int, int] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)

@@ -26,7 +26,7 @@ class SegmentedSampling:
     rate_hz: float
     parallel: bool
     boost: tuple[float, int] | None = None  # (faster rate, samples at it): over all segments together
-    #: The dispatchers whose code the handler walks itself (``sampling.own_walk``), asked again at
+    #: The dispatchers whose code the handler walks itself (``sampling._handler.own_walk``), asked again at
     #: each segment's start: the twins compiled by then
     code: Callable[[], list[object]] | None = None
     segments: list[RawSamples] = field(default_factory=list)
@@ -152,14 +152,7 @@ def measured(
     parts = []
     for raw in sampling.segments if unavailable is None else []:
         part = attribute(raw, maps)
-        functions = {
-            key: LineSamples(
-                dict(part.lines.get(key, {})),
-                dict(part.seconds.get(key, {})),
-                dict(part.addresses.get(key, {})),
-            )
-            for key in maps
-        }
+        functions = {key: part.functions.get(key, LineSamples()) for key in maps}
         parts.append(
             Sampled(
                 twin,

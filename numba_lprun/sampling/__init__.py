@@ -16,11 +16,12 @@ API::
                              # dropped, overruns, elapsed, achieved_hz, per_thread
     lmap = line_map(dispatcher, filename, first_line, last_line)   # LineMap
     lines = attribute(raw, {key: lmap, ...})                       # SampledLines
-    lines.lines[key]         # {line: samples}; lines.threads[key] {tid: samples}
-    lines.seconds[key]       # {line: CPU seconds}: samples weighed by their thread's CPU time
+    lines.functions[key]     # LineSamples, the per-line record the profile keeps: counts
+                             # {line: samples}, seconds {line: CPU seconds: samples weighed by
+                             # their thread's CPU time}, addresses {address: samples}, threads
     lines.outside, lines.total, lines.outside_seconds, lines.total_seconds
     lines.stopped            # {cause: samples} whose walk stopped before any profiled frame
-    lines.stopped_seconds, lines.inside, lines.add(other)
+    lines.stopped_seconds, lines.inside   # two segments add up with run.measurements.fold
 
 How to compile what is sampled: give the twin the original's target options plus
 ``debug=True, boundscheck=<original's, False if unset>, _dbg_extend_lifetimes=False``
@@ -48,7 +49,7 @@ are compiled so that every function they run has unwind tables, their callees'
 copies included (``instrument.unwind``). A walk that still stops early (foreign code
 without unwind tables, jitted code reached through a pointer) is not guessed at: its
 sample is counted by cause in ``SampledLines.stopped``, apart from ``outside``
-(``walks`` says how the cause is found). A walk cut at ``depth`` frames without
+(``attribution.classify`` says how the cause is found). A walk cut at ``depth`` frames without
 reaching a profiled one counts as ``outside`` and in ``truncated``.
 
 Known approximation: parfor gufuncs (``prange`` bodies) are compiled from generated
@@ -63,7 +64,7 @@ what other platforms would need.
 
 Own walks: a sampler given ``own_code`` (the twins' dispatchers) walks the stacks it
 interrupts in that code itself, with unwind rules read once from the code's
-``.eh_frame`` and from the libraries jitted code calls (``unwind_rows``, ``own_walk``),
+``.eh_frame`` and from the libraries jitted code calls (``unwind_tables``, ``_handler``),
 and stops where Python calls in; libgcc walks the others. libgcc (GCC 12 and older)
 searches every module the process compiled on every frame, so its walk grows dear in
 a long session (23-36 us a sample after 1,200 compiles); the own walk costs well under
@@ -83,10 +84,9 @@ the unwinder allocate: hence, compile nothing inside the sampled block.
 from __future__ import annotations
 
 from .. import settings
-from .attribution import SampledLines, attribute
+from .attribution import LineSamples, RawSamples, SampledLines, attribute
 from .dwarf import LineMap, line_map
-from .raw import RawSamples
-from .rows import FunctionCode
+from .object_code import FunctionCode
 from .sampler import DISABLE_ENV, Sampler, sampler_running
 
 
@@ -103,6 +103,7 @@ __all__ = [
     "DISABLE_ENV",
     "FunctionCode",
     "LineMap",
+    "LineSamples",
     "RawSamples",
     "SampledLines",
     "Sampler",

@@ -1,4 +1,6 @@
-"""The SIGPROF handler: a ``numba.cfunc`` that writes one record per signal.
+"""The SIGPROF handler, a ``numba.cfunc`` writing one record per signal, and its own stack walk.
+
+The SIGPROF handler: a ``numba.cfunc`` that writes one record per signal.
 
 Why it is built this way:
 
@@ -43,7 +45,7 @@ Why it is built this way:
   they lie in the pc's own page, which is mapped.
 * ``backtrace`` stops at the first frame whose code has no unwind table entry (or at
   the thread's first frame, or after ``NFRAMES`` frames); the sampler tells these
-  apart afterwards (``walks``).
+  apart afterwards (``attribution.classify``).
 * Each signal re-arms its own thread's timer (``timer_settime`` is async-signal-safe)
   at a random point between half and one and a half periods from now, as a one-shot
   timer: the next signal is timed from the handler's end. A periodic timer kept
@@ -69,7 +71,25 @@ Record layout (uint64 words): ``[pc, thread index, cpu ns since the thread's pre
 sample (or -1 when unknown), n frames, 1 if blocked in a system call else 0, frame 0 ..
 frame NFRAMES-1]``; libgcc's frames start with the handler's own and the kernel's signal
 trampoline, then ``pc`` and its callers (the sampler trims the first ones); own walks
-(``own_walk``) start at ``pc``.
+(below) start at ``pc``.
+
+The own walk: the handler's own stack walk through profiled code (rules from ``unwind_tables``).
+
+Compiled into the SIGPROF handler (``_handler``: ``context.compile_internal``), so
+it obeys the handler's rules: no Python, no allocation, nothing that can raise. It
+reads only the interrupted thread's stack, at addresses its unwind rules give, and
+the table, which the sampler keeps alive until no handler runs.
+
+The walk starts at the interrupted instruction and steps while the code has rules
+in the table (the profiled code, the libraries it calls, Numba's threading layers).
+It then stops where the next frame is Python calling in (the interpreter, Numba's
+dispatcher: ``stops``), since nothing above that is needed to charge the sample (the
+walk is complete as far as attribution goes), or at a thread's first frame. Anywhere
+else (a jitted caller that is not profiled) it gives up, and the handler asks libgcc
+for the whole walk, as before.
+
+Two tables (``unwind_tables``' layout): the twins', made by each sampler with the stops,
+and the shared libraries', made once per process.
 """
 
 from __future__ import annotations
@@ -81,13 +101,122 @@ from pathlib import Path
 import numpy as np
 from llvmlite import ir
 from numba import cfunc, types
-from numba.extending import intrinsic
+from numba.extending import intrinsic, register_jitable
 
 from .. import settings
 from ..internals import register_symbol, stack_slot, stack_value
 from . import _native as N
-from .own_walk import checked, own_walk
-from .raw import HEADER
+from .unwind_tables import END, FROM_RSP, GAP, ROW
+
+#: Words before the frames in each record: pc, thread index, cpu ns, frames, blocked.
+HEADER = 5
+
+# -- the own walk ------------------------------------------------------------------------
+
+#: A frame's CFA lies at most this far above the stack pointer (a sanity bound on the rules).
+MAX_FRAME = 1 << 26
+_I64P = ir.IntType(64).as_pointer()
+
+
+@intrinsic
+def load_word(typingctx, address):
+    """The int64 at ``address``."""
+
+    def codegen(context, builder, signature, args):
+        return builder.load(builder.inttoptr(args[0], _I64P))
+
+    return types.int64(types.int64), codegen
+
+
+@intrinsic
+def store_word(typingctx, address, value):
+    """Write the int64 ``value`` at ``address``."""
+
+    def codegen(context, builder, signature, args):
+        builder.store(args[1], builder.inttoptr(args[0], _I64P))
+        return context.get_dummy_value()
+
+    return types.void(types.int64, types.int64), codegen
+
+
+@register_jitable
+def rule_at(rows_at, nrows, address):
+    """The address of the row covering ``address`` (0: none; a GAP row is returned as is)."""
+    lo, hi = 0, nrows
+    while lo < hi:
+        mid = (lo + hi) >> 1
+        if load_word(rows_at + mid * (8 * ROW)) <= address:
+            lo = mid + 1
+        else:
+            hi = mid
+    return rows_at + (lo - 1) * (8 * ROW) if lo > 0 else 0
+
+
+@register_jitable
+def stops_at(table, address):
+    """Whether ``address`` lies in one of the table's stop ranges."""
+    for i in range(load_word(table + 8)):
+        if load_word(table + 16 + 16 * i) <= address < load_word(table + 24 + 16 * i):
+            return True
+    return False
+
+
+@register_jitable
+def rule_of(table, libraries, address):
+    """The row that says how to unwind the frame at ``address``: the twins' table's, else the
+    libraries' (0: neither has one; a GAP row: past a function's end)."""
+    row = rule_at(table + 16 + 16 * load_word(table + 8), load_word(table), address)
+    if (row == 0 or load_word(row + 8) == GAP) and libraries != 0:
+        row = rule_at(libraries + 16 + 16 * load_word(libraries + 8), load_word(libraries), address)
+    return row
+
+
+@register_jitable
+def own_walk(table, libraries, pc, sp, bp, frames, limit):
+    """Frames written at ``frames`` (the pc, then return addresses), or 0: libgcc must walk."""
+    if table == 0 or limit < 2:
+        return 0
+    n, address = 0, pc
+    while n < limit:
+        row = rule_of(table, libraries, address)
+        how = load_word(row + 8) if row != 0 else GAP
+        if how == GAP:
+            break
+        store_word(frames + 8 * n, pc)
+        n += 1
+        if how == END:  # the thread's first frame: the walk is complete
+            return n
+        cfa = (sp if how == FROM_RSP else bp) + load_word(row + 16)
+        if cfa <= sp or cfa - sp > MAX_FRAME:
+            return 0
+        saved_bp = load_word(row + 24)
+        pc = load_word(cfa - 8)
+        if saved_bp != 0:
+            bp = load_word(cfa + saved_bp)
+        sp, address = cfa, pc - 1
+    if n == 0 or n >= limit or not stops_at(table, pc):
+        return 0
+    store_word(frames + 8 * n, pc)
+    return n + 1
+
+
+def checked(table, libraries, pc, sp, bp, frames, got, scratch, room):
+    """For tests (the control block's ``VERIFY``): 1 when the own walk's frames, written at
+    ``scratch``, are those libgcc's walk wrote at ``frames`` (``got`` of them) from the pc on;
+    0 when they differ; -1 when the own walk gave up (libgcc walks such a stack anyway)."""
+    n = own_walk(table, libraries, pc, sp, bp, scratch, room)
+    if n == 0:
+        return -1
+    for j in range(min(6, got)):
+        if load_word(frames + 8 * j) == pc:
+            for i in range(n):
+                if j + i >= got or load_word(frames + 8 * (j + i)) != load_word(scratch + 8 * i):
+                    return 0
+            return 1
+    return 0
+
+
+# -- the handler -------------------------------------------------------------------------
 
 # Control block slots.
 ACTIVE, NEXT, DROPPED, CAPACITY, STRIDE, BUFFER, NFRAMES, FOREIGN = range(8)
@@ -104,7 +233,7 @@ _lock = threading.Lock()
 _built: tuple[np.ndarray, object] | None = None
 #: What the handler's code reaches, by symbol: the control block and the libc functions it calls.
 SYMBOLS = {key: f"nlp_sampler_{key}" for key in ("ctrl", "backtrace", "errno", "clock", "settime")}
-_WALK_SOURCES = [Path(__file__).with_name(name) for name in ("own_walk.py", "cfa_rules.py")]
+_WALK_SOURCES = [Path(__file__).with_name("unwind_tables.py")]  # the rules' layout the own walk reads
 _SIGNATURE = types.void(types.int32, types.voidptr, types.voidptr)
 
 
@@ -112,7 +241,6 @@ _I8P = ir.IntType(8).as_pointer()
 _I16 = ir.IntType(16)
 _I32 = ir.IntType(32)
 _I64 = ir.IntType(64)
-_I64P = _I64.as_pointer()
 
 
 def _c64(value: int) -> ir.Constant:
@@ -373,8 +501,8 @@ def _compile(ctrl: np.ndarray, libc: N.Libc):
         register_symbol(SYMBOLS[key], address)
     # error_model="numpy": nothing in the body may take the error path that needs the GIL.
     options = {"nopython": True, "error_model": "numpy"}
-    # Numba's cache checks this file's stamp only: the walk compiled in from other files names
-    # the cached code, so an edit of those compiles it afresh
+    # Numba's cache checks this file's stamp only: the row layout compiled in from unwind_tables.py names
+    # the cached code, so an edit of it compiles the handler afresh
     digest = hashlib.sha1(b"".join(Path(f).read_bytes() for f in _WALK_SOURCES)).hexdigest()[:12]
     _on_sigprof.__qualname__ = _on_sigprof.__name__ = f"_on_sigprof_{digest}"
     if settings.switch(settings.CACHE, True):

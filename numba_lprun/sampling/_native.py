@@ -51,7 +51,7 @@ KERNEL_SIGSET_SIZE = 8
 UCONTEXT_PC_OFFSET = 168
 #: ``offsetof(ucontext_t, uc_mcontext.gregs[REG_RAX])``: 40 + 13 * 8.
 UCONTEXT_AX_OFFSET = 144
-#: The interrupted stack and frame pointers (gregs[REG_RSP], gregs[REG_RBP]), for ``own_walk``.
+#: The interrupted stack and frame pointers (gregs[REG_RSP], gregs[REG_RBP]), for ``_handler.own_walk``.
 UCONTEXT_SP_OFFSET, UCONTEXT_BP_OFFSET = 160, 120
 #: The ``syscall`` instruction (0f 05), read as a little-endian 16-bit word.
 SYSCALL_OPCODE = 0x050F
@@ -294,3 +294,62 @@ def code_mappings() -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         np.array([r[1] for r in rows], np.uint64),
         np.array([r[2] for r in rows], bool),
     )
+
+
+# -- dynamic linker and libgcc lookups ---------------------------------------------------
+
+
+class _DwarfEhBases(ctypes.Structure):
+    _fields_ = [("tbase", ctypes.c_void_p), ("dbase", ctypes.c_void_p), ("func", ctypes.c_void_p)]
+
+
+class _DlInfo(ctypes.Structure):
+    _fields_ = [
+        ("dli_fname", ctypes.c_char_p),
+        ("dli_fbase", ctypes.c_void_p),
+        ("dli_sname", ctypes.c_char_p),
+        ("dli_saddr", ctypes.c_void_p),
+    ]
+
+
+@functools.cache
+def _find_fde():
+    """libgcc's ``_Unwind_Find_FDE`` (the library ``backtrace`` loaded), or None."""
+    try:
+        lib = ctypes.CDLL("libgcc_s.so.1")
+        func = lib["_Unwind_Find_FDE"]  # a C symbol, looked up by name (no Python attribute)
+    except (OSError, AttributeError):
+        return None
+    func.restype = ctypes.c_void_p
+    func.argtypes = [ctypes.c_void_p, ctypes.POINTER(_DwarfEhBases)]
+    return func
+
+
+@functools.cache
+def _dladdr():
+    try:
+        func = ctypes.CDLL(None).dladdr
+    except (OSError, AttributeError):
+        return None
+    func.restype = ctypes.c_int
+    func.argtypes = [ctypes.c_void_p, ctypes.POINTER(_DlInfo)]
+    return func
+
+
+def dl_info(address: int) -> tuple[str, str | None] | None:
+    """(file name of the shared library, symbol or None) that ``dladdr`` finds for ``address``,
+    or None; one ``Dl_info`` binding for the sampler's walks and ``machine.names``."""
+    dladdr, info = _dladdr(), _DlInfo()
+    if dladdr is None or not dladdr(ctypes.c_void_p(address), ctypes.byref(info)) or not info.dli_fname:
+        return None
+    symbol = info.dli_sname.decode(errors="replace") if info.dli_sname else None
+    return os.path.basename(info.dli_fname.decode(errors="replace")), symbol
+
+
+def has_unwind_info(address: int) -> bool | None:
+    """Whether libgcc finds an FDE covering ``address`` (None: cannot be asked here)."""
+    find = _find_fde()
+    if find is None:
+        return None
+    bases = _DwarfEhBases()
+    return bool(find(ctypes.c_void_p(address), ctypes.byref(bases)))

@@ -1,4 +1,4 @@
-"""Start and stop the SIGPROF sampler around one run; hand back raw samples.
+"""Start and stop the SIGPROF sampler around one run; hand back its raw samples.
 
 Why per-thread POSIX timers on CLOCK_MONOTONIC: ``setitimer(ITIMER_PROF)`` and
 CPU-time clocks fire on the kernel tick (250 Hz here) whatever rate is asked, and a
@@ -17,6 +17,20 @@ default disposition (which would kill the process) nor write into a freed buffer
 
 Threads started while the sampler runs get a timer when ``NewThreads`` sees them; each
 timer's first wait is drawn here (``first_wait``), the later ones by the handler.
+
+Forks. Keep a fork from copying a stack walk in progress, and the parent's sampler with it.
+
+Why: ``os.fork`` copies only the forking thread, with every lock as it was at that
+moment. A SIGPROF handler running on another thread may hold libgcc's unwinder lock
+(GCC 12 searches the JIT-registered modules under one lock): the child's copy of it
+never opens, and the child's first stack walk (the sampler of a pool worker) waits for
+ever. So before a fork the armed sampler stops recording and waits until no handler
+runs; after it the parent's timers are armed again (a handler that found recording off
+did not re-arm its timer), and the child forgets the parent's sampler: POSIX timers are
+not inherited, so nothing samples the child until it starts a sampler of its own.
+
+The rate it can afford: where libgcc walks, a walk's cost is timed at start and the rate
+lowered so that walks take at most ``WALK_BUDGET`` of the CPU (``afford``).
 """
 
 from __future__ import annotations
@@ -27,6 +41,7 @@ import random
 import threading
 import time
 from collections.abc import Callable, Iterable
+from typing import Protocol
 
 import numpy as np
 
@@ -34,9 +49,52 @@ from .. import settings
 from ..interrupts import ctrl_c_deferred
 from . import _handler as H
 from . import _native as N
-from . import forks, walks
-from .raw import RawSamples, samples_from
-from .unwind_rows import library_table, own_table, python_calls_in
+from .attribution import RawSamples, samples_from
+from .unwind_tables import library_table, own_table, python_calls_in
+
+# -- forks -------------------------------------------------------------------------------
+
+
+class Forkable(Protocol):
+    def hold_for_fork(self) -> None: ...
+    def resume_after_fork(self) -> None: ...
+    def forked_away(self) -> None: ...
+
+
+_armed: list[Forkable] = []  # the armed sampler (one at a time), process-wide as a fork is
+_hooked: list[bool] = []
+
+
+def watch(sampler: Forkable) -> None:
+    """Hold ``sampler`` over every fork until :func:`unwatch`."""
+    if not _hooked:
+        os.register_at_fork(before=_before, after_in_parent=_after_in_parent, after_in_child=_after_in_child)
+        _hooked.append(True)
+    _armed.append(sampler)
+
+
+def unwatch(sampler: Forkable) -> None:
+    if sampler in _armed:
+        _armed.remove(sampler)
+
+
+def _before() -> None:
+    for sampler in _armed:
+        sampler.hold_for_fork()
+
+
+def _after_in_parent() -> None:
+    for sampler in _armed:
+        sampler.resume_after_fork()
+
+
+def _after_in_child() -> None:
+    for sampler in _armed:
+        sampler.forked_away()
+    _armed.clear()
+
+
+# -- arming and stopping -----------------------------------------------------------------
 
 #: Set to a non-empty value other than "0" to make every Sampler unavailable.
 DISABLE_ENV = settings.NO_SAMPLER
@@ -109,8 +167,8 @@ class Sampler:
         self.depth = max(1, int(depth))
         self.max_samples = max(1, int(max_samples))
         self.numba_threads = numba_threads
-        self.own_code = list(own_code)  # dispatchers whose code the handler walks itself (own_walk)
-        self._table: np.ndarray | None = None  # the twins' unwind rules, and the libraries' (own_walk)
+        self.own_code = list(own_code)  # dispatchers whose code the handler walks itself (its own walk)
+        self._table: np.ndarray | None = None  # the twins' unwind rules, and the libraries' (own walks)
         self._libraries: np.ndarray | None = None
         self.verify_walks = verify_walks  # libgcc walks every stack, and the own walk is checked against it
         self.unavailable: str | None = None
@@ -154,7 +212,7 @@ class Sampler:
         return self
 
     def __exit__(self, *exc_info: object) -> None:
-        if self._pid != os.getpid():  # the parent's, in a forked child (``forks``): nothing to undo here
+        if self._pid != os.getpid():  # the parent's, in a forked child (``watch``): nothing to undo here
             return None
         if self._locked and self.unavailable is None:
             elapsed = time.perf_counter() - self._started
@@ -211,10 +269,10 @@ class Sampler:
         if not self._timers:
             return "timer_create failed for every thread"
         self._watcher.start()
-        forks.watch(self)
+        watch(self)
         return None
 
-    # --- over a fork (see ``forks``) ---------------------------------------------------
+    # --- over a fork (see ``watch``) ---------------------------------------------------
     def hold_for_fork(self) -> None:
         self._ctrl[H.ACTIVE] = 0
         self._wait_idle()
@@ -281,11 +339,11 @@ class Sampler:
     def _afford(self, nframes: int) -> None:
         """Lower the rate (and the boost's) so that libgcc's stack walks take at most
         ``walk_budget`` of the CPU (see ``WALK_BUDGET``); not where the handler walks the profiled
-        code itself (``own_walk``: a walk there costs well under a microsecond)."""
-        walk = walks.walk_seconds(self._libc, nframes)  # also the warm-up the handler needs
+        code itself (``_handler.own_walk``: a walk there costs well under a microsecond)."""
+        walk = walk_seconds(self._libc, nframes)  # also the warm-up the handler needs
         walk = 0.0 if self._table is not None else walk
         walkers = max(1, len(N.list_threads())) if self.numba_threads else 1
-        self.rate_hz, self.boost, self.lowered = walks.afford(
+        self.rate_hz, self.boost, self.lowered = afford(
             self.asked_hz, self.boost, self.walk_budget, walk, walkers
         )
 
@@ -337,7 +395,7 @@ class Sampler:
     # --- stop ----------------------------------------------------------------------
     def _teardown(self) -> None:
         """Undo whatever _start did, in the safe order (see the module docstring)."""
-        forks.unwatch(self)
+        unwatch(self)
         self._watcher.stop()
         libc, ctrl = self._libc, self._ctrl
         for timer in self._timers:
@@ -469,3 +527,43 @@ class NewThreads:
         thread, self._thread = self._thread, None
         if thread is not None and thread is not threading.current_thread():
             thread.join()
+
+
+# -- what a walk costs here --------------------------------------------------------------
+
+
+def walk_seconds(libc: object, nframes: int) -> float:
+    """How long a stack walk of ``nframes`` takes from here: the quickest of 20 (the first
+    walks are cold, a preempted one is slow), after one that warms up outside the handler
+    (glibc loads libgcc_s on first use, and libgcc sorts the unwind tables Numba registered:
+    both allocate, which a signal handler must not)."""
+    scratch = (ctypes.c_void_p * nframes)()
+    libc.backtrace(scratch, nframes)
+    walk = float("inf")
+    for _ in range(20):
+        began = time.perf_counter()
+        libc.backtrace(scratch, nframes)
+        walk = min(walk, time.perf_counter() - began)
+    return walk
+
+
+def afford(
+    asked_hz: float, boost: tuple[float, int] | None, budget: float, walk: float, walkers: int
+) -> tuple[float, tuple[float, int] | None, str | None]:
+    """(rate, boost, why lowered or None): the rate and the boost's lowered so that walks of
+    ``walk`` seconds on ``walkers`` threads, taking turns under libgcc's lock, take at most
+    ``budget`` of the CPU."""
+    affordable = budget / (walk * walkers) if walk > 0 else float("inf")
+    if boost is not None and boost[0] > affordable:
+        boost = (affordable, boost[1])
+    if affordable >= asked_hz:
+        return asked_hz, boost, None
+    threads = f", on each of {walkers} threads" if walkers > 1 else ""
+    return (
+        affordable,
+        boost,
+        (
+            f"rate lowered from {asked_hz:.0f} Hz: a stack walk costs about {walk * 1e6:.0f} us "
+            f"here{threads} (the unwinder searches every module compiled in this process)"
+        ),
+    )

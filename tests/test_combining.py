@@ -6,6 +6,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 import numba_lprun
+from numba_lprun.run.call_context import BOOST_FACTOR
 from numba_lprun.run.measurements import FunctionCounts, Sampled, fold
 from tests.kernels import poly
 
@@ -50,10 +51,19 @@ def test_three_calls_report_the_rate_sampled_at_not_the_sum():
     so only chance in a count of some 100-250 signals can lift it; 120 rates measured idle read
     1826 Hz on average (standard deviation 56 Hz, highest 1956), 180 beside two spinning processes
     on 2 cores at most 1948 Hz (this test's loop, repeated). 2200 Hz is over six
-    standard deviations above the idle mean: under 1e-9 per rate."""
+    standard deviations above the idle mean: under 1e-9 per rate.
+
+    A call that runs only once (the profile says why) starts ``BOOST_FACTOR`` times faster for the
+    process's first samples, so its rate may lie above the one asked for: once in a loaded CI lane
+    the three calls read 2984, 2719 and 2371 Hz, falling as unboosted calls were added (the sum
+    rose). Then the ceiling is the boosted rate, and in every case the rate after three calls may
+    not rise above the first call's (or the asked rate): the sum did, 452 -> 2374."""
     profiler = numba_lprun.LineProfiler(poly, sample_rate=2000.0, sample_time=0.05)
     rates = []
     for _ in range(3):
         profiler.runcall(poly, np.linspace(0.0, 1.0, 100_000))
         rates.append(profiler.profile.sampling.achieved_hz)
-    assert all(0 < rate <= 2000.0 * 1.1 for rate in rates), rates
+    once = profiler.profile.runs.once
+    ceiling = 2000.0 * (BOOST_FACTOR if once else 1.0) * 1.1
+    assert all(0 < rate <= ceiling for rate in rates), (rates, once)
+    assert rates[-1] <= 1.1 * max(rates[0], 2000.0), (rates, once)

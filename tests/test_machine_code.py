@@ -135,12 +135,13 @@ def test_text_and_rich_show_hints_and_the_hot_lines_instructions(conv):
 
     stats, n, prof = conv
     hot = line_of(K.conv, "HOT")
-    text = profile_text(prof.profile, asm_lines=1, width=0)
+    # the hot line is among the hottest three (the loop's header may outrank it on a loaded machine)
+    text = profile_text(prof.profile, asm_lines=3, width=0)
     assert f"hint: line {hot} allocates on each of its {n:,} executions" in text
     assert f"line {hot} (" in text and "-> NRT_MemInfo_alloc_aligned (Numba's runtime)" in text
     assert "hint:" not in profile_text(numba_lprun.LineProfiler(K.conv, sample=False).profile)
     out = io.StringIO()
-    print_profile(prof.profile, file=out, width=100, asm_lines=1)
+    print_profile(prof.profile, file=out, width=100, asm_lines=3)
     assert "hint: line" in out.getvalue() and "NRT_MemInfo_alloc_aligned" in out.getvalue()
     assert all(len(line) <= 100 for line in out.getvalue().splitlines())
 

@@ -386,3 +386,79 @@ def test_a_function_taking_jitclass_instances_is_cached_by_a_description_of_the_
     (tmp_path / "shapes.py").write_text(SHAPES.replace("self.x * self.inner.k", "self.x * self.inner.k * 2"))
     edited = run_program(path, cache)
     assert edited["compiles"] and edited["got"] == [edited["expected"]] * 2 != first["got"]
+
+
+IMPORTED_SCRIPT = """
+import atexit
+import numpy as np
+from numba import njit, prange
+from numba.core import event
+
+print("BODY RAN")
+
+
+@njit(parallel=True)
+def rowsums(a):
+    out = np.empty(a.shape[0])
+    for i in prange(a.shape[0]):
+        s = 0.0
+        for j in range(a.shape[1]):
+            s += a[i, j] * 2.0
+        out[i] = s
+    return out
+
+
+seen = []
+
+
+class Watch(event.Listener):
+    def on_start(self, ev):
+        disp = (ev.data or {}).get("dispatcher")
+        if disp is not None and disp.py_func.__module__ is None and disp.py_func.__name__ == "rowsums":
+            seen.append(1)
+
+    def on_end(self, ev):
+        pass
+
+
+event.register("numba:compile", Watch())
+atexit.register(lambda: print(f"TWIN COMPILES {len(seen)}"))
+if __name__ == "__main__":
+    print(rowsums(np.ones((20, 30))).sum())
+"""
+
+IMPORTER = """
+import numpy as np
+import numba_lprun
+from work import rowsums
+
+numba_lprun.LineProfiler(rowsums, sample=False).runcall(rowsums, np.ones((20, 30)))
+"""
+
+
+def test_a_script_profiled_after_its_module_was_runs_its_body_once(tmp_path):
+    """Numba's pickle of compiled code names the module to rebuild its environment from, and
+    loading it imports that module by name. A twin cached where ``work.py`` was imported as
+    ``work`` and found again by ``nlprun work.py`` (where it is ``__main__``) imported
+    ``work``: the script's body ran twice and the table listed a second, never-called copy.
+    A twin's key names its module, and loading never imports one."""
+    (tmp_path / "work.py").write_text(IMPORTED_SCRIPT)
+    (tmp_path / "importer.py").write_text(IMPORTER)
+    env = dict(os.environ, NUMBA_LPRUN_CACHE_DIR=str(tmp_path / "cache"))
+    env.pop("NUMBA_LPRUN_CACHE", None)
+
+    def run(*args):
+        done = subprocess.run(
+            [sys.executable, *args], capture_output=True, text=True, env=env, cwd=tmp_path, timeout=240
+        )
+        assert done.returncode == 0, done.stderr
+        return done.stdout
+
+    imported = run("importer.py")  # caches rowsums's twins as compiled in module ``work``
+    assert imported.count("BODY RAN") == 1 and "TWIN COMPILES 0" not in imported, imported
+    outputs = [run("-m", "numba_lprun", "--compare-code", "work.py") for _ in range(2)]
+    for out in outputs:
+        assert out.count("BODY RAN") == 1, out
+        assert out.count("Function:") == 1 and "1200.0" in out, out
+    assert "TWIN COMPILES 0" in outputs[1], outputs[1]  # the script's own twins are cached
+    assert run("importer.py").count("TWIN COMPILES 0") == 1  # and the module's are still there

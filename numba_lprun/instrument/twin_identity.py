@@ -1,11 +1,13 @@
 """A twin's identity: the key its compiled code is cached under, and the names it uses.
 
 The key is a digest of what the twin is compiled from, known before it compiles:
-its kind, code object, defaults, target options, ``locals``, compiler pipeline,
-probe configuration and the versions of everything that generates code
-(``disk_cache.code_version``). What it reaches through its globals is only known
-once the twins are linked, so that part joins the key at compile time
-(``twin_cache.TwinRules.key``).
+its kind, code object, the name of the module it runs in (Numba's pickle names the
+module to rebuild the code's environment from: a script's twin as ``__main__`` and as
+an imported ``par`` are two entries, never one loaded for the other), defaults, target
+options, ``locals``, compiler pipeline, probe configuration and the versions of
+everything that generates code (``disk_cache.code_version``). What it reaches through
+its globals is only known once the twins are linked, so that part joins the key at
+compile time (``twin_cache.TwinRules.key``).
 
 The key also names the twin's symbols: its counters (``_nlp_ctr_<tag>``) and its
 functions' ABI tag. Two twins with the same key alive in one process (two
@@ -60,6 +62,7 @@ def twin_key(
         "twin-1",
         kind,
         code_digest(py_func.__code__),
+        f"module={py_func.__globals__.get('__name__')!r}",
         describe(py_func.__defaults__),
         describe(py_func.__kwdefaults__),
         describe(options),

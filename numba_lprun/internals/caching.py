@@ -17,6 +17,11 @@ twin needs overridden, each small:
   given back to ``CacheRules.loaded`` with the rebuilt library);
 * robustness: a data file carries a SHA-256 of its contents, and an unreadable
   index or data file is a miss (rewritten by the next save);
+* no imports: Numba's pickle rebuilds a function's environment by importing the module
+  it was compiled in, by name. An entry written where ``par.py`` was imported as ``par``
+  and found again where it runs as ``__main__`` imported ``par``: the script's body ran
+  a second time. Loading never imports: an entry naming a module that is not imported
+  is a miss (``_NoImportUnpickler``);
 * a load fires ``LOAD_EVENT``: the JIT loads code as a compile would (the sampler pauses).
 
 What may be cached and under which key is numba_lprun's decision
@@ -27,6 +32,7 @@ from __future__ import annotations
 
 import copy
 import hashlib
+import io
 import linecache
 import os
 import pickle
@@ -38,6 +44,7 @@ from numba.core import event, funcdesc, sigutils, typing
 from numba.core.caching import Cache, CompileResultCacheImpl, IndexDataCacheFile, _CacheLocator
 from numba.core.codegen import RuntimeLinker as _RuntimeLinker
 from numba.core.compiler import CompileResult
+from numba.core.environment import _rebuild_env, lookup_environment
 
 from .dispatchers import LOAD_EVENT
 from .libraries import compiled_object
@@ -120,7 +127,28 @@ class _TwinCacheFile(IndexDataCacheFile):
         digest, payload = blob[:_DIGEST], blob[_DIGEST:]
         if hashlib.sha256(payload).digest() != digest:
             raise OSError(f"corrupt cache entry {name}")
-        return pickle.loads(payload)
+        return _NoImportUnpickler(io.BytesIO(payload)).load()
+
+
+class _NoImportUnpickler(pickle.Unpickler):
+    """Numba's pickle, with its environment rebuilt only from a module already imported."""
+
+    def find_class(self, module, name):
+        found = super().find_class(module, name)
+        return _rebuild_env_of_imported if found is _rebuild_env else found
+
+
+@touches(
+    "numba.core.environment",
+    "_rebuild_env",
+    "internals/caching.py: a cached entry's environment is rebuilt only from an imported module",
+    params=("modname", "consts", "env_name"),
+)
+def _rebuild_env_of_imported(modname, consts, env_name):
+    """Numba's ``_rebuild_env``, refusing (a miss) where it would import ``modname``."""
+    if lookup_environment(env_name) is None and modname not in sys.modules:
+        raise LookupError(f"the cached code's module {modname!r} is not imported: loading it would run it")
+    return _rebuild_env(modname, consts, env_name)
 
 
 class _TwinCacheImpl(CompileResultCacheImpl):

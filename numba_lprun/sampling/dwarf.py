@@ -44,7 +44,6 @@ sample counts for the callee's line and the caller's calling line.
 from __future__ import annotations
 
 import bisect
-import io
 import os
 from dataclasses import dataclass, field
 
@@ -53,31 +52,19 @@ import numpy as np
 from ..instrument.parfor_code import code_libraries
 from ..internals import compiled_object
 from .object_code import (
-    _SECTION_SHIFT,
     FunctionCode,
-    _function_symbols,
-    _relocate_debug,
-    _runtime_bases,
-    die_ranges,
-    file_paths,
     function_lines,
     gufunc_kernels,
+    inlined_calls,
     is_kernel_of,
+    line_rows,
+    live_functions,
+    parsed,
     read_once,
-    rows_and_inlines,
     same_file,
 )
 
 # -- inlined code ------------------------------------------------------------------------
-
-
-@dataclass
-class _Call:
-    start: int
-    end: int
-    path: str
-    line: int
-    depth: int
 
 
 def inlined_ranges(
@@ -116,7 +103,7 @@ def inlined_ranges(
 @dataclass(frozen=True)
 class _HostRow:
     """A line-table row of a host function, at runtime addresses, with the call sites of the
-    inlined calls around it (in ``_all_calls`` order, with their depths)."""
+    inlined calls around it (in ``inlined_calls`` order, with their depths)."""
 
     start: int
     end: int
@@ -140,25 +127,12 @@ def _host_code(library, obj: bytes) -> tuple[_HostFunction, ...]:
     function is asked about; parsed once per library, not once per (library, profiled
     function): 344 functions of one file, each looked for in the ~90 libraries that hold
     its file's rows, parsed 30,000 objects (most of two minutes after the run)."""
-    from elftools.elf.elffile import ELFFile
-
-    elf = ELFFile(io.BytesIO(_relocate_debug(obj)))
-    symbols = _function_symbols(elf)
-    bases = _runtime_bases(library, symbols)
-    dwarf = elf.get_dwarf_info(relocate_dwarf_sections=False)
-    rows, _ = rows_and_inlines(dwarf)
-    rows = sorted(rows, key=lambda row: row.start)  # stable: rows at one address keep their order
+    elf, dwarf = parsed(obj)
+    rows = line_rows(dwarf)
     starts = [row.start for row in rows]
-    calls = _all_calls(dwarf)
+    calls = inlined_calls(dwarf, nested=True)
     out = []
-    for name, fake_start, size, bind in symbols:
-        section = fake_start >> _SECTION_SHIFT
-        if section not in bases:
-            continue
-        shift = bases[section] - (section << _SECTION_SHIFT)
-        if bind != "STB_LOCAL" and library.get_pointer_to_function(name) != fake_start + shift:
-            continue
-        fake_end = fake_start + size
+    for name, fake_start, fake_end, shift in live_functions(library, elf):
         inside = [c for c in calls if c.start < fake_end and fake_start < c.end]
         host_rows = []
         for row in rows[bisect.bisect_left(starts, fake_start) : bisect.bisect_left(starts, fake_end)]:
@@ -204,31 +178,6 @@ def _host_library(library, obj: bytes, filename: str, first: int, last: int, ker
                 ranges.append((row.start, row.end, line))
         if ranges:
             out.append((FunctionCode(function.name, function.start, function.end, library.name), ranges))
-    return out
-
-
-def _all_calls(dwarf) -> list[_Call]:
-    """Every inlined call (nested ones too), with its call site and nesting depth."""
-    out: list[_Call] = []
-    for cu in dwarf.iter_CUs():
-        program = dwarf.line_program_for_CU(cu)
-        if program is None:
-            continue
-        top = cu.get_top_DIE()
-        comp_dir = top.attributes["DW_AT_comp_dir"].value if "DW_AT_comp_dir" in top.attributes else b""
-        paths = file_paths(program, comp_dir.decode() if isinstance(comp_dir, bytes) else str(comp_dir))
-        cu_base = top.attributes["DW_AT_low_pc"].value if "DW_AT_low_pc" in top.attributes else 0
-        stack = [(child, 0) for child in top.iter_children()]
-        while stack:
-            die, depth = stack.pop()
-            if die.tag == "DW_TAG_inlined_subroutine":
-                attrs = die.attributes
-                if "DW_AT_call_line" in attrs:
-                    path = paths.get(attrs["DW_AT_call_file"].value, "") if "DW_AT_call_file" in attrs else ""
-                    for start, end in die_ranges(dwarf, die, cu_base):
-                        out.append(_Call(start, end, path, attrs["DW_AT_call_line"].value, depth))
-                depth += 1
-            stack.extend((child, depth) for child in die.iter_children())
     return out
 
 
@@ -333,22 +282,10 @@ def _map_library(
     """[(FunctionCode, [(start, end, line), ...])] for the live functions of ``library``
     that have rows in ``filename`` between ``first`` and ``last`` (or, in a gufunc
     library or a copy of one of ``kernels``, in ``<string>``)."""
-    from elftools.elf.elffile import ELFFile
-
-    elf = ELFFile(io.BytesIO(_relocate_debug(obj)))
-    symbols = _function_symbols(elf)
-    bases = _runtime_bases(library, symbols)
-    dwarf = elf.get_dwarf_info(relocate_dwarf_sections=False)
-    rows, inlines = rows_and_inlines(dwarf)
+    elf, dwarf = parsed(obj)
+    rows, inlines = line_rows(dwarf), inlined_calls(dwarf, nested=False)
     out = []
-    for name, fake_start, size, bind in symbols:
-        section = fake_start >> _SECTION_SHIFT
-        if section not in bases:
-            continue
-        shift = bases[section] - (section << _SECTION_SHIFT)
-        if bind != "STB_LOCAL" and library.get_pointer_to_function(name) != fake_start + shift:
-            continue  # a weak copy: the JIT runs the first definition, elsewhere
-        fake_end = fake_start + size
+    for name, fake_start, fake_end, shift in live_functions(library, elf):
         gufunc = is_gufunc or is_kernel_of(name, kernels)
         ranges = function_lines(rows, inlines, fake_start, fake_end, filename, first, last, gufunc)
         if ranges:

@@ -113,6 +113,30 @@ def _runtime_bases(library, symbols) -> dict[int, int]:
     return {section: counter.most_common(1)[0][0] for section, counter in votes.items()}
 
 
+def parsed(obj: bytes):
+    """(the ELF file, its DWARF info) of ``obj``, its debug sections relocated."""
+    from elftools.elf.elffile import ELFFile
+
+    elf = ELFFile(io.BytesIO(_relocate_debug(obj)))
+    return elf, elf.get_dwarf_info(relocate_dwarf_sections=False)
+
+
+def live_functions(library, elf) -> Iterator[tuple[str, int, int, int]]:
+    """(name, start, end, shift) of each function of ``library`` that the JIT runs: start and
+    end at the object's fake addresses, ``+ shift`` at runtime ones. A weak copy whose symbol
+    resolves to a definition elsewhere is not one (the JIT runs the first definition)."""
+    symbols = _function_symbols(elf)
+    bases = _runtime_bases(library, symbols)
+    for name, fake_start, size, bind in symbols:
+        section = fake_start >> _SECTION_SHIFT
+        if section not in bases:
+            continue
+        shift = bases[section] - (section << _SECTION_SHIFT)
+        if bind != "STB_LOCAL" and library.get_pointer_to_function(name) != fake_start + shift:
+            continue
+        yield name, fake_start, fake_start + size, shift
+
+
 # -- line rows ---------------------------------------------------------------------------
 
 
@@ -154,35 +178,59 @@ class Row:
     line: int
 
 
-@dataclass
-class Inline:
+@dataclass(frozen=True)
+class InlinedCall:
+    """The code of one inlined call, its call site, and how many inlined calls it lies in."""
+
     start: int
     end: int
     path: str
     line: int
+    depth: int  # 0: an outermost inlined call
 
 
-def rows_and_inlines(dwarf) -> tuple[list[Row], list[Inline]]:
-    """Line-table rows as address intervals, and the outermost inlined calls."""
-    rows: list[Row] = []
-    inlines: list[Inline] = []
-    cus = list(dwarf.iter_CUs())
-    for cu in cus:
+def _units(dwarf) -> Iterator[tuple[object, object, dict[int, str], int]]:
+    """(top DIE, line program, file paths, base address) of each compile unit with a line program."""
+    for cu in dwarf.iter_CUs():
         program = dwarf.line_program_for_CU(cu)
         if program is None:
             continue
         top = cu.get_top_DIE()
         comp_dir = top.attributes["DW_AT_comp_dir"].value if "DW_AT_comp_dir" in top.attributes else b""
         paths = file_paths(program, comp_dir.decode() if isinstance(comp_dir, bytes) else str(comp_dir))
-        rows += program_rows(program, paths)
         cu_base = top.attributes["DW_AT_low_pc"].value if "DW_AT_low_pc" in top.attributes else 0
-        for die in top.iter_children():
-            collect_inlines(dwarf, die, cu_base, paths, inlines)
-    if not cus:  # line directives only (no .debug_info): read .debug_line unit by unit
+        yield top, program, paths, cu_base
+
+
+def line_rows(dwarf) -> list[Row]:
+    """Line-table rows as address intervals, sorted by address (stable)."""
+    rows = [row for _, program, paths, _ in _units(dwarf) for row in program_rows(program, paths)]
+    if next(iter(dwarf.iter_CUs()), None) is None:  # line directives only: read .debug_line unit by unit
         for program in bare_line_programs(dwarf):
             rows += program_rows(program, file_paths(program, ""))
     rows.sort(key=lambda r: r.start)
-    return rows, inlines
+    return rows
+
+
+def inlined_calls(dwarf, nested: bool) -> list[InlinedCall]:
+    """The inlined calls in ``dwarf``, in the order of its entries: the outermost ones only, or
+    with ``nested`` the calls inside them too (with their depths)."""
+    out: list[InlinedCall] = []
+    for top, _, paths, cu_base in _units(dwarf):
+        stack = [(child, 0) for child in reversed(list(top.iter_children()))]
+        while stack:
+            die, depth = stack.pop()
+            if die.tag == "DW_TAG_inlined_subroutine":
+                attrs = die.attributes
+                if "DW_AT_call_line" in attrs:
+                    path = paths.get(attrs["DW_AT_call_file"].value, "") if "DW_AT_call_file" in attrs else ""
+                    for start, end in die_ranges(dwarf, die, cu_base):
+                        out.append(InlinedCall(start, end, path, attrs["DW_AT_call_line"].value, depth))
+                if not nested:
+                    continue
+                depth += 1
+            stack.extend((child, depth) for child in reversed(list(die.iter_children())))
+    return out
 
 
 def program_rows(program, paths: dict[int, str]) -> list[Row]:
@@ -242,19 +290,6 @@ def file_paths(program, comp_dir: str) -> dict[int, str]:
     return paths
 
 
-def collect_inlines(dwarf, die, cu_base: int, paths: dict[int, str], out: list[Inline]) -> None:
-    """Record outermost DW_TAG_inlined_subroutine ranges under ``die`` (not nested ones)."""
-    if die.tag == "DW_TAG_inlined_subroutine":
-        attrs = die.attributes
-        if "DW_AT_call_line" in attrs:
-            path = paths.get(attrs["DW_AT_call_file"].value, "") if "DW_AT_call_file" in attrs else ""
-            for start, end in die_ranges(dwarf, die, cu_base):
-                out.append(Inline(start, end, path, attrs["DW_AT_call_line"].value))
-        return
-    for child in die.iter_children():
-        collect_inlines(dwarf, child, cu_base, paths, out)
-
-
 def die_ranges(dwarf, die, cu_base: int) -> list[tuple[int, int]]:
     attrs = die.attributes
     if "DW_AT_low_pc" in attrs and "DW_AT_high_pc" in attrs:
@@ -285,7 +320,8 @@ def same_file(path: str, filename: str) -> bool:
 
 
 def function_lines(rows, inlines, start, end, filename, first, last, is_gufunc):
-    """[(start, end, line)] covering the function's rows, or [] if none is ours."""
+    """[(start, end, line)] covering the function's rows, or [] if none is ours (``inlines``:
+    the outermost inlined calls)."""
     ours = {}
 
     def in_range(path: str, line: int) -> bool:

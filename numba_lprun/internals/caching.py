@@ -21,7 +21,8 @@ twin needs overridden, each small:
   it was compiled in, by name. An entry written where ``par.py`` was imported as ``par``
   and found again where it runs as ``__main__`` imported ``par``: the script's body ran
   a second time. Loading never imports: an entry naming a module that is not imported
-  is a miss (``_NoImportUnpickler``);
+  (for its environment, or a class such as an exception the code raises) is a miss
+  (``_NoImportUnpickler``);
 * a load fires ``LOAD_EVENT``: the JIT loads code as a compile would (the sampler pauses).
 
 What may be cached and under which key is numba_lprun's decision
@@ -131,9 +132,13 @@ class _TwinCacheFile(IndexDataCacheFile):
 
 
 class _NoImportUnpickler(pickle.Unpickler):
-    """Numba's pickle, with its environment rebuilt only from a module already imported."""
+    """Numba's pickle, read without importing anything: a class or function it names (an
+    exception class the code raises, say) comes from a module already imported, and the
+    environment is rebuilt only from one."""
 
     def find_class(self, module, name):
+        if module not in sys.modules:
+            raise LookupError(f"the cached code names {module}.{name}, not imported: loading it would run it")
         found = super().find_class(module, name)
         return _rebuild_env_of_imported if found is _rebuild_env else found
 

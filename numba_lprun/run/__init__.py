@@ -4,8 +4,9 @@
   counting, probed), kept on the dispatcher between profiles;
 - ``reach``: make calls reach the twins (names in namespaces, jitted callers, any
   Python-level call) and undo it afterwards;
-- ``jitclasses``, ``overloads``: recompile jitclasses and point ``@overload``
-  templates at the twins for a run;
+- ``holders``: reach functions that something of Numba's holds rather than a name, one
+  strategy each (a jitclass's members: ``jitclasses`` recompiles the class; an
+  ``@overload``'s implementations: its templates point at the twins);
 - ``runner``: one phase on one kind of twin (``phase_run``: what the phase hands its run);
   ``compiles``: Numba's compile events meanwhile (and a function that did not compile in the
   user's run); ``page_faults``: the fresh memory a run touched;

@@ -25,18 +25,10 @@ from ..internals import CPUDispatcher, ignore_debug_info_warnings
 from ..interrupts import ctrl_c_deferred
 from .compiles import CompileHooks, CompileWatcher, Progress
 from .facts import target_facts
-from .jitclasses import (
-    box_properties,
-    class_namespaces,
-    entry_points,
-    forget_bound_methods,
-    fresh_property,
-    instance_type_names,
-    uses_instances,
-)
+from .holders import HOLDERS
+from .jitclasses import uses_instances
 from .measurements import PLAIN, FunctionCounts, FunctionFacts, Key
 from .naming import bound_name, options_of, sibling_key
-from .overloads import overloaded_functions, swap_implementations
 from .phase_run import PhaseRun
 from .reach import Swap, find_callers, module_namespaces, named_ids
 from .targets import (
@@ -68,7 +60,7 @@ class Runner:
     targets: dict[Key, Target] = field(default_factory=dict)
     relinked: dict[str, dict[object, Twin]] = field(default_factory=lambda: {k: {} for k in TWIN_KINDS})
     compile_seconds: dict[Twin, float] = field(default_factory=dict)  # twin -> compiled by this runner
-    properties: dict[tuple[str, type, str], property] = field(default_factory=dict)  # jitclass boxes
+    memos: dict[str, dict] = field(default_factory=lambda: {h.name: {} for h in HOLDERS})  # see holders
     users: weakref.WeakKeyDictionary = field(default_factory=weakref.WeakKeyDictionary)  # see _uses
     callers: list = field(default_factory=list)  # the jitted callers the last build found (see phase)
     used: set[str] = field(default_factory=set)  # kinds of twin this runner's phases ran on
@@ -141,13 +133,13 @@ class Runner:
         those found in ``namespaces``), linked."""
         built: list[tuple[Twin, FunctionSource | None]] = []
         originals = [t.original for t in self.targets.values()]
-        classes = self.classes()  # jitclasses with a profiled member: recompiled for the run
-        names = instance_type_names(classes)
-        overloaded = overloaded_functions(self.templates())
+        names = self._instance_types()
         if callers is None:
-            callers = find_callers(originals + overloaded, namespaces, lambda d: self._uses(d, names))
+            named = [obj for holder, held in self._held() for obj in holder.named(held)]
+            callers = find_callers(originals + named, namespaces, lambda d: self._uses(d, names))
             profiled = set(originals)
-            callers += [d for d in entry_points(classes) if d not in profiled]
+            entries = [d for holder, held in self._held() for d in holder.entry_points(held)]
+            callers += [d for d in entries if d not in profiled]  # a held class's code: relinked
             callers = self.callers = list(dict.fromkeys(callers))
         specs = self._specs(callers, names)
         targets = list(targets)
@@ -255,7 +247,7 @@ class Runner:
         finally:
             run.swap.restore()
             run.unprofiled.update(run.swap.fell_back)
-            forget_bound_methods(self.classes())
+            self._forget()
             for twin in self.twins(kind):
                 spent = watcher.seconds.get(twin.dispatcher, 0.0)
                 twin.compile_seconds += spent
@@ -266,15 +258,17 @@ class Runner:
 
         At a phase's start for every target, and again for functions a statement
         defines while it runs; Ctrl-C is held meanwhile (a half-made switch could
-        not be undone). A profiled jitclass's member dicts are Numba's own: they get
-        the twins themselves, and its box's properties are pointed at them.
+        not be undone). What holds a target's code (a jitclass, an overload's
+        templates: ``holders``) is swapped by its own strategy.
         """
         with ctrl_c_deferred():  # a Ctrl-C inside LLVM's callbacks would be lost too
-            for ns in class_namespaces(self.classes()):
-                if all(ns is not known for known in run.internal):
-                    run.internal.append(ns)
-                    run.namespaces.append(ns)
-            forget_bound_methods(self.classes())
+            held = self._held()
+            for holder, objects in held:
+                for ns in holder.namespaces(objects):
+                    if all(ns is not known for known in run.internal):
+                        run.internal.append(ns)
+                        run.namespaces.append(ns)
+            self._forget()
             built = self.build(run.kind, targets, run.namespaces, self.callers if run.runs_nothing else None)
             kind = run.kind
             twins = {
@@ -282,9 +276,13 @@ class Runner:
                 for t in self.targets.values()
                 if kind in t.twins
             }
-            swap_implementations(self.templates(), twins, run.swap)
+            for holder, objects in held:
+                if not holder.after_names:
+                    holder.swap_in(objects, twins, run.swap, kind, self.memos[holder.name])
             run.start(built)
-            self._swap_box_properties(kind, run.swap)
+            for holder, objects in held:
+                if holder.after_names:
+                    holder.swap_in(objects, twins, run.swap, kind, self.memos[holder.name])
 
     def adopt(self, run: PhaseRun, dispatchers: Iterable[CPUDispatcher]) -> None:
         """Profile ``dispatchers``, which a statement defined while ``run`` ran (they have not
@@ -320,21 +318,19 @@ class Runner:
             seen = self.users[dispatcher] = (state, uses_instances(dispatcher, names))
         return seen[1]
 
-    def templates(self) -> list[type]:
-        """The @overload/@register_jitable templates holding a profiled implementation."""
-        return list(dict.fromkeys(t for target in self.targets.values() for t in target.templates))
+    def _held(self) -> list[tuple[object, list]]:
+        """(holder, the objects of its kind holding a profiled function) for every holder that has any."""
+        found = [(holder, holder.held(self.targets.values())) for holder in HOLDERS]
+        return [(holder, objects) for holder, objects in found if objects]
 
-    def classes(self) -> list[type]:
-        """The jitclasses with a profiled member."""
-        return list(dict.fromkeys(t.owner for t in self.targets.values() if t.owner is not None))
+    def _instance_types(self) -> list[str]:
+        """The instance types whose users reach a held target unnamed (a profiled jitclass's)."""
+        return [name for holder, held in self._held() for name in holder.instance_types(held)]
 
-    def _swap_box_properties(self, kind: str, swap: Swap) -> None:
-        """Python-level property access of profiled jitclasses reaches the twins (see jitclasses)."""
-        for box, name, old in box_properties(self.classes()):
-            key = (kind, box, name)
-            if key not in self.properties:
-                self.properties[key] = fresh_property(box, name, old)
-            swap.set_attribute(box, name, self.properties[key])
+    def _forget(self) -> None:
+        """What Numba must type afresh after a swap or a restore (``Holder.forget``)."""
+        for holder, held in self._held():
+            holder.forget(held)
 
     def twins(self, kind: str) -> list[Twin]:
         made = [t.twins[kind] for t in self.targets.values() if kind in t.twins]

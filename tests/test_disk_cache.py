@@ -66,7 +66,26 @@ hits = {f.name: sorted(f.hits.items()) for f in prof.profile.functions}
 print(json.dumps({"same": got == expected, "compiles": twin_compiles, "all": all_compiles, "hits": hits}))
 """
 
-CLI_SCRIPT = """
+COUNT_TWIN_COMPILES = """
+seen = []  # twin compiles: a twin's Python function has no module (instrument/twins.py)
+
+
+class Watch(event.Listener):
+    def on_start(self, ev):
+        disp = (ev.data or {}).get("dispatcher")
+        if disp is not None and disp.py_func.__module__ is None and disp.py_func.__name__ in WATCHED:
+            seen.append(1)
+
+    def on_end(self, ev):
+        pass
+
+
+event.register("numba:compile", Watch())
+atexit.register(lambda: print(f"TWIN COMPILES {len(seen)}"))  # once per run of the script
+"""
+
+CLI_SCRIPT = (
+    """
 import atexit
 import numpy as np
 from numba import float64, njit, prange
@@ -106,24 +125,13 @@ def rebox(b):
     return Box(b.k * 2.0)  # boxing it bakes the class's address in: compiled again, the header says why
 
 
-seen = []  # twin compiles: a twin's Python function has no module (instrument/twins.py)
 WATCHED = ("scale", "pscale", "boxed")
-
-
-class Watch(event.Listener):
-    def on_start(self, ev):
-        disp = (ev.data or {}).get("dispatcher")
-        if disp is not None and disp.py_func.__module__ is None and disp.py_func.__name__ in WATCHED:
-            seen.append(1)
-
-    def on_end(self, ev):
-        pass
-
-
-event.register("numba:compile", Watch())
-atexit.register(lambda: print(f"TWIN COMPILES {len(seen)}"))  # once per run of the script
+"""
+    + COUNT_TWIN_COMPILES
+    + """
 print(scale(np.arange(1000.0)).sum(), pscale(np.arange(1000.0)).sum(), boxed(Box(1.5)), rebox(Box(1.0)).k)
 """
+)
 
 
 PARALLEL_PROGRAM = """
@@ -388,7 +396,8 @@ def test_a_function_taking_jitclass_instances_is_cached_by_a_description_of_the_
     assert edited["compiles"] and edited["got"] == [edited["expected"]] * 2 != first["got"]
 
 
-IMPORTED_SCRIPT = """
+IMPORTED_SCRIPT = (
+    """
 import atexit
 import numpy as np
 from numba import njit, prange
@@ -408,24 +417,14 @@ def rowsums(a):
     return out
 
 
-seen = []
-
-
-class Watch(event.Listener):
-    def on_start(self, ev):
-        disp = (ev.data or {}).get("dispatcher")
-        if disp is not None and disp.py_func.__module__ is None and disp.py_func.__name__ == "rowsums":
-            seen.append(1)
-
-    def on_end(self, ev):
-        pass
-
-
-event.register("numba:compile", Watch())
-atexit.register(lambda: print(f"TWIN COMPILES {len(seen)}"))
+WATCHED = ("rowsums",)
+"""
+    + COUNT_TWIN_COMPILES
+    + """
 if __name__ == "__main__":
     print(rowsums(np.ones((20, 30))).sum())
 """
+)
 
 IMPORTER = """
 import numpy as np

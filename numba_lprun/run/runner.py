@@ -133,12 +133,13 @@ class Runner:
         those found in ``namespaces``), linked."""
         built: list[tuple[Twin, FunctionSource | None]] = []
         originals = [t.original for t in self.targets.values()]
-        names = self._instance_types()
+        holders = self._held()
+        names = [name for holder, held in holders for name in holder.instance_types(held)]
         if callers is None:
-            named = [obj for holder, held in self._held() for obj in holder.named(held)]
+            named = [obj for holder, held in holders for obj in holder.named(held)]
             callers = find_callers(originals + named, namespaces, lambda d: self._uses(d, names))
             profiled = set(originals)
-            entries = [d for holder, held in self._held() for d in holder.entry_points(held)]
+            entries = [d for holder, held in holders for d in holder.entry_points(held)]
             callers += [d for d in entries if d not in profiled]  # a held class's code: relinked
             callers = self.callers = list(dict.fromkeys(callers))
         specs = self._specs(callers, names)
@@ -322,10 +323,6 @@ class Runner:
         """(holder, the objects of its kind holding a profiled function) for every holder that has any."""
         found = [(holder, holder.held(self.targets.values())) for holder in HOLDERS]
         return [(holder, objects) for holder, objects in found if objects]
-
-    def _instance_types(self) -> list[str]:
-        """The instance types whose users reach a held target unnamed (a profiled jitclass's)."""
-        return [name for holder, held in self._held() for name in holder.instance_types(held)]
 
     def _forget(self) -> None:
         """What Numba must type afresh after a swap or a restore (``Holder.forget``)."""

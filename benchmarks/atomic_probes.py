@@ -51,7 +51,7 @@ def profiled_seconds(func, args, timing: bool) -> float:
         prof = numba_lprun.LineProfiler(func, timing=timing, sample=False, repeat=False)
         prof.runcall(func, *args)
         (stats,) = prof.profile.functions
-        best = min(best, stats.run_ticks * prof.profile.unit / stats.calls)
+        best = min(best, stats.counts.ticks * prof.profile.unit / stats.counts.calls)
     return best
 
 

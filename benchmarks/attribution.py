@@ -87,7 +87,7 @@ def profile_once(case: K.Case, samples: int, seconds: float) -> tuple[dict[str, 
         case.profiled, sample_rate=case.rate_hz, min_samples=samples, sample_time=seconds
     )
     prof.runcall(case.entry, *case.args)
-    (stats,) = [f for f in prof.profile.functions if f.name == case.profiled.__name__]
+    (stats,) = [f for f in prof.profile.functions if f.source.name == case.profiled.__name__]
     shares = {}
     for marker, lines in groups(case).items():
         parts = [stats.samples.share(line) for line in lines]

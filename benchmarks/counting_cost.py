@@ -47,7 +47,7 @@ def row(name: str, kernel, args) -> str:
         cells.append(f"{inside / min(plain, best_call(kernel, args)):9.2f}x")
     prof = numba_lprun.LineProfiler(*targets)
     prof.runcall(kernel, *args)
-    figures = [f.overhead for f in prof.profile.functions]
+    figures = [f.distortion.overhead for f in prof.profile.functions]
     said = " ".join("-" if f is None else f"{f:.2f}x" for f in figures)
     return f"{name[:22]:22} {plain:8.3f} " + " ".join(cells) + f"   {said}"
 

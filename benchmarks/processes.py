@@ -99,7 +99,7 @@ if __name__ == "__main__":
             profiler.runcall(run)
             profile = profiler.profile
             profiled.append(time.perf_counter() - started)
-        hits = max(profile.functions[0].hits.values())
+        hits = max(profile.functions[0].counts.hits.values())
         print(statistics.median(plain), statistics.median(profiled), hits)
 """
 

@@ -84,7 +84,7 @@ def kernel_rows(name: str, kernel, args) -> list[str]:
             plain = timed(lambda statement=statement: exec(statement, ns))
             wall, profile = profile_seconds(kernel, statement, ns, options)
             stats = profile.functions[0]
-            cells.append((wall, plain, stats.samples.total, stats.overhead))
+            cells.append((wall, plain, stats.samples.total, stats.distortion.overhead))
         plain_s = cells[0][1]
         text = f"{name[:22]:22} {label:5} {plain_s:8.3f}"
         for wall, plain, samples, _ in cells:
@@ -108,12 +108,12 @@ def shares(func, args, truth: dict) -> list[str]:
         (s,) = prof.profile.functions
         worst, parts = 0.0, []
         for offsets, want in truth.items():
-            lines = [s.first_lineno + o for o in offsets]
+            lines = [s.source.first_lineno + o for o in offsets]
             got = sum(s.time_share(line) or 0.0 for line in lines)
             worst = max(worst, abs(got - want))
             low = sum((s.samples.interval(line) or (0, 0))[0] for line in lines)
             high = sum((s.samples.interval(line) or (0, 0))[1] for line in lines)
-            probe = sum(s.probe_share(line) or 0.0 for line in lines) if s.has_probes else None
+            probe = sum(s.probe_share(line) or 0.0 for line in lines) if s.probes.ticks else None
             said = f"{got:5.1f}% [{low:4.1f},{high:5.1f}] vs {want:4.1f}%"
             parts.append(said + (f" (probes {probe:5.1f}%)" if probe is not None else ""))
         head = f"  {label:8} {s.samples.total:6d} samples, worst {worst:4.1f} points: "

@@ -52,7 +52,7 @@ def overhead(probes: bool) -> float:
     prof = numba_lprun.LineProfiler(reduce_sq, probes=probes, sample_time=0.05)
     prof.runcall(reduce_sq, np.ones(200_000))
     (stats,) = prof.profile.functions
-    return stats.overhead
+    return stats.distortion.overhead
 
 
 def main() -> None:

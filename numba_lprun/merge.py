@@ -42,13 +42,17 @@ def merged(
         return main
     own = ProcessPart("main", os.getpid(), main)
     found: dict[tuple, list[tuple[ProcessPart, FunctionStats]]] = {}
-    keys = {f.key for f in main.functions}
-    elsewhere = {_code_of(f): f.key for f in main.functions}
+    keys = {f.source.key for f in main.functions}
+    elsewhere = {_code_of(f): f.source.key for f in main.functions}
     for part in parts:
         for stats in part.profile.functions:
-            key = stats.key if stats.key in keys else elsewhere.get(_code_of(stats), stats.key)
+            key = (
+                stats.source.key
+                if stats.source.key in keys
+                else elsewhere.get(_code_of(stats), stats.source.key)
+            )
             found.setdefault(key, []).append((part, stats))
-    sums = [_summed(f, found.pop(f.key, []), main.unit, len(parts)) for f in main.functions]
+    sums = [_summed(f, found.pop(f.source.key, []), main.unit, len(parts)) for f in main.functions]
     for rest in found.values():  # a function only workers knew (defined in a worker's code)
         first = rest[0][1]
         counts = replace(first.counts, hits={}, calls=0, ticks=0)
@@ -76,7 +80,7 @@ def _code_of(stats: FunctionStats) -> tuple:
     same package from another folder (another virtual environment's site-packages), or a file
     ``Client.upload_file`` shipped, so its key names another file; the same code at the same lines
     is the same function."""
-    return (stats.qualname, stats.first_lineno, stats.source_lines)
+    return (stats.source.qualname, stats.source.first_lineno, stats.source.lines)
 
 
 def _scaled(ticks: dict[int, int], scale: float) -> dict[int, int]:
@@ -98,24 +102,24 @@ def _summed(
     stats: FunctionStats, others: list[tuple[ProcessPart, FunctionStats]], unit: float, workers: int
 ) -> Summed:
     """``stats`` (the main process's) plus each worker's figures of the same function."""
-    hits, calls, ticks = dict(stats.hits), stats.calls, stats.run_ticks
+    hits, calls, ticks = dict(stats.counts.hits), stats.counts.calls, stats.counts.ticks
     probe_ticks, probe_hits = dict(stats.probes.ticks), dict(stats.probes.hits)
-    signatures = list(stats.signatures)
-    source = stats.time_source
+    signatures = list(stats.source.signatures)
+    source = stats.counts.time_source
     worker_calls = worker_samples = 0
     # every per-line figure adds, except the addresses: each process's code lies elsewhere
     samples = fold([stats.samples, *(other.samples for _, other in others)])
     samples = replace(samples, addresses=stats.samples.addresses)
     for part, other in others:
         scale = part.profile.unit / unit  # the same tick of another process's clock, in ours
-        hits = fold((hits, other.hits))
-        calls += other.calls
-        ticks += round(other.run_ticks * scale)
+        hits = fold((hits, other.counts.hits))
+        calls += other.counts.calls
+        ticks += round(other.counts.ticks * scale)
         probe_ticks = fold((probe_ticks, _scaled(other.probes.ticks, scale)))
         probe_hits = fold((probe_hits, other.probes.hits))
-        signatures += [s for s in other.signatures if s not in signatures]
-        source = source or other.time_source
-        worker_calls += other.calls
+        signatures += [s for s in other.source.signatures if s not in signatures]
+        source = source or other.counts.time_source
+        worker_calls += other.counts.calls
         worker_samples += other.samples.total
     row = (
         "Processes",
@@ -123,7 +127,7 @@ def _summed(
         f"{calls:,} calls, {worker_samples:,} of {samples.total:,} samples{_callers(others)}",
     )
     unmeasured = stats.distortion.unmeasured
-    if worker_calls and not stats.calls:
+    if worker_calls and not stats.counts.calls:
         unmeasured = "its calls ran in worker processes, which run once (no plain run to compare with)"
     measured = Measured(
         source=replace(stats.source, signatures=tuple(signatures)),
@@ -136,7 +140,7 @@ def _summed(
         main=stats,
         measured=measured,
         extras=replace(stats.extras, rows=(*stats.extras.rows, row)),
-        untimed=bool(worker_calls and not worker_samples and stats.time_source is not None),
+        untimed=bool(worker_calls and not worker_samples and stats.counts.time_source is not None),
     )
 
 
@@ -147,7 +151,7 @@ NAMED_WORKERS = 3
 def _callers(others: list[tuple[ProcessPart, FunctionStats]]) -> str:
     """The workers whose calls the row counts, by name and calls (folded past ``NAMED_WORKERS``):
     a Dask worker by its address, a pool's by its name, by its pid where names repeat."""
-    calling = [(part, stats.calls) for part, stats in others if stats.calls]
+    calling = [(part, stats.counts.calls) for part, stats in others if stats.counts.calls]
     if not calling:
         return ""
     names = [part.label.removeprefix("dask worker ") for part, _ in calling]

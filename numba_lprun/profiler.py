@@ -200,7 +200,7 @@ class LineProfiler:
 
     @property
     def overhead(self) -> dict[str, float | None]:  # the user's run / the plain runs, None: not measured
-        return {s.name: s.overhead for s in self.profile.functions}
+        return {s.source.name: s.distortion.overhead for s in self.profile.functions}
 
     def print_stats(
         self,

@@ -84,7 +84,7 @@ def cut_short(error: BaseException | None, interrupted: str | None, subject: str
 
 def nothing_ran(profile: ProfileStats) -> bool:
     """Whether no profiled function ran (then the front end says what could have been profiled)."""
-    return not any(f.calls or f.hits for f in profile.functions)
+    return not any(f.counts.calls or f.counts.hits for f in profile.functions)
 
 
 def could_have_profiled(found: list[str], where: str) -> str:
@@ -161,7 +161,8 @@ def report(
     failed = [
         f"numba_lprun: {f.heading} did not compile: {f.source.compile_error}"
         for f in profile.functions
-        if f.source.compile_error and not (f.calls or f.hits)  # it never ran (a later call may have)
+        if f.source.compile_error
+        and not (f.counts.calls or f.counts.hits)  # it never ran (a later call may have)
     ]
     banner = "\n".join([*failed, banner] if banner else failed)  # what went wrong first
     said = write_files(profile, opts, f"{banner}\n\n{text}" if banner else text)

@@ -95,7 +95,10 @@ class FunctionStats:
     """Per-line hits and times of one profiled function, over the profiled calls.
 
     Made of parts (``stats_parts``), each from one kind of measurement, and the
-    diagnosis judged from them; the most-read figures have properties of their own."""
+    diagnosis judged from them. Each figure is read from its part, one way only
+    (``f.counts.hits``, ``f.source.name``, ``f.diagnosis.notes``); the methods here are the
+    figures that need more than one part (a line's time needs the counts, the samples, the
+    probes, and whether the diagnosis takes the probes' own cost out)."""
 
     source: Source
     counts: Counts = field(default_factory=Counts)
@@ -106,88 +109,15 @@ class FunctionStats:
     extras: Extras = field(default_factory=Extras)
     diagnosis: Diagnosis = field(default_factory=Diagnosis)
 
-    # -- who it is ------------------------------------------------------------------
-    @property
-    def filename(self) -> str:
-        return self.source.filename
-
-    @property
-    def first_lineno(self) -> int:
-        return self.source.first_lineno
-
-    @property
-    def name(self) -> str:
-        return self.source.name
-
-    @property
-    def qualname(self) -> str:
-        return self.source.qualname
-
-    @property
-    def source_lines(self) -> tuple[str, ...]:
-        return self.source.lines
-
-    @property
-    def signatures(self) -> tuple[str, ...]:
-        return self.source.signatures
-
-    @property
-    def key(self) -> tuple[str, int, str]:
-        return self.source.key
-
     @property
     def heading(self) -> str:
         """The function's name as its table shows it."""
-        return self.source.title or self.qualname
+        return self.source.title or self.source.qualname
 
     @property
     def measured(self) -> Measured:
         """The measured parts, as the diagnosis reads them."""
         return Measured(self.source, self.counts, self.samples, self.probes, self.distortion)
-
-    # -- the most-read figures of the parts -----------------------------------------------
-    @property
-    def hits(self) -> dict[int, int]:
-        """Line -> hits in the user's run."""
-        return self.counts.hits
-
-    @property
-    def calls(self) -> int:
-        return self.counts.calls
-
-    @property
-    def run_ticks(self) -> int:
-        return self.counts.ticks
-
-    @property
-    def time_source(self) -> str | None:
-        return self.counts.time_source
-
-    @property
-    def probe_ticks(self) -> dict[int, int]:
-        """Line -> raw probe ticks."""
-        return self.probes.ticks
-
-    @property
-    def overhead(self) -> float | None:
-        """The user's run / the plain runs' median (None: not measured)."""
-        return self.distortion.overhead
-
-    @property
-    def notes(self) -> tuple[Note, ...]:
-        return self.diagnosis.notes
-
-    @property
-    def hints(self) -> tuple[Hint, ...]:
-        return self.machine.hints
-
-    @property
-    def timed(self) -> bool:
-        return self.time_source is not None
-
-    @property
-    def has_probes(self) -> bool:
-        return bool(self.probe_ticks)
 
     # -- shares ---------------------------------------------------------------------
     def probe_line_ticks(self, line: int, raw: bool = False) -> float:
@@ -210,35 +140,36 @@ class FunctionStats:
 
     def line_ticks(self, line: int) -> float | None:
         """Time of ``line`` in ticks (None: not measured)."""
-        if self.time_source == PROBES:
+        if self.counts.time_source == PROBES:
             return self.probe_line_ticks(line)
         share = self.time_share(line)
-        return None if share is None else self.run_ticks * share / 100.0
+        return None if share is None else self.counts.ticks * share / 100.0
 
     def line_interval_ticks(self, line: int) -> tuple[float, float] | None:
         """95% interval of ``line``'s sampled time, in ticks."""
-        interval = self.samples.interval(line) if self.time_source == SAMPLES else None
+        interval = self.samples.interval(line) if self.counts.time_source == SAMPLES else None
         if interval is None:
             return None
-        return (self.run_ticks * interval[0] / 100.0, self.run_ticks * interval[1] / 100.0)
+        return (self.counts.ticks * interval[0] / 100.0, self.counts.ticks * interval[1] / 100.0)
 
     def total_ticks(self) -> float:
-        if self.time_source == PROBES:
+        if self.counts.time_source == PROBES:
             return self.probe_total()
-        return float(self.run_ticks) if self.time_source == SAMPLES else 0.0
+        return float(self.counts.ticks) if self.counts.time_source == SAMPLES else 0.0
 
     def timings(self) -> list[tuple[int, int, int]]:
         """line_profiler's rows: (lineno, hits, time) for every line that ran."""
         rows = []
-        for line in sorted(self.hits):
-            if self.hits[line]:
+        for line in sorted(self.counts.hits):
+            if self.counts.hits[line]:
                 ticks = self.line_ticks(line)
-                rows.append((line, self.hits[line], round(ticks) if ticks is not None else 0))
+                rows.append((line, self.counts.hits[line], round(ticks) if ticks is not None else 0))
         return rows
 
     def line_text(self, lineno: int) -> str:
-        index = lineno - self.first_lineno
-        return self.source_lines[index].rstrip("\n") if 0 <= index < len(self.source_lines) else ""
+        index = lineno - self.source.first_lineno
+        lines = self.source.lines
+        return lines[index].rstrip("\n") if 0 <= index < len(lines) else ""
 
 
 @dataclass(frozen=True)
@@ -295,7 +226,7 @@ class ProfileStats:
     unprofiled: tuple[str, ...] = ()
 
     def to_line_stats(self) -> LineStats:
-        return LineStats({f.key: f.timings() for f in self.functions}, self.unit)
+        return LineStats({f.source.key: f.timings() for f in self.functions}, self.unit)
 
     def to_json(self) -> str:
         """The profile as JSON, in format ``FORMAT`` (its ``"format"`` key)."""

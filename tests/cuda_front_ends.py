@@ -60,10 +60,10 @@ def check_table(text: str, stats, reference: dict, launches: int = 1) -> None:
     """Each function's hits equal the per-thread reference (times ``launches``), and its
     rows show them with the warps and lanes."""
     for f in stats.functions:
-        want = {line: n * launches for line, n in total_hits(reference[f.qualname]).items()}
-        assert f.hits == want, f.name
+        want = {line: n * launches for line, n in total_hits(reference[f.source.qualname]).items()}
+        assert f.counts.hits == want, f.name
         warps, lanes = (column.cells for column in f.extras.columns)
-        for line, hits in f.hits.items():
+        for line, hits in f.counts.hits.items():
             assert row_pattern(line, str(hits), warps[line], lanes[line]).search(text), (f.name, line, text)
 
 
@@ -83,7 +83,7 @@ def one_walk(a: np.ndarray) -> np.ndarray:
 def test_line_magic_on_a_kernel_and_its_device_function(ip, capsys):
     prof = ip.run_line_magic("nlprun", "-r -f walk -f step walk[2, 64](a, out)")
     text = capsys.readouterr().out
-    assert [f.name for f in prof.profile.functions] == ["walk", "step"]
+    assert [f.source.name for f in prof.profile.functions] == ["walk", "step"]
     check_table(text, prof.profile, walk_reference())
     assert "Launch:     walk[2, 64]: 128 threads; 1 launch (the user's)" in text
     assert re.search(r"Line #\s+Hits\s+Warps\s+Lanes\s+Line Contents", text)
@@ -95,7 +95,7 @@ def test_device_function_alone_and_kernel_reached_through_its_module(ip, capsys)
     attribute): the kernel that calls it is bound there too, and put back."""
     prof = ip.run_line_magic("nlprun", "-r -f kernels.step kernels.walk[2, 64](a, out)")
     capsys.readouterr()
-    assert [f.name for f in prof.profile.functions] == ["walk", "step"]
+    assert [f.source.name for f in prof.profile.functions] == ["walk", "step"]
     check_table(prof.get_text(), prof.profile, walk_reference())
 
 

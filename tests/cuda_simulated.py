@@ -173,7 +173,7 @@ def test_line_profiler_shape_and_text():
     assert "simulator" in text and "modelled" in text
     assert "def clamp_scale(x, k):" in text and "2 launches of the user's, added up" in text
     assert isinstance(prof.profile, ProfileStats)  # as LineProfiler.profile
-    assert prof.profile.functions[0].hits == merged.function("divergent").hits
+    assert prof.profile.functions[0].counts.hits == merged.function("divergent").hits
     alone = profile_launch(K.divergent, 3, 32, a, out, device_functions=())
     single = TextRenderer().render(profile_stats(alone))
     assert "clamp_scale(x, k)" not in single

@@ -57,9 +57,9 @@ def test_probe_cost_is_taken_out_per_hit():
     prof = numba_lprun.LineProfiler(coarse, probes=True, sample_time=0.05)
     prof.runcall(coarse, 200)
     (stats,) = prof.profile.functions
-    assert stats.diagnosis.probes_corrected and stats.calls == 1
+    assert stats.diagnosis.probes_corrected and stats.counts.calls == 1
     assert stats.probes.cost == probe_cost_ticks(current_clock().kind) > 0
-    for line, ticks in stats.probe_ticks.items():
+    for line, ticks in stats.probes.ticks.items():
         expected = max(0.0, ticks - stats.probes.hits.get(line, 0) * stats.probes.cost)
         assert stats.probe_line_ticks(line) == expected and stats.probe_line_ticks(line, raw=True) == ticks
     loop_body = coarse.py_func.__code__.co_firstlineno + 4
@@ -79,8 +79,12 @@ def test_hits_only_counts_equal_timed_counts(func, args):
     hits_only = numba_lprun.LineProfiler(func, timing=False)
     hits_only.runcall(func, *args)
     (t,), (h,) = timed.profile.functions, hits_only.profile.functions
-    assert h.hits == t.hits
-    assert not h.timed and not h.probe_ticks and h.line_ticks(next(iter(h.hits))) is None
+    assert h.counts.hits == t.counts.hits
+    assert (
+        h.counts.time_source is None
+        and not h.probes.ticks
+        and h.line_ticks(next(iter(h.counts.hits))) is None
+    )
 
 
 def test_hits_only_prange_counts_exact():
@@ -89,7 +93,7 @@ def test_hits_only_prange_counts_exact():
     assert prof.runcall(k.par_sum, a) == pytest.approx((a * a).sum())
     (stats,) = prof.profile.functions
     first = k.par_sum.py_func.__code__.co_firstlineno
-    assert stats.hits[first + 3] == 501 and stats.hits[first + 4] == 500
+    assert stats.counts.hits[first + 3] == 501 and stats.counts.hits[first + 4] == 500
 
 
 @njit(fastmath=True)
@@ -132,9 +136,9 @@ def test_vectorization_loss_is_detected_and_named():
     assert vectorized_lines(twins["probed"]) == set()
     (stats,) = probed.profile.functions
     assert stats.counts.twin == "probed" and stats.distortion.lost_vectorization == {loop_line}
-    assert any("vectorized" in note.text and str(loop_line) in note.text for note in stats.notes)
+    assert any("vectorized" in note.text and str(loop_line) in note.text for note in stats.diagnosis.notes)
     counting = numba_lprun.LineProfiler(vectorizable, repeat=False, compare_code=True)  # however slow
     counting.runcall(vectorizable, A)
     (h,) = counting.profile.functions
     assert h.distortion.lost_vectorization == set()  # counters in registers leave the loop vectorized
-    assert "loops vectorized as the plain twin's did" in " ".join(n.text for n in h.notes)
+    assert "loops vectorized as the plain twin's did" in " ".join(n.text for n in h.diagnosis.notes)

@@ -328,6 +328,30 @@ def test_a_function_profile_is_made_of_a_few_parts():
     assert all(hints[f.name].__dataclass_params__.frozen for f in fields)
 
 
+def _forwards(node: ast.FunctionDef) -> bool:
+    """Whether ``node``'s body is only ``return self.<part>.<figure>`` (a docstring aside)."""
+    body = [s for s in node.body if not (isinstance(s, ast.Expr) and isinstance(s.value, ast.Constant))]
+    if len(body) != 1 or not isinstance(body[0], ast.Return):
+        return False
+    value = body[0].value
+    return (
+        isinstance(value, ast.Attribute)
+        and isinstance(value.value, ast.Attribute)
+        and isinstance(value.value.value, ast.Name)
+        and value.value.value.id == "self"
+    )
+
+
+def test_a_function_profile_has_one_way_to_read_each_figure():
+    """A figure is read from its part (``f.counts.hits``), never also through a property of
+    ``FunctionStats`` that forwards to it: there were 15 such properties, both ways were in use,
+    and a new figure meant a part field and a forward."""
+    tree = ast.parse((PACKAGE / "stats.py").read_text(encoding="utf-8"))
+    (cls,) = [n for n in tree.body if isinstance(n, ast.ClassDef) and n.name == "FunctionStats"]
+    forwards = [n.name for n in cls.body if isinstance(n, ast.FunctionDef) and _forwards(n)]
+    assert not forwards, forwards
+
+
 #: The tests that tell a kind of function apart (a ufunc, a stencil, a jitclass), and the modules that
 #: may ask them: the door, where they are defined, and the strategies (``instrument.function_kinds``).
 KIND_TESTS = {"is_kernel_object", "is_cpu_ufunc", "is_stencil", "is_jitclass"}

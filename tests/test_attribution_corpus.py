@@ -89,7 +89,7 @@ def sampled_shares(case: K.Case) -> tuple[dict[str, float], int, dict[str, float
     options = dict(OPTIONS, min_samples=PRANGE_SAMPLES) if case.among_groups else OPTIONS
     prof = numba_lprun.LineProfiler(case.profiled, sample_rate=case.rate_hz, **options)
     prof.runcall(case.entry, *case.args)
-    (stats,) = [f for f in prof.profile.functions if f.name == case.profiled.__name__]
+    (stats,) = [f for f in prof.profile.functions if f.source.name == case.profiled.__name__]
     shares, counted = {}, {}
     for marker, lines in K.marked_lines(case.profiled).items():
         shares[marker] = sum(stats.samples.share(line) or 0.0 for line in lines)

@@ -65,13 +65,13 @@ def test_simulated_launch_in_the_terminal_table(width):
     assert "warp executions are modelled" in " ".join(text.split())
     for f in profile.functions:
         warps, lanes = (column.cells for column in f.extras.columns)
-        assert f.hits and set(warps) == set(f.hits)
-        for line, hits in f.hits.items():
+        assert f.counts.hits and set(warps) == set(f.counts.hits)
+        for line, hits in f.counts.hits.items():
             assert row_pattern(line, str(hits), warps[line], lanes[line]).search(text), (line, text)
     walk, step = profile.functions
-    loop = walk.first_lineno + 6  # for k in range(i % 8): 442 thread executions in 28 warp executions
-    assert walk.hits[loop] == 442 and walk.extras.columns[0].cells[loop] == "28"
-    assert step.notes == ()  # the launch's notes are the kernel's
+    loop = walk.source.first_lineno + 6  # for k in range(i % 8): 442 thread executions in 28 warp executions
+    assert walk.counts.hits[loop] == 442 and walk.extras.columns[0].cells[loop] == "28"
+    assert step.diagnosis.notes == ()  # the launch's notes are the kernel's
     assert "(device function, in launches of walk)" in text or width < 80
 
 
@@ -83,7 +83,7 @@ def test_simulated_launch_in_line_profilers_layout():
     assert "launch: walk[2, 64]: 128 threads" in text and "calls: 342 thread calls" in text
     for f in cuda_simulated_profile().functions:
         warps, lanes = (column.cells for column in f.extras.columns)
-        for line, hits in f.hits.items():
+        for line, hits in f.counts.hits.items():
             assert row_pattern(line, str(hits), warps[line], lanes[line]).search(text), line
 
 

@@ -176,23 +176,27 @@ def _every_pattern(ipshell, client, warm: bool) -> None:
     assert ns["nbjitted"] == [kernel.work.py_func(n) - 1 for n in NS]
     assert ns["bagged"] == list(ns["blocks"]) == [kernel.work.py_func(n) for n in NS]
     assert not profile.missing, profile.missing
-    work, nb = (next(f for f in profile.functions if f.name == name) for name in ("work", "nbwork"))
+    work, nb = (next(f for f in profile.functions if f.source.name == name) for name in ("work", "nbwork"))
     # the kernel: called by the module's wrapper, the notebook's two, a bag, map_blocks and delayed
-    assert {k: v for k, v in work.hits.items() if v} == {k: 6 * v for k, v in kernel.exact_hits(NS).items()}
+    assert {k: v for k, v in work.counts.hits.items() if v} == {
+        k: 6 * v for k, v in kernel.exact_hits(NS).items()
+    }
     first = nbwork.py_func.__code__.co_firstlineno
-    assert {k: v for k, v in nb.hits.items() if v} == _nbwork_hits(first, NB)
+    assert {k: v for k, v in nb.counts.hits.items() if v} == _nbwork_hits(first, NB)
     for stats in (work, nb):
         # every call ran in the workers (the main process ran none), so every sample is theirs; their
         # loops' lines get some 40 of each function's (about 40 seen in each at a quiet moment), so
         # the odds that none lands there are below 1e-15
-        loops = [line for line, n in stats.hits.items() if n > stats.calls]
+        loops = [line for line, n in stats.counts.hits.items() if n > stats.counts.calls]
         assert sum(stats.samples.counts.get(line, 0) for line in loops) > 0, stats.name
         assert any(stats.samples.seconds.get(line) for line in loops), stats.name
     workers = [p for p in profile.parts if p.label.startswith("dask worker")]
     assert len(workers) == 2 and sum(p.profile.sampling.total for p in workers) > 0
     row = dict(work.extras.rows)["Processes"]
     assert row.startswith("main + 2 workers; in the workers: 24 of 24 calls")
-    assert all(p.label.removeprefix("dask worker ") in row for p in workers if p.profile.functions[0].calls)
+    assert all(
+        p.label.removeprefix("dask worker ") in row for p in workers if p.profile.functions[0].counts.calls
+    )
     _assert_nothing_left(client)
     counted = _twin_counts(client)
     assert client.gather(client.map(nbjit, NS, pure=False)) == ns["nbjitted"]
@@ -271,7 +275,7 @@ def test_a_kernel_module_shipped_to_the_workers_during_the_run_is_profiled_once_
         assert profiler.runcall(run) == [shipped.work.py_func(n) + 1 for n in NS]
     profile = profiler.profile
     assert not profile.missing, profile.missing
-    assert {k: v for k, v in profile.functions[0].hits.items() if v} == shipped.exact_hits(NS)
+    assert {k: v for k, v in profile.functions[0].counts.hits.items() if v} == shipped.exact_hits(NS)
     _assert_nothing_left(client)
 
 
@@ -291,7 +295,7 @@ def test_a_worker_killed_during_the_map_is_named(cluster, tmp_path):
     (lost,) = said
     gone = [address for address in before if address in lost]
     assert len(gone) == 1 and f"(pid {before[gone[0]]})" in lost, lost
-    hits = {k: v for k, v in profile.functions[0].hits.items() if v}
+    hits = {k: v for k, v in profile.functions[0].counts.hits.items() if v}
     exact = kernel.exact_hits(NS)
     assert all(hits.get(line, 0) <= n for line, n in exact.items())  # what the lost worker ran is lost
     client.wait_for_workers(2, timeout=90)  # its nanny started it again

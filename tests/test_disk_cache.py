@@ -62,7 +62,7 @@ expected = total(a)
 event.register("numba:compile", Watch())
 prof = numba_lprun.LineProfiler(total, helper, sample=False)  # what is cached, not the sampler
 got = prof.runcall(total, a)
-hits = {f.name: sorted(f.hits.items()) for f in prof.profile.functions}
+hits = {f.source.name: sorted(f.counts.hits.items()) for f in prof.profile.functions}
 print(json.dumps({"same": got == expected, "compiles": twin_compiles, "all": all_compiles, "hits": hits}))
 """
 
@@ -177,14 +177,14 @@ expected = caller(a)
 event.register("numba:compile", Watch())
 prof = numba_lprun.LineProfiler(caller, rows, repeat=False)  # one sampled run, as a script's
 got = prof.runcall(lambda: [caller(a) for _ in range(40)][-1])
-stats = {f.name: f for f in prof.profile.functions}
-body = next(i for i, line in enumerate(stats["rows"].source_lines) if "# BODY" in line)
+stats = {f.source.name: f for f in prof.profile.functions}
+body = next(i for i, line in enumerate(stats["rows"].source.lines) if "# BODY" in line)
 print(json.dumps({
     "same": got == expected,
     "compiles": twin_compiles,
-    "hits": {name: sorted(f.hits.items()) for name, f in stats.items()},
+    "hits": {name: sorted(f.counts.hits.items()) for name, f in stats.items()},
     "samples": {name: sorted(f.samples.counts.items()) for name, f in stats.items()},
-    "body": stats["rows"].first_lineno + body,
+    "body": stats["rows"].source.first_lineno + body,
     "uncached": {name: f.source.uncached for name, f in stats.items()},  # twin kind -> why not on disk
 }))
 """
@@ -252,7 +252,7 @@ prof = numba_lprun.LineProfiler(use, sample=False)
 got = [prof.runcall(use, p), prof.runcall(use, Shape(1.5, p.y.copy(), Inner(3.0)))]
 (stats,) = prof.profile.functions
 print(json.dumps({"got": got, "expected": expected, "compiles": twin_compiles,
-                  "hits": sorted(stats.hits.items()), "uncached": stats.source.uncached}))
+                  "hits": sorted(stats.counts.hits.items()), "uncached": stats.source.uncached}))
 """
 
 

@@ -275,4 +275,4 @@ def test_ctrl_c_during_a_twin_compile_is_held_until_the_compile_is_done(python_s
     again = numba_lprun.LineProfiler(compiled_in_the_run, repeat=False)
     assert again.runcall(compiled_in_the_run, a) == 100.0
     first = compiled_in_the_run.py_func.__code__.co_firstlineno
-    assert again.profile.functions[0].hits[first + 4] == 100
+    assert again.profile.functions[0].counts.hits[first + 4] == 100

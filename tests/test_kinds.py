@@ -53,7 +53,7 @@ def test_signatures_name_a_function_argument_and_a_jitclass_without_their_addres
     prof = numba_lprun.LineProfiler(kinds.integrate, kinds.simulate, sample=False)
     prof.runcall(kinds.integrate, kinds.integrand, 0.0, 1.0, 10)
     prof.runcall(kinds.simulate, kinds.Particle(0.0, 2.0), 3)
-    said = {stats.source.name: stats.signatures for stats in prof.profile.functions}
+    said = {stats.source.name: stats.source.signatures for stats in prof.profile.functions}
     assert said["integrate"] == ("type(CPUDispatcher(integrand)), float64, float64, int64",)
     (particle,) = said["simulate"]
     assert particle.startswith("instance.jitclass.Particle<x:float64,") and particle.endswith(", int64")
@@ -139,11 +139,11 @@ def test_ufunc_api(name, call, reference):
     if reference is None:
         f32 = A.astype(np.float32)
         reference = lambda: per_element(kernel(kinds.clip_add), f32, np.float32(0.5))  # noqa: E731
-    assert stats.hits == python_hits([kernel(u)], reference)[kernel(u).__name__]
+    assert stats.counts.hits == python_hits([kernel(u)], reference)[kernel(u).__name__]
     # the user's run is probed (a ufunc's loops have no line tables): no separate probed run
     # was made, so no note says one was not compared
-    assert stats.probe_ticks and stats.distortion.probe_unmeasured is None
-    said = " ".join(n.text for n in stats.notes)  # why probes: the ufunc kind's reason, not a guess
+    assert stats.probes.ticks and stats.distortion.probe_unmeasured is None
+    said = " ".join(n.text for n in stats.diagnosis.notes)  # why probes: the ufunc kind's reason, not a guess
     assert "a ufunc's loops without line tables" in said and "stencil" not in said, said
     assert stats.source.unsampled and ufunc_state(u) == before and getattr(kinds, name) is u
     assert np.array_equal(call(kinds), expected)  # the user's ufunc still works
@@ -350,8 +350,10 @@ def test_a_stencil_profiled_for_hits_only_reads_no_clock():
     prof.runcall(kinds.smooth_twice, S)
     assert hits_of(prof.get_stats(), "smooth") == stencil_reference()
     (stats,) = prof.profile.functions
-    assert stats.time_source is None and not any(t for _, _, t in prof.get_stats().timings[stats.key])
-    said = [note.text for note in stats.notes]
+    assert stats.counts.time_source is None and not any(
+        t for _, _, t in prof.get_stats().timings[stats.source.key]
+    )
+    said = [note.text for note in stats.diagnosis.notes]
     assert "hits only: no clock and no sampler, so no times are shown" in said
     assert not any("probe" in text for text in said), said
 
@@ -383,16 +385,18 @@ def test_a_stencil_is_sampled_and_its_loop_nest_reads_no_clock(caller):
     prof = numba_lprun.LineProfiler(kinds.weigh, sample_time=0.3, extra_limit=60.0)
     assert np.allclose(prof.runcall(call, big), call(big))
     (stats,) = prof.profile.functions
-    assert stats.time_source == "samples" and not stats.counts.calls_timed
+    assert stats.counts.time_source == "samples" and not stats.counts.calls_timed
     first = kinds.weigh.kernel_ir.func_id.func.__code__.co_firstlineno  # the decorator's line
     body = set(range(first + 2, first + 6))
     assert stats.samples.counts and set(stats.samples.counts) <= body, stats.samples.counts
     points, over = big.size - 2, int(np.count_nonzero(big[:-2] + 2.0 * big[1:-1] > 2.0))
-    assert stats.hits == {first + 2: points, first + 3: points, first + 4: over, first + 5: points}
+    assert stats.counts.hits == {first + 2: points, first + 3: points, first + 4: over, first + 5: points}
     for kind in ("counting", "plain"):
         code = _stencil_code(prof, kind)
         assert code and "rdtsc" not in code and "clock_gettime" not in code, kind
-    assert not any("Clock probes on every line" in n.text for n in stats.notes), stats.notes
+    assert not any("Clock probes on every line" in n.text for n in stats.diagnosis.notes), (
+        stats.diagnosis.notes
+    )
 
 
 def test_a_second_profile_of_a_stencil_and_its_jitted_caller_compiles_no_twin():
@@ -405,12 +409,12 @@ def test_a_second_profile_of_a_stencil_and_its_jitted_caller_compiles_no_twin():
         prof = numba_lprun.LineProfiler(kinds.weigh, kinds.weigh_twice, repeat=False)
         assert np.allclose(prof.runcall(kinds.weigh_twice, data), kinds.weigh_twice(data))
         profiles.append(prof.profile)
-    first, second = ({f.name: f for f in p.functions} for p in profiles)
+    first, second = ({f.source.name: f for f in p.functions} for p in profiles)
     assert all(sec == 0.0 for f in second.values() for sec in f.source.compile_seconds.values()), {
         name: f.source.compile_seconds for name, f in second.items()
     }
-    assert {n: f.hits for n, f in second.items()} == {n: f.hits for n, f in first.items()}
-    assert second["weigh"].hits, second["weigh"]
+    assert {n: f.counts.hits for n, f in second.items()} == {n: f.counts.hits for n, f in first.items()}
+    assert second["weigh"].counts.hits, second["weigh"]
 
 
 def test_a_stencil_a_parallel_caller_inlines_is_timed_by_probes():
@@ -420,8 +424,8 @@ def test_a_stencil_a_parallel_caller_inlines_is_timed_by_probes():
     prof = numba_lprun.LineProfiler(kinds.smooth, sample_time=0.05)
     prof.runcall(kinds.smooth_parallel, S)
     (stats,) = prof.profile.functions
-    assert stats.time_source == "probes" and stats.hits == stencil_reference()
-    said = " ".join(n.text for n in stats.notes)
+    assert stats.counts.time_source == "probes" and stats.counts.hits == stencil_reference()
+    said = " ".join(n.text for n in stats.diagnosis.notes)
     assert "inlines a stencil into its parallel caller's loops" in said and "too short" not in said
     assert "ufunc" not in said, said  # the stencil kind's reason, not one for both kinds
 
@@ -433,8 +437,8 @@ def test_a_stencil_timed_by_probes_warns_of_their_cost():
     prof = numba_lprun.LineProfiler(kinds.smooth, repeat=False, probes=True)
     prof.runcall(kinds.smooth_twice, S)
     (stats,) = prof.profile.functions
-    warned = [n.text for n in stats.notes if n.level == "warning"]
-    assert any("Clock probes on every line slow tight loops" in text for text in warned), stats.notes
+    warned = [n.text for n in stats.diagnosis.notes if n.level == "warning"]
+    assert any("Clock probes on every line slow tight loops" in text for text in warned), warned
 
 
 @pytest.mark.parametrize("name, args", [("clip_add", (A, A)), ("row_total", (A2,)), ("smooth", (S,))])
@@ -444,5 +448,5 @@ def test_kernel_object_kept_in_a_container(name, args):
     prof = numba_lprun.LineProfiler(holder["k"], sample=False)
     assert np.allclose(prof.runcall(lambda: holder["k"](*args)), expected)
     (stats,) = prof.profile.functions
-    assert stats.hits and stats.calls
+    assert stats.counts.hits and stats.counts.calls
     assert type(holder["k"]).__name__ in ("DUFunc", "GUFunc", "StencilFunc")

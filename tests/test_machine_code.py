@@ -32,7 +32,7 @@ def profiled(*funcs, args, **options):
     funcs[0](*args)
     prof = numba_lprun.LineProfiler(*funcs, sample_time=0.3, asm=True, **options)
     prof.runcall(funcs[0], *args)
-    return prof, {s.name: s for s in prof.profile.functions}
+    return prof, {s.source.name: s for s in prof.profile.functions}
 
 
 def plain_where(prof):
@@ -70,7 +70,7 @@ def test_hot_line_allocates_on_every_iteration_with_the_exact_count(conv):
     code = stats.machine.lines[hot]
     assert code.allocations == n and code.executions == n
     assert any(c.startswith("NRT_MemInfo_alloc") for c in code.calls)
-    said = [h.text for h in stats.hints if h.kind == "alloc" and h.line == hot]
+    said = [h.text for h in stats.machine.hints if h.kind == "alloc" and h.line == hot]
     assert said and f"allocates on each of its {n:,} executions" in said[0]
     assert stats.machine.lines[line_of(K.conv, "HOT") - 3].allocations == 1  # out = np.empty(n), once
 
@@ -95,7 +95,7 @@ def test_packed_instructions_on_a_vectorized_loop_not_on_a_scalar_one():
     assert not any(code.packed for code in chain.machine.lines.values())
     # the hint as said of the loop's line (which lines are hinted, the hottest by samples, is
     # the sampler's business: a loaded machine may leave this 50 us call a handful of samples)
-    facts = CodeFacts(chain.machine.lines, chain.hits, chain.calls)
+    facts = CodeFacts(chain.machine.lines, chain.counts.hits, chain.counts.calls)
     said = line_hints(facts, line_of(K.scalar_chain, "BODY"))
     assert any(h.kind == "simd" and "scalar arithmetic only" in h.text for h in said), said
 
@@ -105,7 +105,10 @@ def test_a_line_calling_math_sin_names_the_libm_call():
     stats = got["sines"]
     code = stats.machine.lines[line_of(K.sines, "SIN")]
     assert "sin" in code.calls and "libm" in code.call_origins["sin"]
-    assert any(h.kind == "call" and "sin (libm" in h.text for h in stats.hints) or not stats.hints
+    assert (
+        any(h.kind == "call" and "sin (libm" in h.text for h in stats.machine.hints)
+        or not stats.machine.hints
+    )
 
 
 @needs_samples
@@ -125,7 +128,7 @@ def test_a_line_without_code_says_so(conv):
     stats, _, _ = conv
     from numba_lprun.machine import line_hints
 
-    lines = [line for line in stats.hits if line not in stats.machine.lines]
+    lines = [line for line in stats.counts.hits if line not in stats.machine.lines]
     for line in lines:
         assert line_hints(stats, line)[0].kind == "no-code"
 
@@ -175,7 +178,7 @@ def test_off_by_default_and_on_demand():
     prof = numba_lprun.LineProfiler(K.sum_squares, sample=False)
     prof.runcall(K.sum_squares, a)
     (stats,) = prof.profile.functions
-    assert not stats.machine.lines and not stats.hints
+    assert not stats.machine.lines and not stats.machine.hints
     assert all(twin.kind != "plain" or twin.compiled for twin in prof.twins())
     assert not any("allocations" in said for said in prof.profile.runs.extra)  # no counted run
 
@@ -210,7 +213,7 @@ def test_a_hits_only_profile_reads_no_clock():
     a = np.arange(1.0, 9.0)
     prof = numba_lprun.LineProfiler(kernels.uses_helpers, kernels.helper, timing=False)
     assert prof.runcall(kernels.uses_helpers, a) == kernels.uses_helpers(a)
-    calls = {f.name: f.calls for f in prof.profile.functions}
+    calls = {f.source.name: f.counts.calls for f in prof.profile.functions}
     assert calls == {"uses_helpers": 1, "helper": a.size}
     clock = current_clock().kind
     for func in (kernels.uses_helpers, kernels.helper):
@@ -231,11 +234,13 @@ def test_a_helper_called_from_jitted_code_reads_no_clock_when_sampled():
     a = np.arange(1.0, 9.0)
     prof = numba_lprun.LineProfiler(kernels.uses_helpers, kernels.helper, sample_time=0.05)
     assert prof.runcall(kernels.uses_helpers, a) == kernels.uses_helpers(a)
-    stats = {f.name: f for f in prof.profile.functions}
-    assert stats["helper"].calls == a.size and stats["uses_helpers"].calls == 1
+    stats = {f.source.name: f for f in prof.profile.functions}
+    assert stats["helper"].counts.calls == a.size and stats["uses_helpers"].counts.calls == 1
     assert not stats["helper"].counts.calls_timed and stats["uses_helpers"].counts.calls_timed
-    assert stats["helper"].overhead is None and "not timed" in stats["helper"].distortion.unmeasured
-    assert stats["uses_helpers"].run_ticks > 0
+    assert (
+        stats["helper"].distortion.overhead is None and "not timed" in stats["helper"].distortion.unmeasured
+    )
+    assert stats["uses_helpers"].counts.ticks > 0
     clock = current_clock().kind
     for kind in ("counting", "plain"):
         twin = cached_target(kernels.helper, clock).twins[kind]

@@ -254,7 +254,7 @@ def test_hits_only_and_raw_options(ip, capsys):
     assert "   201 " in out  # the loop header: 200 iterations + 1
     prof = ip.run_line_magic("nlprun", "--probes --raw -r -f conv conv(x, k)")
     (stats,) = prof.profile.functions
-    assert not stats.diagnosis.probes_corrected and stats.has_probes
+    assert not stats.diagnosis.probes_corrected and stats.probes.ticks
     assert "probe times are raw" in capsys.readouterr().out
 
 

@@ -61,9 +61,9 @@ def test_several_signatures_merge():
     prof.runcall(k.poly, 3)
     prof.runcall(k.poly, 1.5)
     (stats,) = prof.profile.functions
-    assert len(stats.signatures) >= 2
+    assert len(stats.source.signatures) >= 2
     first = k.poly.py_func.__code__.co_firstlineno
-    assert stats.hits == {first + 2: 2, first + 3: 2}
+    assert stats.counts.hits == {first + 2: 2, first + 3: 2}
 
 
 def test_parallel_prange_counts_exact():
@@ -74,9 +74,9 @@ def test_parallel_prange_counts_exact():
     assert prof.runcall(k.par_sum, a) == pytest.approx((a * a).sum())
     (stats,) = prof.profile.functions
     first = k.par_sum.py_func.__code__.co_firstlineno
-    assert stats.hits[first + 3] == 1001  # the prange header: iterations + 1
-    assert stats.hits[first + 4] == 1000
-    assert stats.hits[first + 5] == 1000
+    assert stats.counts.hits[first + 3] == 1001  # the prange header: iterations + 1
+    assert stats.counts.hits[first + 4] == 1000
+    assert stats.counts.hits[first + 5] == 1000
 
 
 def test_mutates_argument_in_place_once_with_baseline():

@@ -22,9 +22,9 @@ def test_a_function_only_workers_ran_has_each_workers_figures_once():
     profile = merged(main, parts, [])
     assert len(profile.functions) == len(worker.functions)
     for got, one in zip(profile.functions, worker.functions, strict=True):
-        assert got.key == one.key
-        assert got.hits == {line: 2 * hits for line, hits in one.hits.items()}
-        assert got.calls == 2 * one.calls
+        assert got.source.key == one.source.key
+        assert got.counts.hits == {line: 2 * hits for line, hits in one.counts.hits.items()}
+        assert got.counts.calls == 2 * one.counts.calls
         assert got.probes.ticks == {line: 2 * ticks for line, ticks in one.probes.ticks.items()}
         assert got.probes.hits == {line: 2 * hits for line, hits in one.probes.hits.items()}
         assert got.samples.counts == {line: 2 * n for line, n in one.samples.counts.items()}

@@ -44,8 +44,8 @@ def test_bound_method_with_a_log_runs_once_and_says_why():
     profile = prof.profile
     assert profile.runs.once is not None and "log" in profile.runs.once
     stats = profile.functions[0]
-    assert stats.overhead is None and "log" in stats.distortion.unmeasured
-    assert stats.hits == reference_hits(K.step, np.linspace(0.0, 1.0, 2000), 3)
+    assert stats.distortion.overhead is None and "log" in stats.distortion.unmeasured
+    assert stats.counts.hits == reference_hits(K.step, np.linspace(0.0, 1.0, 2000), 3)
 
 
 def test_bound_method_whose_object_can_be_saved_is_restored_between_runs():
@@ -86,11 +86,11 @@ def test_magic_on_package_code_holding_a_dataframe_samples_one_long_run(ipshell)
     assert model.log.getvalue().count("trained") == 1
     profile = prof.profile
     stats = profile.functions[0]
-    assert stats.run_ticks * profile.unit >= 0.5  # a long statement, run once
+    assert stats.counts.ticks * profile.unit >= 0.5  # a long statement, run once
     assert stats.samples.total >= 1000, stats.samples.total
-    assert stats.hits == linear_reference_hits(K.step, lambda r: (np.linspace(0.0, 1.0, 20_000), r), n)
-    assert stats.overhead is None and "log" in stats.distortion.unmeasured
-    notes = " ".join(n.text for n in stats.notes)
+    assert stats.counts.hits == linear_reference_hits(K.step, lambda r: (np.linspace(0.0, 1.0, 20_000), r), n)
+    assert stats.distortion.overhead is None and "log" in stats.distortion.unmeasured
+    notes = " ".join(n.text for n in stats.diagnosis.notes)
     assert "overhead not measured" in notes
 
 
@@ -107,7 +107,7 @@ def test_default_time_shares_follow_the_plain_twins_samples():
     plain = numba_lprun.LineProfiler(K.tight, sample_time=1.0, min_samples=3000)
     plain.runcall(K.tight, a, 30)
     one, many = once.profile.functions[0], plain.profile.functions[0]
-    assert one.time_source == "samples" and one.samples.total > 1000
+    assert one.counts.time_source == "samples" and one.samples.total > 1000
     first = K.tight.py_func.__code__.co_firstlineno
     for line in range(first + 2, first + 6):
         got, want = one.time_share(line) or 0.0, many.time_share(line) or 0.0
@@ -238,11 +238,11 @@ def test_a_plain_build_dearer_than_a_tenth_of_the_profile_is_left_out_and_said()
     first = numba_lprun.LineProfiler(func, repeat=False)
     assert first.runcall(func, a) == 1500.0
     (stats,) = first.profile.functions
-    said = " ".join(n.text for n in stats.notes)
+    said = " ".join(n.text for n in stats.diagnosis.notes)
     assert "plain twins were not compiled to compare vectorization" in said and "--compare-code" in said
     assert PLAIN not in stats.source.compile_seconds
     second = numba_lprun.LineProfiler(func, repeat=False, compare_code=True)
     second.runcall(func, a)
     (stats,) = second.profile.functions
-    said = " ".join(n.text for n in stats.notes)
+    said = " ".join(n.text for n in stats.diagnosis.notes)
     assert "vectorized as the plain twin's did" in said and "not compiled" not in said

@@ -83,5 +83,5 @@ def test_source_in_the_magic_profiles_a_package_named_once(ipshell):
     line = f"-r -z --hits --source {PACKAGE} r = qe_opt.brentq(qe_f, 0.0, 2.0)"
     prof = ipshell.run_line_magic("nlprun", line)
     assert abs(ipshell.user_ns["r"].root - 2**0.5) < 1e-9
-    names = {f.name for f in prof.profile.functions if f.hits}
+    names = {f.source.name for f in prof.profile.functions if f.counts.hits}
     assert {"brentq", "_results"} <= names and "qe_f" not in names  # the package's, not the cell's

@@ -31,17 +31,17 @@ def profile():
 
 
 def function(profile, name):
-    return next(f for f in profile.functions if f.name == name)
+    return next(f for f in profile.functions if f.source.name == name)
 
 
 def docstring_lines(stats) -> tuple[int, int]:
     """The docstring's first and last line numbers, found without ``ast``: its quotes."""
-    quoted = [stats.first_lineno + i for i, text in enumerate(stats.source_lines) if '"""' in text]
+    quoted = [stats.source.first_lineno + i for i, text in enumerate(stats.source.lines) if '"""' in text]
     return quoted[0], quoted[1]
 
 
 def rich_text(profile, name: str, width: int) -> str:
-    (view,) = [v for v in profile_views(profile, None, False) if v.stats.name == name]
+    (view,) = [v for v in profile_views(profile, None, False) if v.stats.source.name == name]
     console = Console(record=True, file=io.StringIO(), width=width)
     console.print(function_renderable(view, width))
     return console.export_text()
@@ -65,11 +65,11 @@ def check_folded(table: str, stats) -> None:
     assert rows[f"{first}-{last}"][1:] == ["(docstring,", f"{last - first + 1}", "lines)"], table
     assert not any(str(n) in rows for n in range(first, last + 1)), table
     assert "Parameters" not in table and "Returns" not in table
-    for lineno, hits in stats.hits.items():
+    for lineno, hits in stats.counts.hits.items():
         tokens = rows[str(lineno)]
         assert tokens[1] == str(hits), (tokens, table)
         assert stats.line_text(lineno).strip() in " ".join(tokens), (tokens, table)
-    assert f"{stats.first_lineno + 1}" in rows and "def" in rows[f"{stats.first_lineno + 1}"]
+    assert f"{stats.source.first_lineno + 1}" in rows and "def" in rows[f"{stats.source.first_lineno + 1}"]
 
 
 @pytest.mark.parametrize("width", (80, 150))
@@ -88,14 +88,14 @@ def test_a_long_docstring_is_one_row_in_the_html_table(profile):
     assert f"{first}-{last}" in labels
     assert not any(str(n) in labels for n in range(first, last + 1))
     assert f"(docstring, {last - first + 1} lines)" in page and "Parameters" not in page
-    assert all(str(n) in labels for n in stats.hits)
+    assert all(str(n) in labels for n in stats.counts.hits)
 
 
 def test_the_profile_and_the_lprof_keep_every_line(profile, tmp_path):
     stats = function(profile, "documented")
     first, last = docstring_lines(stats)
     assert f"{first}-{last}" in text_table(profile, "documented", 80)  # the table folds it...
-    assert profile.to_line_stats().timings[stats.key] == stats.timings()  # ...the data does not
+    assert profile.to_line_stats().timings[stats.source.key] == stats.timings()  # ...the data does not
     # a path that is not on disk: the .lprof gets the source from the profile, beside it
     gone = str(tmp_path / "gone" / "package_code.py")
     moved = dataclasses.replace(stats, source=dataclasses.replace(stats.source, filename=gone))
@@ -113,8 +113,8 @@ def test_the_profile_and_the_lprof_keep_every_line(profile, tmp_path):
 def test_a_one_line_docstring_stays_as_it_is(profile):
     stats = function(profile, "spread")
     rows = rows_by_label(text_table(profile, "spread", 150))
-    assert rows[str(stats.first_lineno + 2)][1].startswith('"""Scaled')
-    assert docstring_span(stats.source_lines) is None
+    assert rows[str(stats.source.first_lineno + 2)][1].startswith('"""Scaled')
+    assert docstring_span(stats.source.lines) is None
 
 
 def test_a_docstring_line_with_a_figure_is_never_hidden(profile):
@@ -122,7 +122,7 @@ def test_a_docstring_line_with_a_figure_is_never_hidden(profile):
     first, last = docstring_lines(stats)
     assert f"{first}-{last}" in text_table(profile, "documented", 80)
     for changed in (
-        {"counts": dataclasses.replace(stats.counts, hits={**stats.hits, first + 3: 1})},
+        {"counts": dataclasses.replace(stats.counts, hits={**stats.counts.hits, first + 3: 1})},
         {"samples": dataclasses.replace(stats.samples, counts={**stats.samples.counts, first + 3: 2})},
     ):
         odd = dataclasses.replace(profile, functions=(dataclasses.replace(stats, **changed),))
@@ -135,7 +135,7 @@ def test_source_that_does_not_parse_shows_every_line(profile):
     stats = function(profile, "documented")
     first, last = docstring_lines(stats)
     assert f"{first}-{last}" in text_table(profile, "documented", 80)
-    broken = ("@njit\n", "def documented(a:\n") + stats.source_lines[2:]
+    broken = ("@njit\n", "def documented(a:\n") + stats.source.lines[2:]
     source = dataclasses.replace(stats.source, lines=broken)
     odd = dataclasses.replace(profile, functions=(dataclasses.replace(stats, source=source),))
     rows = rows_by_label(text_table(odd, "documented", 80))
@@ -172,12 +172,12 @@ def test_many_signatures_take_at_most_two_lines_and_name_the_count(profile, widt
     assert len(rows) <= 2 and max(len(row) for row in rows) <= width, rows
     assert f"{len(DTYPES)} signatures: (array(int8, 1d, C), int64) and {len(DTYPES) - 1} more" in said
     stats = function(profile, "spread")
-    assert len(stats.signatures) == len(DTYPES)  # the profile keeps them all: JSON and HTML show them
+    assert len(stats.source.signatures) == len(DTYPES)  # the profile keeps them all: JSON and HTML show them
     sources = [f["source"] for f in json.loads(profile.to_json())["functions"]]
     saved = {source["name"]: source["signatures"] for source in sources}
-    assert saved["spread"] == list(stats.signatures)
+    assert saved["spread"] == list(stats.source.signatures)
     page = profile_html(profile)
-    assert all(f"({sig})" in page for sig in stats.signatures)
+    assert all(f"({sig})" in page for sig in stats.source.signatures)
 
 
 @pytest.mark.parametrize("width", WIDTHS)

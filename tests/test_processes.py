@@ -47,7 +47,7 @@ def _expected(tasks: int = TASKS) -> dict[int, int]:
 
 def _hits(profile: ProfileStats) -> dict[int, int]:
     (stats,) = profile.functions
-    return {line: n for line, n in stats.hits.items() if n}
+    return {line: n for line, n in stats.counts.hits.items() if n}
 
 
 def _pool_map(method: str, n: int = N) -> list[int]:
@@ -74,18 +74,18 @@ def test_a_kernel_run_by_worker_processes_has_the_exact_hits_of_every_task(run, 
     profile = profiler.profile
     assert _hits(profile) == _expected()
     (stats,) = profile.functions
-    assert stats.calls == TASKS
+    assert stats.counts.calls == TASKS
     assert [p.label for p in profile.parts][0] == "main" and len(profile.parts) >= 2
-    assert sum(p.profile.functions[0].calls for p in profile.parts[1:]) == TASKS
+    assert sum(p.profile.functions[0].counts.calls for p in profile.parts[1:]) == TASKS
     assert not profile.missing
     # each worker is sampled its whole life (its waits weigh nothing); one that ran no task may
     # have taken no sample (CI: a spawned worker that lived 31 ms on a busy machine took none)
     for part in profile.parts[1:]:
         assert part.profile.sampling.unavailable is None, part
-        assert part.profile.sampling.total > 0 or not part.profile.functions[0].calls, part
+        assert part.profile.sampling.total > 0 or not part.profile.functions[0].counts.calls, part
     assert sum(p.profile.sampling.total for p in profile.parts[1:]) > 0
     assert dict(stats.extras.rows)["Processes"].startswith(f"main + {len(profile.parts) - 1} worker")
-    assert "not called during the run" not in [n.text for n in stats.notes]
+    assert "not called during the run" not in [n.text for n in stats.diagnosis.notes]
     # the saved profile holds the merged figures and each process's part
     loaded = ProfileStats.from_json(profile.to_json())
     assert _hits(loaded) == _expected() and len(loaded.parts) == len(profile.parts)
@@ -106,9 +106,9 @@ def test_the_hot_lines_get_the_workers_samples():
     n = stats.samples.total
     row = dict(stats.extras.rows)["Processes"]
     assert f"{n:,} of {n:,} samples; calls in " in row  # the workers that ran it, named
-    workers = [p for p in profiler.profile.parts[1:] if p.profile.functions[0].calls]
-    assert all(f"{p.label} ({p.profile.functions[0].calls})" in row for p in workers), row
-    assert WORKERS_UNTIMED not in [n.text for n in stats.notes]
+    workers = [p for p in profiler.profile.parts[1:] if p.profile.functions[0].counts.calls]
+    assert all(f"{p.label} ({p.profile.functions[0].counts.calls})" in row for p in workers), row
+    assert WORKERS_UNTIMED not in [n.text for n in stats.diagnosis.notes]
 
 
 def test_a_worker_killed_outright_is_named_and_the_profile_still_comes():
@@ -129,7 +129,7 @@ def test_a_worker_killed_outright_is_named_and_the_profile_still_comes():
     (missing,) = profile.missing
     assert missing.startswith("2 processes (") and all(f"(pid {pid})" in missing for pid in pids)
     assert "were killed by SIGKILL before they could send their counts: their work is not counted" in missing
-    assert any(missing == n.text for n in profile.functions[0].notes)
+    assert any(missing == n.text for n in profile.functions[0].diagnosis.notes)
 
 
 def test_nlprun_on_a_script_whose_fork_pool_runs_a_prange_kernel_and_its_helper(tmp_path):

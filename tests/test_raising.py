@@ -74,8 +74,8 @@ def test_runcall_keeps_one_frame_of_ours_and_counts_what_ran():
     assert shown_frames_of_ours(info.value) == []
     (stats,) = prof.profile.functions
     first = K.checked_sum.py_func.__code__.co_firstlineno
-    assert stats.hits[first + 4] == 3  # the check ran on 1, 2 and -3, then raised
-    assert stats.hits.get(first + 6, 0) == 2
+    assert stats.counts.hits[first + 4] == 3  # the check ran on 1, 2 and -3, then raised
+    assert stats.counts.hits.get(first + 6, 0) == 2
 
 
 def test_magic_runs_a_raising_statement_once(ipshell):

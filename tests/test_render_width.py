@@ -66,7 +66,7 @@ def test_every_number_whole_and_no_line_wider_than_the_terminal(profile, width):
 
 
 def test_source_gives_way_first_then_columns_fold_in_order():
-    view = next(v for v in profile_views(long_line_profile(), None, False) if v.stats.name == "weigh")
+    view = next(v for v in profile_views(long_line_profile(), None, False) if v.stats.source.name == "weigh")
     widest = render(view, 200)
     assert "not shown" not in widest and "Probe Time" in widest and "95% CI" in widest
     at_120 = render(view, 120)
@@ -88,7 +88,7 @@ def test_print_profile_to_a_file_shows_everything_whole(profile):
     print_profile(profile, file=out)
     text = out.getvalue()
     assert LONG_LINE in text and "…" not in text and "not shown" not in text
-    if profile.functions[0].time_source == "samples":
+    if profile.functions[0].counts.time_source == "samples":
         assert "Probe Time" in text and "95% CI" in text
     assert all(line == line.rstrip() for line in text.splitlines()), "a file gets no padding"
 

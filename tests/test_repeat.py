@@ -59,7 +59,7 @@ def test_same_profiler_twice_accumulates_exactly():
     assert hits_of(prof.get_stats(), "loops") == {line: 2 * n for line, n in once.items()}
     assert [list(t.compiled) for t in twins_of(prof)] == compiled  # reused, not recompiled
     (stats,) = prof.profile.functions
-    assert stats.calls == 2
+    assert stats.counts.calls == 2
 
 
 def test_two_functions_two_profilers_do_not_mix():
@@ -73,8 +73,8 @@ def test_two_functions_two_profilers_do_not_mix():
     pb.runcall(k.branches, 60)
     pb.runcall(k.branches, 5)
     assert hits_of(pa.get_stats(), "sum2d") == a_once  # b's runs leave a's counters alone
-    assert [f.name for f in pa.profile.functions] == ["sum2d"]
-    assert [f.name for f in pb.profile.functions] == ["branches"]
+    assert [f.source.name for f in pa.profile.functions] == ["sum2d"]
+    assert [f.source.name for f in pb.profile.functions] == ["branches"]
     expected_b = reference_hits(k.branches, 60)
     for line, n in reference_hits(k.branches, 5).items():
         expected_b[line] = expected_b.get(line, 0) + n
@@ -113,7 +113,7 @@ def test_memory_flat_over_40_runs_of_one_profiler():
     assert grown_blocks < 1200, grown_blocks  # Python objects (a run made about 0)
     assert grown_rss < 16 * 2**20, grown_rss  # native memory: no compile per run
     (stats,) = prof.profile.functions
-    assert stats.calls == 45
+    assert stats.counts.calls == 45
     assert hits_of(prof.get_stats(), "branches") == {
         line: 45 * n for line, n in reference_hits(k.branches, 60).items()
     }

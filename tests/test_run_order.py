@@ -27,9 +27,9 @@ def test_a_run_over_the_extra_limit_is_the_only_run():
     profile = prof.profile
     assert "your run took" in profile.runs.once and "--extra-limit 0 s" in profile.runs.once
     (stats,) = profile.functions
-    assert stats.overhead is None and profile.sampling.extra_runs == 0
+    assert stats.distortion.overhead is None and profile.sampling.extra_runs == 0
     assert (
-        "vectorized as the plain twin's did" in " ".join(n.text for n in stats.notes)
+        "vectorized as the plain twin's did" in " ".join(n.text for n in stats.diagnosis.notes)
         or stats.distortion.lost_vectorization
     )
 
@@ -40,7 +40,7 @@ def test_a_short_run_gets_its_overhead_from_three_plain_runs_or_more():
     prof.runcall(K.millis, K.ROOTS, 5)
     (stats,) = prof.profile.functions
     assert prof.profile.runs.once is None
-    assert stats.overhead is not None and stats.distortion.spread is not None
+    assert stats.distortion.overhead is not None and stats.distortion.spread is not None
     assert prof.profile.sampling.extra_runs >= 3
 
 
@@ -49,7 +49,7 @@ def test_one_plain_run_is_no_figure():
     prof = numba_lprun.LineProfiler(K.millis, sample_time=0.0)
     prof.runcall(K.millis, K.ROOTS, 5)
     (stats,) = prof.profile.functions
-    assert stats.overhead is None
+    assert stats.distortion.overhead is None
     assert "one plain run only" in stats.distortion.unmeasured
 
 
@@ -58,9 +58,9 @@ def test_microsecond_calls_get_no_ratio():
     prof = numba_lprun.LineProfiler(K.tiny, sample_time=0.2)
     assert prof.runcall(K.tiny, 3.0) == 7.0
     (stats,) = prof.profile.functions
-    assert stats.overhead is None
+    assert stats.distortion.overhead is None
     assert "too short for the clock to compare" in stats.distortion.unmeasured
-    assert not any("x the plain run" in n.text for n in stats.notes)
+    assert not any("x the plain run" in n.text for n in stats.diagnosis.notes)
 
 
 def test_fastmath_reduction_result_is_compared_with_the_plain_run():

@@ -48,7 +48,9 @@ def test_libm_line_gets_most_samples_and_disagreement_is_marked():
     assert sum(stats.samples.counts.values()) >= 100
     assert stats.samples.share(libm_line) > 50.0
     assert max(stats.samples.seconds, key=stats.samples.seconds.get) == libm_line
-    assert stats.time_source == "samples" and stats.time_share(libm_line) == stats.samples.share(libm_line)
+    assert stats.counts.time_source == "samples" and stats.time_share(libm_line) == stats.samples.share(
+        libm_line
+    )
 
 
 def test_no_sample_leaves_no_trace():
@@ -60,7 +62,7 @@ def test_no_sample_leaves_no_trace():
     profile = prof.profile
     assert profile.sampling is None
     (stats,) = profile.functions
-    assert not stats.samples.counts and not stats.diagnosis.disagree and stats.time_source == "probes"
+    assert not stats.samples.counts and not stats.diagnosis.disagree and stats.counts.time_source == "probes"
     from numba_lprun.renderers import profile_html, profile_text
 
     assert "samples" not in profile_text(profile).lower() and "95% CI" not in profile_html(profile)
@@ -77,7 +79,7 @@ def test_once_samples_the_users_run_and_says_how_few():
     # period (62 us at the boosted 8 kHz) and as long as its handler took, so a handful at most.
     # Whole-suite runs once charged it 100 and 245: with periodic timers and walks dearer than
     # the period, signals queued behind each handler at the same pc (test_sampling, "outlast")
-    assert stats.samples.total < 20 and any(n.level == "caution" for n in stats.notes)
+    assert stats.samples.total < 20 and any(n.level == "caution" for n in stats.diagnosis.notes)
 
 
 def _printed_by(tmp_path, name: str, source: str, env: dict | None = None) -> list:
@@ -243,7 +245,7 @@ def test_each_librarys_object_code_is_parsed_once_for_all_the_functions_of_its_f
     functions = [m.step, m.first, m.second, m.third, m.fourth]
     prof = numba_lprun.LineProfiler(*functions, sample_time=0.0)
     assert prof.runcall(m.fourth, 50) == m.fourth(50)
-    assert {f.name: sum(f.hits.values()) > 0 for f in prof.profile.functions} == dict.fromkeys(
+    assert {f.source.name: sum(f.counts.hits.values()) > 0 for f in prof.profile.functions} == dict.fromkeys(
         ["step", "first", "second", "third", "fourth"], True
     )
     assert parsed, "no library was searched for inlined code: the test premise is gone"

@@ -32,7 +32,7 @@ def test_a_profile_saved_in_format_1_loads_as_the_same_profile():
         for old, value in flat.items():
             part, name = FLAT_FIELDS[old]
             assert json.loads(json.dumps(to_data(getattr(getattr(stats, part), name)))) == value, old
-    assert profile.functions[0].probe_ticks and profile.functions[0].notes  # not empty parts
+    assert profile.functions[0].probes.ticks and profile.functions[0].diagnosis.notes  # not empty parts
     loaded = json.loads(json.dumps(to_data(profile)))
     for key, value in data.items():  # what the profile held beside its functions (it had fewer fields)
         if isinstance(value, dict):
@@ -91,7 +91,7 @@ def test_a_format_1_function_goes_into_its_parts_in_every_process_part():
     data = {"unit": 1e-9, "clock": "c", "functions": [FLAT], "parts": [part]}
     profile = ProfileStats.from_json(json.dumps(data))
     for f in (profile.functions[0], profile.parts[0].profile.functions[0]):
-        assert f.source.lines == ("def k():\n", "    return 1\n") and f.key == ("k.py", 1, "k")
+        assert f.source.lines == ("def k():\n", "    return 1\n") and f.source.key == ("k.py", 1, "k")
         assert f.counts.hits == {2: 3} and f.counts.ticks == 900
         assert f.samples.counts == {2: 5} and f.samples.seconds == {2: 0.5}
         assert f.probes.ticks == {2: 700} and f.probes.cost == 10.0

@@ -55,7 +55,7 @@ def test_callee_of_nogil_caller_counts_exact():
     prof = numba_lprun.LineProfiler(kinds.inner_counted, sample=False)
     assert prof.runcall(kinds.threaded_caller, chunks) == kinds.threaded_caller(chunks)
     (stats,) = prof.profile.functions
-    assert stats.calls == 120_000
+    assert stats.counts.calls == 120_000
     assert kinds.nogil_caller.py_func.__globals__["inner_counted"] is kinds.inner_counted
 
 

@@ -15,7 +15,7 @@ MAX_INSTRUCTIONS = 40  # per listed line; more are cut to the telling ones
 
 def hint_lines(stats: FunctionStats) -> list[str]:
     """The hints as sentences (``hint: ...``), hottest line first."""
-    return [f"hint: {h.text}" for h in stats.hints]
+    return [f"hint: {h.text}" for h in stats.machine.hints]
 
 
 def shown_instructions(code: LineCode, limit: int = MAX_INSTRUCTIONS) -> tuple[list[Instruction], int]:

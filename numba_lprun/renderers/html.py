@@ -154,7 +154,12 @@ _PAGE = """<!DOCTYPE html>
 
 def _anchor_prefix(profile: ProfileStats) -> str:
     """Ids unique to this report, so several reports in one notebook do not share anchors."""
-    said = repr([(f.key, f.calls, f.run_ticks, f.hits, f.samples.total) for f in profile.functions])
+    said = repr(
+        [
+            (f.source.key, f.counts.calls, f.counts.ticks, f.counts.hits, f.samples.total)
+            for f in profile.functions
+        ]
+    )
     return "nlp-" + hashlib.sha1(said.encode()).hexdigest()[:8]
 
 
@@ -163,15 +168,15 @@ def _summary(views: list[FunctionView], ids: list[str]) -> str:
     rows = []
     for view, anchor in zip(views, ids, strict=True):
         s = view.stats
-        total = view.amount_text(view.total / view.output_unit) if s.timed else "not timed"  # total: s
-        over = s.overhead
+        total = view.amount_text(view.total / view.output_unit) if view.timed else "not timed"  # total: s
+        over = s.distortion.overhead
         over_text = "not measured" if over is None else f"{over:.2f}x" if over >= 1 else "none measurable"
         if s.distortion.probe_overhead is not None:  # the warning colour may be the probed run's
             over_text += f" (probes {s.distortion.probe_overhead:.2f}x)"
-        warn = ' class="n bang"' if any(n.level == "warning" for n in s.notes) else ' class="n"'
+        warn = ' class="n bang"' if any(n.level == "warning" for n in s.diagnosis.notes) else ' class="n"'
         samples = str(s.samples.total) if view.sampled else ""
         rows.append(
-            f'<tr><td><a href="#{anchor}">{escape(s.heading)}</a></td><td class="n">{s.calls}</td>'
+            f'<tr><td><a href="#{anchor}">{escape(s.heading)}</a></td><td class="n">{s.counts.calls}</td>'
             f'<td class="n">{total}</td><td{warn}>{over_text}</td><td class="n">{samples}</td></tr>'
         )
     head = "".join(
@@ -221,13 +226,13 @@ def _fold_notices(view: FunctionView) -> str:
 
 def _notes(view: FunctionView) -> str:
     boxes = []
-    for note in view.stats.notes:
+    for note in view.stats.diagnosis.notes:
         if note.level in NOTE_TITLES:
             title = NOTE_TITLES[note.level]
             boxes.append(f'<div class="note warning"><b>{title}</b>{escape(note.text)}</div>')
         else:
             boxes.append(f'<div class="note">{escape(note.text)}</div>')
-    for hint in view.stats.hints:
+    for hint in view.stats.machine.hints:
         boxes.append(f'<div class="note hint">{escape(hint.text)}</div>')
     if view.stats.machine.lines:
         boxes.append(
@@ -246,7 +251,7 @@ def _function(view: FunctionView, anchor: str, human: bool) -> str:
     else:
         unit = "each with its unit (s, ms, µs, ns)" if human else f"{view.output_unit:g} s"
     rows += f"<dt>Times in</dt><dd>{escape(unit)}</dd>"
-    title = f"{escape(s.heading)} <small>at line {s.first_lineno}</small>"
+    title = f"{escape(s.heading)} <small>at line {s.source.first_lineno}</small>"
     return (
         f'<section id="{anchor}"><h3>{title}</h3>'
         f'<div class="top"><dl>{rows}</dl>{time_chart(view)}</div>'

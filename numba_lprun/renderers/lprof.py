@@ -30,7 +30,7 @@ PROFILE_MARK = b"\n# numba_lprun profile, as JSON (python -m numba_lprun show FI
 def write_lprof(profile: ProfileStats, filename: str) -> None:
     """Write ``profile`` to ``filename`` as line_profiler's stats, with in-memory sources saved."""
     stats = profile.to_line_stats()
-    by_key = {s.key: s for s in profile.functions}
+    by_key = {s.source.key: s for s in profile.functions}
     timings = {}
     for key, rows in stats.timings.items():
         path, first, name = key
@@ -66,15 +66,15 @@ def read_profile(filename: str) -> ProfileStats:
 
 def _save_source(stats_file: str, stats: FunctionStats) -> str:
     """Write the source of ``stats``' file next to ``stats_file``; return its path."""
-    lines = linecache.getlines(stats.filename)
+    lines = linecache.getlines(stats.source.filename)
     if not lines:  # keep line numbers: pad up to the def, then the def's own lines
-        lines = ["\n"] * (stats.first_lineno - 1) + [
-            ln if ln.endswith("\n") else ln + "\n" for ln in stats.source_lines
+        lines = ["\n"] * (stats.source.first_lineno - 1) + [
+            ln if ln.endswith("\n") else ln + "\n" for ln in stats.source.lines
         ]
     folder = stats_file + ".sources"
     os.makedirs(folder, exist_ok=True)
-    stem = re.sub(r"[^A-Za-z0-9_.-]+", "_", stats.filename).strip("_.")[-60:] or "source"
-    digest = hashlib.sha1(stats.filename.encode()).hexdigest()[:8]
+    stem = re.sub(r"[^A-Za-z0-9_.-]+", "_", stats.source.filename).strip("_.")[-60:] or "source"
+    digest = hashlib.sha1(stats.source.filename.encode()).hexdigest()[:8]
     path = os.path.abspath(os.path.join(folder, f"{stem}-{digest}.py"))
     with open(path, "w", encoding="utf-8") as handle:
         handle.writelines(lines)

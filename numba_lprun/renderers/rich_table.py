@@ -97,7 +97,7 @@ def _header(view: FunctionView, width: int) -> Table:
     label_width = max(len(label) + 1 for label, _ in view.header)
     for label, value in view.header:
         if label == "Signatures":
-            value = "\n".join(signature_lines(view.stats.signatures, width - label_width - 1))
+            value = "\n".join(signature_lines(view.stats.source.signatures, width - label_width - 1))
         header.add_row(f"{label}:", value)
     return header
 
@@ -172,7 +172,7 @@ def function_renderable(
     if folded:
         said = ", ".join(folded)
         parts.append(Text(f"not shown at {width} columns: {said} (a wider terminal or --html shows them)"))
-    for note in stats.notes:
+    for note in stats.diagnosis.notes:
         if note.level in NOTE_TITLES:
             border = "red" if note.level == "error" else "yellow"
             panel = Panel(Text(note.text), title=NOTE_TITLES[note.level], border_style=border, expand=False)

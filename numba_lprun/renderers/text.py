@@ -69,8 +69,8 @@ def function_table(view: FunctionView) -> str:
     template = " ".join(f"%{widths[k]}s" for k in order) + "  %-s"
     out = io.StringIO()
     out.write(f"Total time: {view.total_text}\n")
-    out.write(f"File: {stats.filename}\n")
-    out.write(f"Function: {stats.heading} at line {stats.first_lineno}\n\n")
+    out.write(f"File: {stats.source.filename}\n")
+    out.write(f"Function: {stats.heading} at line {stats.source.first_lineno}\n\n")
     header = template % (*_HEADER[:5], *extras, _HEADER[5])
     out.write(header + "\n" + "=" * len(header) + "\n")
     for line in view.lines:
@@ -83,7 +83,7 @@ def _interval_lines(view: FunctionView) -> str:
     """The 95% intervals of sampled % Time, and probe times beside (``--probes``):
     line_profiler's table has no column for them."""
     rows = []
-    if view.sampled and view.stats.hits:
+    if view.sampled and view.stats.counts.hits:
         cells = [
             f"{line.lineno}: {line.interval[0]:.1f}-{line.interval[1]:.1f}"
             for line in view.lines
@@ -182,7 +182,7 @@ def profile_text(
             if label not in ("Signatures", "Compile"):
                 below.write(f"{label.lower()}: {value}\n")
         below.write(_interval_lines(view))
-        for note in stats.notes:
+        for note in stats.diagnosis.notes:
             prefix = {"error": "ERROR: ", "warning": "WARNING: ", "caution": "CAUTION: "}.get(note.level, "")
             below.write(f"{prefix}{note.text}\n")
         for hint in hint_lines(stats):

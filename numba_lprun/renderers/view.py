@@ -74,17 +74,17 @@ class FunctionView:
 
     @property
     def timed(self) -> bool:
-        return self.stats.timed
+        return self.stats.counts.time_source is not None
 
     @property
     def sampled(self) -> bool:
         """Whether the Time column comes from samples (then the 95% CI column shows)."""
-        return self.stats.time_source == SAMPLES
+        return self.stats.counts.time_source == SAMPLES
 
     @property
     def probes_beside(self) -> bool:
         """Whether probe times show beside the sampled ones (``--probes``)."""
-        return self.sampled and self.stats.has_probes
+        return self.sampled and bool(self.stats.probes.ticks)
 
     @property
     def header(self) -> list[tuple[str, str]]:
@@ -92,12 +92,12 @@ class FunctionView:
         rows = [
             ("Timer unit", self.unit_text),
             ("Total time", self.total_text),
-            ("File", s.filename),
-            ("Function", f"{s.heading} at line {s.first_lineno}"),
+            ("File", s.source.filename),
+            ("Function", f"{s.heading} at line {s.source.first_lineno}"),
             *s.extras.rows,
         ]
-        if s.signatures:
-            rows.append(("Signatures", "; ".join(f"({sig})" for sig in s.signatures)))
+        if s.source.signatures:
+            rows.append(("Signatures", "; ".join(f"({sig})" for sig in s.source.signatures)))
         if s.source.compile_seconds:
             said = ", ".join(
                 f"{kind} twin {sec:.2f} s" if sec > 0 else f"{kind} twin reused"
@@ -119,9 +119,9 @@ class FunctionView:
 
 def time_source_text(stats: FunctionStats) -> str:
     """Where the Time column comes from, for the header."""
-    if stats.time_source == SAMPLES:
+    if stats.counts.time_source == SAMPLES:
         return "samples (share of samples x measured time); hits counted exactly"
-    if stats.time_source == PROBES:
+    if stats.counts.time_source == PROBES:
         return "clock probes on every line (see the notes); hits counted exactly"
     return ""
 
@@ -132,7 +132,7 @@ def samples_text(stats: FunctionStats, info: SamplingSummary | None) -> str:
         return ""
     if info.unavailable is not None:
         return f"sampling unavailable: {info.unavailable}"
-    if stats.time_source != SAMPLES:
+    if stats.counts.time_source != SAMPLES:
         return ""
     outside = 100.0 * info.outside_cpu_seconds / info.cpu_seconds if info.cpu_seconds > 0 else 0.0
     said = (
@@ -180,24 +180,24 @@ def function_view(
     scale = unit / output_unit
     extras = stats.extras.columns
     lines = []
-    last = stats.first_lineno + len(stats.source_lines) - 1
-    with_probes = stats.time_source == SAMPLES and stats.has_probes
-    for lineno in range(stats.first_lineno, last + 1):
-        hits = stats.hits.get(lineno)
+    last = stats.source.first_lineno + len(stats.source.lines) - 1
+    with_probes = stats.counts.time_source == SAMPLES and bool(stats.probes.ticks)
+    for lineno in range(stats.source.first_lineno, last + 1):
+        hits = stats.counts.hits.get(lineno)
         text = stats.line_text(lineno)
         ticks = stats.line_ticks(lineno)
-        sampled_here = stats.samples.seconds.get(lineno) if stats.time_source == SAMPLES else False
+        sampled_here = stats.samples.seconds.get(lineno) if stats.counts.time_source == SAMPLES else False
         sampled_here = sampled_here or hits
         if ticks is None or not sampled_here:
             time = percent = interval = None
         else:
             time, percent = ticks * scale, stats.time_share(lineno)
-            interval = stats.samples.interval(lineno) if stats.time_source == SAMPLES else None
+            interval = stats.samples.interval(lineno) if stats.counts.time_source == SAMPLES else None
         probe_time = probe_percent = None
         if with_probes and hits:
             probe_time = stats.probe_line_ticks(lineno) * scale
             probe_percent = stats.probe_share(lineno)
-        probe_timed = stats.time_source == PROBES
+        probe_timed = stats.counts.time_source == PROBES
         lines.append(
             LineView(
                 lineno=lineno,
@@ -269,7 +269,7 @@ def _measured(stats: FunctionStats, line: LineView) -> bool:
     figures = (line.hits, line.time, line.percent, line.probe_time, line.probe_percent)
     n = line.lineno
     held = stats.samples.counts.get(n) or stats.probes.hits.get(n) or n in stats.machine.lines
-    held = held or n in stats.hits
+    held = held or n in stats.counts.hits
     return any(f is not None for f in figures) or any(line.extra) or bool(held)
 
 
@@ -277,7 +277,7 @@ def _fold_docstring(stats: FunctionStats, lines: list[LineView]) -> tuple[LineVi
     """The lines with the function's docstring as one row: a 60-line docstring in a
     package function buries the code it documents, and it never runs (no line events, so
     no hits or time). The profile itself keeps every line (``.lprof``, ``LineStats``)."""
-    span = docstring_span(stats.source_lines)
+    span = docstring_span(stats.source.lines)
     if span is None or span[1] >= len(lines):
         return tuple(lines)
     first, last = span

@@ -16,6 +16,7 @@
   (``selection``: which ones, judged here from the front end's data);
 - ``sampled_run``: sample a phase and charge the samples to lines;
 - ``phases``: the runs of one call (the user's run first) over one call context
-  (``allocation_run``: the run that counts allocations);
+  (the user's run, the timed plain run, sampled repeats, the probed run, the run counting
+  allocations);
 - ``measurements``: what the phases return, and ``fold`` to add them up.
 """

@@ -27,7 +27,6 @@ import time
 from dataclasses import dataclass, replace
 from typing import Any
 
-from .allocation_run import AllocationRun
 from .call_context import CallContext, Phase, RunSettings, sampled_by, silently, too_long
 from .compiles import failed_compiles
 from .differences import compared_with_users
@@ -36,6 +35,7 @@ from .measurements import (
     MIN_PLAIN_RUNS,
     PLAIN,
     PROBED,
+    Allocations,
     Counted,
     Differed,
     ExtraRun,
@@ -245,6 +245,41 @@ class ProbedRun:
 
     def run(self, ctx: CallContext) -> None:
         _extra_run(ctx, PROBED, self.sampled, "probed run")
+
+
+@dataclass(frozen=True)
+class AllocationRun:
+    """One more plain run with every allocation of Numba's runtime recorded (``asm=True``).
+
+    A run of its own: the hook that records each allocation's stack costs a
+    backtrace per allocation, which would distort the timed run and the samples;
+    the count is exact in any run of the same call.
+    """
+
+    def run(self, ctx: CallContext) -> None:
+        from ..machine.allocations import allocations_per_line, counting, unavailable
+
+        why = unavailable()
+        if why is not None:
+            ctx.made.append(Allocations(None, why))
+            return
+        try:
+            with ctx.runner.phase(PLAIN, ctx.namespaces, ctx.progress) as run:
+                with counting() as counted:
+                    silently(ctx, run)
+        finally:
+            ctx.runner.take_counts(PLAIN)
+            ctx.restore()
+        dropped = counted.get("dropped")
+        if dropped or dropped is None:
+            total = len(counted.get("stacks", ())) + (dropped or 0)
+            ctx.made.append(
+                Allocations(None, f"the counted run allocated {total:,} times, more than it can record")
+            )
+            return
+        maps = line_maps(ctx.runner.twin_code(PLAIN))
+        ctx.made.append(Allocations(allocations_per_line(counted["stacks"], maps)))
+        ctx.made.append(ExtraRun("plain run counting allocations"))
 
 
 @dataclass(frozen=True)

@@ -122,6 +122,15 @@ def count_then_spoil_own_part(n, tasks):
     threading.Thread(target=spoil).start()
 
 
+def count_then_block_own_part(n, tasks):
+    """A process's target: ``tasks`` calls of the kernel, with a folder where this process's
+    part would be written first (its ``.tmp``), so writing the part fails as a full disk would."""
+    for _ in range(tasks):
+        collatz_steps(n)
+    for folder in glob.glob(os.path.join(tempfile.gettempdir(), "nlprun-parts-*")):
+        os.makedirs(os.path.join(folder, f"part-{os.getpid()}.json.tmp"), exist_ok=True)
+
+
 def made_inside():
     """A kernel defined inside a function (as a test or a factory makes one): it has no module
     name to be imported by, and Numba pickles it by value."""

@@ -24,6 +24,7 @@ from numba_lprun.stats import ProfileStats
 from tests.process_kernels import (
     both,
     collatz_steps,
+    count_then_block_own_part,
     count_then_sigterm_as_it_returns,
     count_then_spoil_own_part,
     count_then_wait,
@@ -344,6 +345,25 @@ def test_a_part_that_cannot_be_read_is_named_not_lost():
     assert profiler.runcall(run) == 0
     (said,) = profiler.profile.missing
     assert "could not be read (ValueError" in said and "without sending" not in said, said
+
+
+def test_a_part_that_cannot_be_written_says_why_on_the_workers_stderr(capfd):
+    """A worker that could not write its part (a full disk) said nothing: the parent can only say
+    it sent none. The worker now says why on its standard error."""
+    context = mp.get_context("fork")
+
+    def run():
+        process = context.Process(target=count_then_block_own_part, args=(N, TASKS))
+        process.start()
+        process.join()
+        return process.exitcode
+
+    profiler = LineProfiler(collatz_steps)
+    assert profiler.runcall(run) == 0
+    (said,) = profiler.profile.missing
+    assert "without sending its counts" in said, said
+    err = capfd.readouterr().err
+    assert "could not save its counts: [Errno 21] Is a directory" in err, err
 
 
 def test_a_dask_client_made_before_the_profile_has_its_workers_profiled():

@@ -303,9 +303,15 @@ def _path(directory: str) -> str:
 
 def write_part(directory: str, label: str, profile: ProfileStats) -> None:
     """Write the part whole or not at all (the parent reads only finished files); a directory
-    the parent already removed (it stopped waiting) is no error."""
+    the parent already removed (it stopped waiting) is no error. Any other failure (a full
+    disk) is said on this process's standard error: the parent can only say that no part came."""
     path = _path(directory)
-    with contextlib.suppress(OSError):
+    try:
         with open(path + ".tmp", "w", encoding="utf-8") as handle:
             handle.write(f"{label}\t{os.getpid()}\n{profile.to_json()}")
         os.replace(path + ".tmp", path)
+    except OSError as error:
+        if os.path.isdir(directory):
+            said = f"numba_lprun: {label} (pid {os.getpid()}) could not save its counts: {error}\n"
+            with contextlib.suppress(OSError):
+                os.write(2, said.encode())  # fd 2 itself: a worker's sys.stderr may be replaced

@@ -263,6 +263,19 @@ def prange_large(a, b):
 
 
 @njit
+def libm_call_then_add(x):
+    """A libm call in a small loop LLVM unrolls (4 copies): three of the copies' calls lost their
+    source line, and a line table that lets such code take the line before it put them, and the
+    samples inside ``sin``, on the loop header and the add after (59% on the call's line, where
+    the other two lines are one multiply-add each)."""
+    total = 0.0
+    for i in range(x.size):
+        total += np.sin(x[i]) * 1.5  # SIN
+        total += x[i] * 0.5
+    return total
+
+
+@njit
 def caller_of_profiled(n):
     """Not profiled: calls the profiled ``calls_pure``."""
     return calls_pure(n) + 1.0

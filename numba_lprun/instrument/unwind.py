@@ -32,7 +32,13 @@ from __future__ import annotations
 import functools
 import re
 
-from ..internals import internalize_linked_copies, library_pass, reparsed, rewrite_final_module
+from ..internals import (
+    internalize_linked_copies,
+    library_pass,
+    mark_unplaced_code,
+    reparsed,
+    rewrite_final_module,
+)
 from .parfor_code import PARFOR_GUFUNC
 
 _GROUP_RE = re.compile(r"^attributes #(\d+) = \{ (.*) \}$", re.MULTILINE)
@@ -122,6 +128,7 @@ def unwindable_module(module: object, frame_pointers: bool = False) -> object:
 def make_unwindable(library: object, frame_pointers: bool = False) -> None:
     """Rewrite ``library``'s final module when it is finalized (see the module docstring)."""
     rewrite_final_module(library, functools.partial(unwindable_module, frame_pointers=frame_pointers))
+    mark_unplaced_code(library)  # its line tables then say where LLVM lost a line
 
 
 #: The pass that creates the library a twin's function is lowered into, and makes it

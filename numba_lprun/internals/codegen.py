@@ -171,6 +171,41 @@ def rewrite_final_module(library: object, rewrite: Callable[[object], object]) -
     library.nlp_final_module_rewritten = True
 
 
+@touches(
+    "numba.core.codegen",
+    "CPUCodeLibrary._finalize_final_module",
+    "instrument/unwind.py: a twin's machine code is made with its location-less code marked",
+)
+def mark_unplaced_code(library: object) -> None:
+    """Have LLVM give line 0 to the machine code of ``library`` that has no source line, while
+    it makes that code (LLVM's ``-use-unknown-locations``, put back after).
+
+    Why: by default LLVM's line table lets such an instruction take the row before it. An
+    optimization that drops a call's location (copies of a libm call in an unrolled loop)
+    then leaves the call on the loop header's line or the next statement's, and the samples
+    inside it with them: a loop whose line calls ``sin`` read 59% where it had 97%. Marked 0,
+    the sampled view places it (``sampling.object_code.function_lines``). The option is
+    global to LLVM, so it is on only while this library's machine code is made: other code
+    compiled meanwhile on another thread would get the marks too, which changes only the
+    line tables of code compiled with them. Once per library.
+    """
+    import llvmlite.binding as ll
+
+    if getattr(library, "nlp_unplaced_marked", False):
+        return
+    finalize = library._finalize_final_module
+
+    def _finalize_final_module() -> None:
+        ll.set_option("", "-use-unknown-locations=Enable")
+        try:
+            finalize()
+        finally:
+            ll.set_option("", "-use-unknown-locations=Default")
+
+    library._finalize_final_module = _finalize_final_module
+    library.nlp_unplaced_marked = True
+
+
 #: Linkages of function copies linked in from other libraries (weak: the JIT would run
 #: the other library's definition instead).
 _COPY_LINKAGES = {"linkonce_odr", "linkonce", "weak_odr", "weak"}

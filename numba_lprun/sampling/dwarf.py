@@ -21,7 +21,12 @@ Why the detours:
   other files (Numba's implementations of NumPy functions) and scaffolding rows are
   charged to the enclosing inlined call's line when DWARF records one
   (``DW_TAG_inlined_subroutine``), else to the nearest earlier row of the same
-  function that has a line in range (the next one, for a function's first rows).
+  function that has a line in range (the next one, for a function's first rows). A
+  call that ends such a row where a row in range begins is charged to that row's line,
+  where it returns with its result (``object_code.function_lines``): a twin's code is
+  made with LLVM's line 0 on what it could not place (``internals.mark_unplaced_code``),
+  where by default it would take the line before it, and the calls LLVM copies into an
+  unrolled loop lose their line.
 
 Inlined code: code of a profiled function that LLVM inlined into other profiled functions.
 
@@ -53,6 +58,7 @@ from ..instrument.parfor_code import code_libraries
 from ..internals import compiled_object
 from .object_code import (
     FunctionCode,
+    call_ending_at,
     function_lines,
     gufunc_kernels,
     inlined_calls,
@@ -275,6 +281,10 @@ def line_map(
     return result
 
 
+def _less(address: int | None, shift: int) -> int | None:
+    return None if address is None else address - shift
+
+
 # --- one library -----------------------------------------------------------------------
 def _map_library(
     library, obj: bytes, filename: str, first: int, last: int, is_gufunc: bool, kernels: frozenset[str]
@@ -287,7 +297,17 @@ def _map_library(
     out = []
     for name, fake_start, fake_end, shift in live_functions(library, elf):
         gufunc = is_gufunc or is_kernel_of(name, kernels)
-        ranges = function_lines(rows, inlines, fake_start, fake_end, filename, first, last, gufunc)
+        ranges = function_lines(
+            rows,
+            inlines,
+            fake_start,
+            fake_end,
+            filename,
+            first,
+            last,
+            gufunc,
+            lambda start, end, shift=shift: _less(call_ending_at(start + shift, end + shift), shift),
+        )
         if ranges:
             func = FunctionCode(name, fake_start + shift, fake_end + shift, library.name)
             out.append((func, [(s + shift, e + shift, line) for s, e, line in ranges]))

@@ -276,6 +276,18 @@ def libm_call_then_add(x):
 
 
 @njit
+def sincos_then_add(x):
+    """As ``libm_call_then_add`` with LLVM's ``sincos`` (one call for a sine and a cosine of one
+    value), whose results are read back from memory after it by code without a line: 54% on the
+    call's line when only a call that ends such code took the line after it."""
+    total = 0.0
+    for i in range(x.size):
+        total += np.sin(x[i]) * np.cos(x[i])  # SIN
+        total += x[i] * 0.5
+    return total
+
+
+@njit
 def caller_of_profiled(n):
     """Not profiled: calls the profiled ``calls_pure``."""
     return calls_pure(n) + 1.0

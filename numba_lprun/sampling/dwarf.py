@@ -21,9 +21,10 @@ Why the detours:
   other files (Numba's implementations of NumPy functions) and scaffolding rows are
   charged to the enclosing inlined call's line when DWARF records one
   (``DW_TAG_inlined_subroutine``), else to the nearest earlier row of the same
-  function that has a line in range (the next one, for a function's first rows). A
-  call that ends such a row where a row in range begins is charged to that row's line,
-  where it returns with its result (``object_code.function_lines``): a twin's code is
+  function that has a line in range (the next one, for a function's first rows). In
+  such a row that runs into a row in range, the last call and the code after it (its
+  result read back) take that row's line, where the call returns with its result
+  (``object_code.function_lines``): a twin's code is
   made with LLVM's line 0 on what it could not place (``internals.mark_unplaced_code``),
   where by default it would take the line before it, and the calls LLVM copies into an
   unrolled loop lose their line.
@@ -58,11 +59,11 @@ from ..instrument.parfor_code import code_libraries
 from ..internals import compiled_object
 from .object_code import (
     FunctionCode,
-    call_ending_at,
     function_lines,
     gufunc_kernels,
     inlined_calls,
     is_kernel_of,
+    last_call_in,
     line_rows,
     live_functions,
     parsed,
@@ -306,7 +307,7 @@ def _map_library(
             first,
             last,
             gufunc,
-            lambda start, end, shift=shift: _less(call_ending_at(start + shift, end + shift), shift),
+            lambda start, end, shift=shift: _less(last_call_in(start + shift, end + shift), shift),
         )
         if ranges:
             func = FunctionCode(name, fake_start + shift, fake_end + shift, library.name)

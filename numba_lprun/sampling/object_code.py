@@ -140,16 +140,17 @@ def live_functions(library, elf) -> Iterator[tuple[str, int, int, int]]:
         yield name, fake_start, fake_start + size, shift
 
 
-def call_ending_at(start: int, end: int) -> int | None:
-    """The runtime address of the call instruction that ends the loaded code ``[start, end)``
+def last_call_in(start: int, end: int) -> int | None:
+    """The runtime address of the last call instruction in the loaded code ``[start, end)``
     (x86-64, where the code starts at an instruction: a line-table row), or None."""
     if platform.machine() not in ("x86_64", "AMD64") or end <= start:
         return None
-    instructions = list(_decoder().disasm_lite(ctypes.string_at(start, end - start), start))
-    last = instructions[-1] if instructions else None
-    if last is None or last[0] + last[1] != end or not last[2].startswith("call"):
-        return None
-    return last[0]
+    calls = [
+        address
+        for address, _, mnemonic, _ in _decoder().disasm_lite(ctypes.string_at(start, end - start), start)
+        if mnemonic.startswith("call")
+    ]
+    return calls[-1] if calls else None
 
 
 @functools.cache
@@ -341,15 +342,16 @@ def same_file(path: str, filename: str) -> bool:
     return os.path.normpath(os.path.abspath(path)) == os.path.normpath(os.path.abspath(filename))
 
 
-def function_lines(rows, inlines, start, end, filename, first, last, is_gufunc, ending_call=None):
+def function_lines(rows, inlines, start, end, filename, first, last, is_gufunc, last_call=None):
     """[(start, end, line)] covering the function's rows, or [] if none is ours (``inlines``:
     the outermost inlined calls).
 
-    A row with no line of ours takes the line before it, except a call that ends it where a
-    row of ours begins (``ending_call(start, end)``: that call's address, or None): the call
-    returns there, to the line that uses its result. LLVM drops the line of calls it copies
-    (a libm call in an unrolled loop): their samples went to the loop header or the next
-    statement, 59% where the call's line had 97%."""
+    A row with no line of ours takes the line before it, except in a row that runs into a row
+    of ours: there its last call (``last_call(start, end)``: the call's address, or None) and
+    the code after it (the result read back) take the line that follows, the one the call
+    returns to with its result. LLVM drops the line of calls it copies (a libm call in an
+    unrolled loop): their samples went to the loop header or the next statement, 59% where
+    the call's line had 97%."""
     ours = {}
 
     def in_range(path: str, line: int) -> bool:
@@ -388,7 +390,7 @@ def function_lines(rows, inlines, start, end, filename, first, last, is_gufunc, 
         stop = min(row.end, end)
         after = lines[index + 1] if index + 1 < len(lines) else None
         followed = line is None and after is not None and local[index + 1].start == stop
-        call = ending_call(row.start, stop) if followed and ending_call is not None else None
+        call = last_call(row.start, stop) if followed and last_call is not None else None
         if call is not None:
             if call > row.start:
                 add(row.start, call, current)

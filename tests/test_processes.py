@@ -329,20 +329,20 @@ def test_sigterm_as_the_run_closes_its_counts_loses_none(delay):
     assert _hits(profiler.profile) == _expected() and not profiler.profile.missing, profiler.profile.missing
 
 
+def _one_forked_worker(target) -> int | None:
+    """Run ``target(N, TASKS)`` in one forked process; its exit code."""
+    process = mp.get_context("fork").Process(target=target, args=(N, TASKS))
+    process.start()
+    process.join()
+    return process.exitcode
+
+
 def test_a_part_that_cannot_be_read_is_named_not_lost():
     """A part the parent could not read was skipped without a word, and the process was then said
     to have "exited with status 0 without sending its counts" (one loaded clean-clone run said
     that of a Dask worker, cause unknown). What could not be read is named now."""
-    context = mp.get_context("fork")
-
-    def run():
-        process = context.Process(target=count_then_spoil_own_part, args=(N, TASKS))
-        process.start()
-        process.join()
-        return process.exitcode
-
     profiler = LineProfiler(collatz_steps)
-    assert profiler.runcall(run) == 0
+    assert profiler.runcall(_one_forked_worker, count_then_spoil_own_part) == 0
     (said,) = profiler.profile.missing
     assert "could not be read (ValueError" in said and "without sending" not in said, said
 
@@ -350,16 +350,8 @@ def test_a_part_that_cannot_be_read_is_named_not_lost():
 def test_a_part_that_cannot_be_written_says_why_on_the_workers_stderr(capfd):
     """A worker that could not write its part (a full disk) said nothing: the parent can only say
     it sent none. The worker now says why on its standard error."""
-    context = mp.get_context("fork")
-
-    def run():
-        process = context.Process(target=count_then_block_own_part, args=(N, TASKS))
-        process.start()
-        process.join()
-        return process.exitcode
-
     profiler = LineProfiler(collatz_steps)
-    assert profiler.runcall(run) == 0
+    assert profiler.runcall(_one_forked_worker, count_then_block_own_part) == 0
     (said,) = profiler.profile.missing
     assert "without sending its counts" in said, said
     err = capfd.readouterr().err

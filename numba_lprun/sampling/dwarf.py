@@ -59,6 +59,7 @@ from ..instrument.parfor_code import code_libraries
 from ..internals import compiled_object
 from .object_code import (
     FunctionCode,
+    extend_ranges,
     function_lines,
     gufunc_kernels,
     inlined_calls,
@@ -177,12 +178,8 @@ def _host_library(library, obj: bytes, filename: str, first: int, last: int, ker
                 inner = [(depth, at) for path, at, depth in row.around if in_range(path, at)]
                 if inner:
                     line = max(inner, key=lambda c: c[0])[1]  # the innermost; the first of equals
-            if line is None:
-                continue
-            if ranges and ranges[-1][1] == row.start and ranges[-1][2] == line:
-                ranges[-1] = (ranges[-1][0], row.end, line)
-            else:
-                ranges.append((row.start, row.end, line))
+            if line is not None:
+                extend_ranges(ranges, row.start, row.end, line)
         if ranges:
             out.append((FunctionCode(function.name, function.start, function.end, library.name), ranges))
     return out

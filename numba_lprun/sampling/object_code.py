@@ -378,13 +378,6 @@ def function_lines(rows, inlines, start, end, filename, first, last, is_gufunc, 
         return []
     current = known[0]  # rows before the first placed one take the next line
     out: list[tuple[int, int, int]] = []
-
-    def add(start: int, stop: int, line: int) -> None:
-        if out and out[-1][1] == start and out[-1][2] == line:
-            out[-1] = (out[-1][0], stop, line)
-        else:
-            out.append((start, stop, line))
-
     for index, (row, line) in enumerate(zip(local, lines, strict=True)):
         current = line if line is not None else current
         stop = min(row.end, end)
@@ -393,8 +386,17 @@ def function_lines(rows, inlines, start, end, filename, first, last, is_gufunc, 
         call = last_call(row.start, stop) if followed and last_call is not None else None
         if call is not None:
             if call > row.start:
-                add(row.start, call, current)
-            add(call, stop, after)
+                extend_ranges(out, row.start, call, current)
+            extend_ranges(out, call, stop, after)
         else:
-            add(row.start, stop, current)
+            extend_ranges(out, row.start, stop, current)
     return out
+
+
+def extend_ranges(ranges: list[tuple[int, int, int]], start: int, stop: int, line: int) -> None:
+    """Add ``[start, stop)`` on ``line`` to ``ranges``, joined to the last range where it
+    continues it on the same line."""
+    if ranges and ranges[-1][1] == start and ranges[-1][2] == line:
+        ranges[-1] = (ranges[-1][0], stop, line)
+    else:
+        ranges.append((start, stop, line))

@@ -15,15 +15,15 @@ import weakref
 
 from ..internals import register_symbol
 
-_SYMBOL_PREFIX = "_nlp_ctr_"
+SYMBOL_PREFIX = "_nlp_ctr_"
 _taken: weakref.WeakValueDictionary[str, CounterSlot] = weakref.WeakValueDictionary()
 _serial = itertools.count(1)
-_CANONICAL = re.compile(_SYMBOL_PREFIX + r"([0-9a-f]{20})(?:n\d+)?")
+_CANONICAL = re.compile(SYMBOL_PREFIX + r"([0-9a-f]{20})(?:n\d+)?")
 
 
 def symbol_taken(stem: str) -> bool:
     """Whether a live slot holds the symbol ``bind(stem)`` would choose."""
-    return _SYMBOL_PREFIX + stem in _taken
+    return SYMBOL_PREFIX + stem in _taken
 
 
 def symbols_in(object_code: bytes) -> frozenset[str]:
@@ -50,7 +50,7 @@ def resolves_as_meant(symbol: str, *, reached_by_name: bool) -> bool:
         return False
     if reached_by_name:
         return True
-    stem = _SYMBOL_PREFIX + match.group(1)
+    stem = SYMBOL_PREFIX + match.group(1)
     return sum(1 for name in list(_taken.keys()) if name.startswith(stem)) == 1
 
 
@@ -77,10 +77,10 @@ class CounterSlot:
         """Name and register the symbol (once; later calls return the first name)."""
         if self.symbol is not None:
             return self.symbol
-        name = _SYMBOL_PREFIX + stem if stem else None
+        name = SYMBOL_PREFIX + stem if stem else None
         self.canonical = name is not None and name not in _taken
         if not self.canonical:
-            name = f"{_SYMBOL_PREFIX}{stem or 'anon'}_{next(_serial)}"
+            name = f"{SYMBOL_PREFIX}{stem or 'anon'}_{next(_serial)}"
         register_symbol(name, self.address)
         _taken[name] = self
         self.symbol = name

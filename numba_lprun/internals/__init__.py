@@ -94,6 +94,7 @@ from .overloads import (
     templates_with_implementations,
 )
 from .processes import process_target, set_process_target
+from .program_cache import forget_profiler_code, guarded_program_caches
 from .redirect import (
     compiled_entry_points,
     fell_back,
@@ -128,6 +129,8 @@ __all__ = [
     "can_compile",
     "compile_events",
     "forget_compiled",
+    "forget_profiler_code",
+    "guarded_program_caches",
     "compiled_box_property",
     "compiled_object",
     "defined_function",

@@ -21,6 +21,7 @@ from ..internals import (
     CPUDispatcher,
     compiled_entry_points,
     fell_back,
+    is_dispatcher,
     redirect_calls,
     stop_redirect,
     ufunc_classes,
@@ -46,29 +47,60 @@ def _names_used(code: pytypes.CodeType) -> set[str]:
     return names
 
 
-def named_ids(caller: object) -> set[int]:
-    """Identities of the values ``caller``'s code names (globals, closure cells, attributes of
-    the modules it names): what its calls can reach. Nothing for code without a ``py_func``."""
-    py_func = getattr(caller, "py_func", None)
-    if py_func is None and treated_as(caller).kernel:  # a ufunc: its kernel's code
-        py_func = treated_as(caller).python_function(caller)
-    if py_func is None:
-        return set()
+def named_values(py_func: pytypes.FunctionType) -> list[object]:
+    """The values ``py_func``'s code names (globals, closure cells, attributes of the modules it
+    names): what its calls can reach."""
     g = py_func.__globals__
     names = _names_used(py_func.__code__)
-    found: set[int] = set()
+    found: list[object] = []
     for name in names:
         value = g.get(name)
-        found.add(id(value))
+        found.append(value)
         if isinstance(value, pytypes.ModuleType):
             attrs = vars(value)
-            found.update(id(attrs.get(other)) for other in names if other in attrs)
+            found.extend(attrs.get(other) for other in names if other in attrs)
     for cell in py_func.__closure__ or ():
         try:
-            found.add(id(cell.cell_contents))
+            found.append(cell.cell_contents)
         except ValueError:
             continue
     return found
+
+
+def _python_function(caller: object) -> pytypes.FunctionType | None:
+    """The Python function ``caller`` (a dispatcher, a ufunc) compiles; None for other code."""
+    py_func = getattr(caller, "py_func", None)
+    if py_func is None and treated_as(caller).kernel:  # a ufunc: its kernel's code
+        py_func = treated_as(caller).python_function(caller)
+    return py_func if isinstance(py_func, pytypes.FunctionType) else None
+
+
+def named_ids(caller: object) -> set[int]:
+    """Identities of the values ``caller``'s code names (see ``named_values``). Nothing for code
+    without a ``py_func``."""
+    py_func = _python_function(caller)
+    return set() if py_func is None else set(map(id, named_values(py_func)))
+
+
+def reaches_through_names(py_func: pytypes.FunctionType, targets: Mapping[int, object]) -> bool:
+    """Whether the code of ``py_func`` can call one of ``targets`` (by identity), directly or
+    through the jitted functions it names, and theirs: a function Numba would load from its
+    cache then links the target's own code."""
+    ufuncs = ufunc_classes()
+    seen: set[int] = set()
+    frontier = [py_func]
+    while frontier:
+        values = named_values(frontier.pop())
+        if any(id(value) in targets for value in values):
+            return True
+        for value in values:
+            if id(value) in seen or not (is_dispatcher(value) or isinstance(value, ufuncs)):
+                continue
+            seen.add(id(value))
+            inner = _python_function(value)
+            if inner is not None:
+                frontier.append(inner)
+    return False
 
 
 def reaches(caller: CPUDispatcher, targets: Mapping[int, object]) -> bool:

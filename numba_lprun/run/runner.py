@@ -18,10 +18,18 @@ from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 
 from ..errors import NotProfilableError, TwinCompileError
+from ..instrument.counter_slots import SYMBOL_PREFIX
 from ..instrument.function_kinds import treated_as
 from ..instrument.source import FunctionSource, describe, read_source
 from ..instrument.twins import Twin, compile_like, link, make_relinked
-from ..internals import CPUDispatcher, ignore_debug_info_warnings
+from ..internals import (
+    CPUDispatcher,
+    forget_profiler_code,
+    guarded_program_caches,
+    ignore_debug_info_warnings,
+    is_dispatcher,
+    is_twin,
+)
 from ..interrupts import ctrl_c_deferred
 from .compiles import CompileHooks, CompileWatcher, Progress
 from .facts import target_facts
@@ -30,7 +38,7 @@ from .jitclasses import uses_instances
 from .measurements import PLAIN, FunctionCounts, FunctionFacts, Key
 from .naming import bound_name, options_of, sibling_key
 from .phase_run import PhaseRun
-from .reach import Swap, find_callers, module_namespaces, named_ids
+from .reach import Swap, find_callers, module_namespaces, named_ids, reaches_through_names
 from .targets import (
     TWIN_KINDS,
     Target,
@@ -235,8 +243,13 @@ class Runner:
         self.used.add(kind)
         self.generation += 1
         watcher = run.compiles = CompileWatcher(kind, progress, paused)
+        # the program's own Numba cache takes nothing linked against a twin, and loads nothing
+        # that would bypass one (``internals.program_cache``)
+        guard = guarded_program_caches(
+            SYMBOL_PREFIX, lambda py_func: reaches_through_names(py_func, run.replacements), run.cache_refused
+        )
         try:
-            with watcher.installed(), warnings.catch_warnings():
+            with watcher.installed(), guard, warnings.catch_warnings():
                 # line tables of exec'd twins (and their parfor workers): "could not find source"
                 ignore_debug_info_warnings()
                 # what a statement defines is defined again by this run, and adopted then: its
@@ -249,10 +262,21 @@ class Runner:
             run.swap.restore()
             run.unprofiled.update(run.swap.fell_back)
             self._forget()
+            self._compile_again(watcher)
             for twin in self.twins(kind):
                 spent = watcher.seconds.get(twin.dispatcher, 0.0)
                 twin.compile_seconds += spent
                 self.compile_seconds[twin] = self.compile_seconds.get(twin, 0.0) + spent
+
+    @staticmethod
+    def _compile_again(watcher: CompileWatcher) -> None:
+        """Make the program's jitted functions that compiled during the phase against a twin (a
+        caller first called meanwhile: a redirected function is typed as its twin) compile
+        again at their next call, from the program's own code: nothing of the profile stays."""
+        for dispatcher in list(watcher.seconds):
+            if dispatcher is not None and not is_twin(dispatcher) and is_dispatcher(dispatcher):
+                with contextlib.suppress(Exception):
+                    forget_profiler_code(dispatcher, SYMBOL_PREFIX)
 
     def switch(self, run: PhaseRun, targets: list[Target]) -> None:
         """Make calls of ``targets`` (and of everything that reaches them) reach their twins.

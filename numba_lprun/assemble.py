@@ -24,6 +24,7 @@ from .run.measurements import (
     PLAIN,
     PROBED,
     Allocations,
+    CacheKept,
     CallRecord,
     CodeUncompared,
     Compared,
@@ -121,6 +122,7 @@ def assemble(
         functions.append(FunctionStats(measured.source, *parts, diagnosis=verdict))
     unprofiled = fold(record.of(Unprofiled))
     reasons = tuple(unprofiled.reasons.values()) if unprofiled is not None else ()
+    kept = fold(record.of(CacheKept))
     return ProfileStats(
         settings.unit,
         settings.clock,
@@ -129,6 +131,7 @@ def assemble(
         _runs(record),
         settings.threshold,
         unprofiled=reasons,
+        cache_kept=tuple(dict.fromkeys(kept.entries)) if kept is not None else (),
     )
 
 

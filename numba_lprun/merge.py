@@ -65,6 +65,7 @@ def merged(
     lost = tuple(Note("warning", why) for why in missing)
     functions = tuple(_diagnosed(s, main, corrected, unavailable, lost) for s in sums)
     unprofiled = tuple(dict.fromkeys(main.unprofiled + tuple(u for p in parts for u in p.profile.unprofiled)))
+    kept = tuple(dict.fromkeys(main.cache_kept + tuple(k for p in parts for k in p.profile.cache_kept)))
     return replace(
         main,
         functions=functions,
@@ -72,6 +73,7 @@ def merged(
         parts=(own, *parts),
         missing=tuple(missing),
         unprofiled=unprofiled,
+        cache_kept=kept,
     )
 
 

@@ -224,6 +224,8 @@ class ProfileStats:
     missing: tuple[str, ...] = ()  # a sentence per process that sent no part, saying why
     # functions the program made during the run that ran as themselves, unprofiled: why, per function
     unprofiled: tuple[str, ...] = ()
+    # entries of the program's own Numba cache the run did not write (linked against a twin)
+    cache_kept: tuple[str, ...] = ()
 
     def to_line_stats(self) -> LineStats:
         return LineStats({f.source.key: f.timings() for f in self.functions}, self.unit)

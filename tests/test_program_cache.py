@@ -148,6 +148,8 @@ def test_a_profile_leaves_the_programs_cache_as_a_plain_run_would(package, cache
     # exact hits from every caller kind, compiled or loaded from the cache during the run
     assert _hits(lprof) == [CALLS + MORE, CALLS + MORE], profiled.stdout
     assert "not called" not in profiled.stdout
+    # what compiled against the twin was not written, and the profile says so
+    assert "Numba's cache: " in profiled.stdout and "callers.logpdf" in profiled.stdout
 
     after = _entries(package)
     assert not [name for name, data in after.items() if SYMBOL in data]

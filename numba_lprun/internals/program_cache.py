@@ -59,8 +59,8 @@ from .registry import touches
 @touches(
     "numba.core.caching",
     "IndexDataCacheFile",
-    "where a refused entry would have gone (its cache directory), for the note",
-    instance_attribute="_cache_path",
+    "what a refused entry's index would have been named (module.function-line.pyXY.nbi), for the note",
+    instance_attribute="_index_name",
 )
 @contextlib.contextmanager
 def guarded_program_caches(
@@ -69,7 +69,8 @@ def guarded_program_caches(
     refused: list[str],
 ) -> Iterator[None]:
     """While open, Numba's caches (not the twin cache) write no entry whose pickled code holds
-    ``marker`` (a symbol's start; each refused entry's directory is appended to ``refused``),
+    ``marker`` (a symbol's start; each refused entry's name, ``module.function``, is appended
+    to ``refused``),
     and load no entry of a function whose Python function ``must_compile(py_func)`` answers
     True for.
 
@@ -98,7 +99,7 @@ def guarded_program_caches(
             except Exception:  # what Numba cannot pickle it does not save either: let it say so
                 payload = b""
             if needle in payload:
-                refused.append(str(getattr(self, "_cache_path", "")))
+                refused.append(str(getattr(self, "_index_name", "")).rsplit("-", 1)[0])
                 return None
         return save_before(self, key, data)
 

@@ -349,8 +349,17 @@ def profile_views(
 
 def profile_notes(profile: ProfileStats) -> list[str]:
     """Sentences about the whole profile rather than one function, after the tables: the
-    functions the program made that ran as themselves, unprofiled, and why."""
-    return [f"not profiled (it ran as itself): {why}" for why in profile.unprofiled]
+    functions the program made that ran as themselves, unprofiled, and why; the entries of
+    the program's Numba cache the run did not write."""
+    notes = [f"not profiled (it ran as itself): {why}" for why in profile.unprofiled]
+    if profile.cache_kept:
+        names = ", ".join(profile.cache_kept[:4]) + (", ..." if len(profile.cache_kept) > 4 else "")
+        notes.append(
+            f"Numba's cache: {len(profile.cache_kept)} entr{'y' if len(profile.cache_kept) == 1 else 'ies'} "
+            f"compiled during the run against the profiled functions' twins not written ({names}); "
+            "they compile again at their next call, from your code"
+        )
+    return notes
 
 
 # -- how numbers are written: shared by the rich table and the HTML table, so both read alike --

@@ -158,6 +158,15 @@ class Unprofiled:
 
 
 @dataclass(frozen=True)
+class CacheKept:
+    """Entries of the program's own Numba cache not written during the run, by the file stem
+    Numba names them with (``callers.logpdf-7.py311``): their code was linked against a twin,
+    and they compile again after it (``internals.program_cache``)."""
+
+    entries: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
 class RanOnce:
     """No extra run was made, and why."""
 
@@ -258,6 +267,7 @@ Measurement = (
     | Differed
     | CodeUncompared
     | Unprofiled
+    | CacheKept
     | CompileFailed
 )
 

@@ -33,7 +33,7 @@ class PhaseRun:
     compiles: CompileWatcher | None = None  # this phase's compile events
     runs_nothing: bool = False  # only compiles twins (``Runner.phase``)
     unprofiled: dict[str, str] = field(default_factory=dict)  # made meanwhile, not profilable: name -> why
-    cache_refused: list[str] = field(default_factory=list)  # the program's cache dirs an entry was kept from
+    cache_refused: list[str] = field(default_factory=list)  # the program's cache entries it did not write
 
     def compiling_since(self, since: float) -> float:
         """Seconds this phase spent compiling from ``since`` on (left out of a run's time)."""

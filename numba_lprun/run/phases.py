@@ -36,6 +36,7 @@ from .measurements import (
     PLAIN,
     PROBED,
     Allocations,
+    CacheKept,
     Counted,
     Differed,
     ExtraRun,
@@ -89,6 +90,7 @@ def _extra_run(ctx: CallContext, kind: str, sampled: bool, label: str) -> None:
         seconds = _own_seconds(run, started, ended)
         faults = _own_faults(run, started, faults_at)
         counts = ctx.runner.take_counts(kind)
+        _cache_kept(ctx, run)
         if completed:  # a run cut short measured part of a call: nothing to compare or add up
             if kind == PLAIN:
                 _compare_results(ctx)
@@ -99,6 +101,12 @@ def _extra_run(ctx: CallContext, kind: str, sampled: bool, label: str) -> None:
                 ctx.made.append(measured(sampling, maps, kind, False, 1, seconds))
             ctx.made.append(ExtraRun(label))
         ctx.restore()
+
+
+def _cache_kept(ctx: CallContext, run: PhaseRun | None) -> None:
+    """Say which entries of the program's own cache the run kept out (linked against a twin)."""
+    if run is not None and run.cache_refused:
+        ctx.made.append(CacheKept(tuple(dict.fromkeys(run.cache_refused))))
 
 
 def _compare_results(ctx: CallContext) -> None:
@@ -320,6 +328,7 @@ class UserRun:
             ctx.made.append(Counted(self.kind, True, counts, faults=faults, compiled=compiled))
             if run is not None and run.unprofiled:
                 ctx.made.append(Unprofiled(dict(run.unprofiled)))
+            _cache_kept(ctx, run)
             failed = failed_compiles(ctx.runner.targets, run.compiles if run is not None else None, self.kind)
             if failed is not None:
                 ctx.made.append(failed)

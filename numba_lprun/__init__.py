@@ -17,7 +17,7 @@ Data flows one way; each part imports only from the parts before it:
 - ``machine/``: the plain twins' machine code by line (capstone), allocation counts
   and the hints read from them (``LineProfiler(asm=True)``);
 - ``run/``: swap the twins in, run the call (the user's run on counting twins, then
-  plain runs and sampled repeats) keeping one call's effects, put everything back;
+  plain replays of its calls and sampled replays), put everything back;
 - ``stats``, ``stats_parts``, ``codec``, ``diagnose``, ``assemble``: the profile as plain
   data (a function's in parts, to and from JSON), what can be trusted in it, and the one
   step from measurements to it; ``merge``: the profiles of several processes as one;

@@ -244,21 +244,21 @@ OPTIONS: list[Option] = [
     Option(
         ("--sample-time",),
         "sample_time",
-        f"Seconds of sampled repeats of the plain run allowed where the statement can be repeated "
-        f"(default {DEFAULT_SAMPLE_TIME:g}); they stop once {DEFAULT_MIN_SAMPLES} samples landed in "
-        "the profiled functions.",
+        f"Seconds of sampled replays of your run's calls on the plain twins allowed (default "
+        f"{DEFAULT_SAMPLE_TIME:g}); they stop once {DEFAULT_MIN_SAMPLES} samples landed in the profiled "
+        "functions. Your statement itself runs once.",
         type=float,
         default=DEFAULT_SAMPLE_TIME,
         metavar="S",
         not_for_cuda="nothing samples a GPU",
-        brief=f"seconds of sampled repeats (default {DEFAULT_SAMPLE_TIME:g})",
+        brief=f"seconds of sampled replays (default {DEFAULT_SAMPLE_TIME:g})",
     ),
     Option(
         ("--extra-limit",),
         "extra_limit",
-        "Make the timed plain run (the overhead figure) and its sampled repeats after your run only "
-        f"when your run took at most S seconds (default {DEFAULT_EXTRA_LIMIT:g}; inf: always): a plain "
-        "run costs about as long as yours. Longer runs get the machine code's evidence instead.",
+        "Make the timed plain replay of your run's calls (the overhead figure) and the sampled replays "
+        f"only when your run took at most S seconds (default {DEFAULT_EXTRA_LIMIT:g}; inf: always): a "
+        "replay costs about as long as yours. Longer runs get the machine code's evidence instead.",
         type=float,
         default=DEFAULT_EXTRA_LIMIT,
         metavar="S",
@@ -278,12 +278,13 @@ OPTIONS: list[Option] = [
     Option(
         ("--snapshot-limit",),
         "snapshot_mb",
-        "Memory allowed for saving the state the statement can reach, in MB (default: the smaller of "
-        "2 GiB and a quarter of free memory); over it, the statement runs once.",
+        "Memory allowed for the copies of the arguments of your run's calls that the extra runs replay, "
+        "in MB (default: the smaller of 2 GiB and a quarter of free memory); past it, an evenly spread "
+        "sample of the calls is kept, and a call whose arguments alone exceed it is not replayed.",
         type=float,
         metavar="MB",
         not_for_cuda="a launch's arguments are saved on the device",
-        brief="memory for saving the state the statement reaches",
+        brief="memory for copies of the replayed calls' arguments",
     ),
     Option(
         ("--asm",),

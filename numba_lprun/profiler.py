@@ -24,9 +24,10 @@ from .run.code_reading import read_twin_code
 from .run.measurements import CallRecord, close_call, merge_records
 from .run.phase_run import PhaseRun
 from .run.phases import CallContext, RunSettings, plan, run_phases
+from .run.replay import CallRecorder
 from .run.runner import Runner
 from .run.selection import MainModule, Selection, SourceRun
-from .run.snapshot import Reach, call_reach, statement_reach, take_snapshot
+from .run.snapshot import Reach, call_reach, default_budget, statement_reach
 from .run.statements import statement_run
 from .run.targets import TWIN_KINDS, may_run_on_threads
 from .sampling import sampler_unavailable
@@ -57,8 +58,10 @@ def _profiled_call(
     launches = Launches(lambda: [t.original for t in runner.targets.values()], settings.timing)
     ctx = CallContext(runner, execute, namespaces, progress, settings, concurrent, children=launches)
     if once is None and settings.timing:
-        ctx.snapshot = take_snapshot(reach or Reach(), settings.snapshot_budget, concurrent)
-        once = ctx.snapshot.unrestorable
+        # the extra runs replay the calls the user's run makes (never the statement), each from the
+        # state it was made in (``replay``)
+        budget = settings.snapshot_budget if settings.snapshot_budget is not None else default_budget()
+        ctx.recorder = CallRecorder(budget, concurrent)
     planned = plan(settings, once, sampler_unavailable())
     # the processes it starts run the same twins, sampled alike
     launches.twin, launches.sampled = planned.user.kind, planned.user.sampled
@@ -135,7 +138,10 @@ class LineProfiler:
 
         def call(run: PhaseRun) -> Any:
             __tracebackhide__ = True
-            return run.replacements.get(id(func), func)(*args, **kwargs)
+            replacement = run.replacements.get(id(func), func)
+            if run.swap.recorder is not None and replacement is not func:  # the call the extra runs replay
+                return run.swap.recorder(func, replacement, args, kwargs)
+            return replacement(*args, **kwargs)
 
         try:
             return self.run_call(call, [], call_reach(func, args, kwargs))

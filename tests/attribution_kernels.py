@@ -364,7 +364,7 @@ CASES = [
         "objmode block between two lines",
         with_objmode,
         with_objmode,
-        (1,),
+        (100,),  # 3 s in one call: a function with an objmode block is never replayed (it calls Python)
         rate_hz=4000.0,
         fresh_process=True,
     ),

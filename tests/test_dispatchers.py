@@ -217,7 +217,7 @@ def test_ufunc_through_the_magic_repeats_like_through_the_api(ip, capsys):
     api = numba_lprun.LineProfiler(ip.user_ns["nd_zero_clamp"], sample=False, extra_limit=60.0)
     api.runcall(ip.user_ns["nd_zero_clamp"], ip.user_ns["nd_c"])
     for runs in (prof.profile.runs, api.profile.runs):
-        assert any("timed plain run" in e for e in runs.extra), runs
+        assert any("timed plain replay" in e for e in runs.extra), runs
     assert hits_by_key(prof) == hits_by_key(api)
     assert sorted(hits_by_key(prof)[next(iter(hits_by_key(prof)))].values()) == [1, 3, 4]
 
@@ -295,7 +295,7 @@ def test_in_a_real_jupyter_kernel(tmp_path):
     # each its own calls' hits: the loop over 5, 8 and 4 elements
     assert [int(ln.split()[1]) for ln in several.splitlines() if "if x[i] > 0:" in ln] == [5, 8, 4]
     ufunc = report_of(nb.cells[2])
-    assert "timed plain run" in ufunc and "cannot save" not in ufunc
+    assert "timed plain replay" in ufunc and "cannot save" not in ufunc
     tiny = report_of(nb.cells[4])
     assert "too short for the clock to compare" in tiny and "x the plain run" not in tiny
     logs = " ".join(report_of(nb.cells[5]).split())

@@ -126,27 +126,25 @@ def test_extra_runs_print_nothing(capfd, ipshell):
             ns.pop(name, None)
 
 
-def test_state_that_cannot_be_saved_runs_once_and_says_why(tmp_path):
+def test_state_the_statement_holds_that_cannot_be_saved_does_not_stop_the_replays(tmp_path):
+    """An open file the statement writes to is the statement's: only the kernel's call is
+    replayed, so the file is written once and the extra runs are made all the same."""
     handle = open(tmp_path / "log.txt", "w")
     arr = np.random.default_rng(3).random(30)
     prof = numba_lprun.LineProfiler(bubble_sort, **QUICK)
     try:
         prof.runctx(
-            "n = bubble_sort(arr); handle.write(str(n))",
+            "n = bubble_sort(arr); handle.write(str(n) + '\\n')",
             {"bubble_sort": bubble_sort, "arr": arr, "handle": handle},
             None,
         )
     finally:
         handle.close()
+    assert (tmp_path / "log.txt").read_text().count("\n") == 1
+    assert np.all(np.diff(arr) >= 0)  # sorted once, by the user's run, and left so
     profile = prof.profile
-    assert "handle" in profile.runs.once
-    assert profile.functions[0].distortion.overhead is None
-    assert "handle" in profile.functions[0].distortion.unmeasured
-    assert profile.sampling.extra_runs == 0
-    from numba_lprun.renderers.text import profile_text
-
-    text = profile_text(profile)
-    assert "overhead not measured: handle is a _io.TextIOWrapper" in text
+    assert profile.runs.once is None and profile.sampling.extra_runs >= 1
+    assert any("replay" in e for e in profile.runs.extra)
 
 
 def test_over_the_snapshot_budget_runs_once():
@@ -202,9 +200,10 @@ def test_statement_drawing_from_numpys_global_state_sees_the_users_draw(ipshell)
             ns.pop(name, None)
 
 
-def test_state_too_large_to_walk_runs_once_and_says_so():
+def test_a_large_state_the_statement_holds_is_not_walked():
+    """Only the replayed calls' state is saved: the statement's other names are never walked."""
     nested = [[float(i)] for i in range(250_000)]  # more objects than a snapshot walks
     prof = numba_lprun.LineProfiler(bubble_sort, **QUICK)
     arr = np.random.default_rng(3).random(20)
     prof.runctx("bubble_sort(arr); nested", {"bubble_sort": bubble_sort, "arr": arr, "nested": nested}, None)
-    assert "too large to save object by object" in prof.profile.runs.once
+    assert prof.profile.runs.once is None and prof.profile.sampling.extra_runs >= 1

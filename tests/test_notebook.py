@@ -111,7 +111,7 @@ def test_conv_has_a_sampled_view_worth_reading(executed):
 
 def test_in_place_kernel_is_profiled_as_one_call(executed):
     (report,) = bundles(outputs_of(executed, "%nlprun -f bubble_sort"))
-    assert "restored between runs: data (array" in report["text/plain"]
+    assert "restored between runs: argument 1 (array" in report["text/plain"]
     (result,) = outputs_of(executed, "swaps, bool(")
     swaps, ordered = result["data"]["text/plain"].strip("()").split(", ")
     assert int(swaps) > 0 and ordered == "True"  # sorted once, from the unsorted data

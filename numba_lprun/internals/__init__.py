@@ -101,6 +101,7 @@ from .redirect import (
     is_twin,
     make_twin_dispatcher,
     own_class,
+    record_calls,
     redirect_calls,
     stop_redirect,
 )
@@ -177,6 +178,7 @@ __all__ = [
     "make_twin_dispatcher",
     "is_twin",
     "fell_back",
+    "record_calls",
     "redirect_calls",
     "compiled_entry_points",
     "mark_unplaced_code",

@@ -30,6 +30,7 @@ _REDIRECT = "_numba_lprun_twin"
 _OWN_CLASS = "_numba_lprun_own_class"  # on a redirecting subclass: the class it redirects
 _HANDED = "_numba_lprun_handed"  # id(twin's entry point) -> (it, the original's), see compile
 _FELL_BACK = "_numba_lprun_fell_back"  # on a redirected original: why it runs as itself now
+_RECORDER = "_numba_lprun_recorder"  # on a redirected original: called with each call (record_calls)
 _DISPATCHER_FILE = os.path.join("numba", "core", "dispatcher.py")
 _DECORATORS = "numba.core.decorators"  # where ``njit(sigs)(f)`` compiles the explicit signatures
 
@@ -55,7 +56,10 @@ class _Redirecting:
         __tracebackhide__ = True
         if _FELL_BACK in self.__dict__:
             return _own(self).__call__(self, *args, **kwargs)
+        recorder = self.__dict__.get(_RECORDER)
         try:
+            if recorder is not None:
+                return recorder(self, self.__dict__[_REDIRECT], args, kwargs)
             return self.__dict__[_REDIRECT](*args, **kwargs)
         except _NumbaError as exc:
             if not _raised_compiling(exc):
@@ -327,11 +331,18 @@ def redirect_calls(original: object, twin: object) -> type | None:
     return cls
 
 
+def record_calls(original: object, recorder: Callable[[object, object, tuple, dict], object]) -> None:
+    """Until :func:`stop_redirect`, each Python-level call of the redirected ``original`` is made
+    by ``recorder(original, twin, args, kwargs)``, which calls ``twin`` and returns its result."""
+    original.__dict__[_RECORDER] = recorder
+
+
 def stop_redirect(original: object, cls: type) -> dict[int, tuple[object, object]]:
     """Give ``original`` its own class back (``cls``, from :func:`redirect_calls`); returns the
     twin's entry points its ``compile`` handed out meanwhile: id -> (the twin's, the original's)."""
     original.__class__ = cls
     original.__dict__.pop(_REDIRECT, None)
+    original.__dict__.pop(_RECORDER, None)
     original.__dict__.pop(_FELL_BACK, None)
     return original.__dict__.pop(_HANDED, {})
 

@@ -16,7 +16,7 @@
   (``selection``: which ones, judged here from the front end's data);
 - ``sampled_run``: sample a phase and charge the samples to lines;
 - ``phases``: the runs of one call (the user's run first) over one call context
-  (the user's run, the timed plain run, sampled repeats, the probed run, the run counting
-  allocations);
+  (the user's run, the timed plain replay, sampled replays, the probed replay, the replay
+  counting allocations; ``replay``: the user's run's calls recorded and made again);
 - ``measurements``: what the phases return, and ``fold`` to add them up.
 """

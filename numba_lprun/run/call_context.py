@@ -14,9 +14,10 @@ from .compiles import Progress
 from .measurements import Measurement, Restored
 from .phase_run import PhaseRun
 from .quiet import quiet
+from .replay import CallRecorder
 from .runner import Runner
 from .sampled_run import SegmentedSampling
-from .snapshot import Snapshot, describe
+from .snapshot import describe
 
 #: A run that is the only one starts sampling this many times faster (at most BOOST_MAX_HZ)
 #: for its first BOOST_SAMPLES samples: about 0.1 s at the default rate.
@@ -58,15 +59,14 @@ class CallContext:
     progress: Progress | None
     settings: RunSettings
     concurrent: bool  # a profiled function runs on several threads: sample every Numba thread
-    snapshot: Snapshot | None = None
     made: list[Measurement] = field(default_factory=list)
     result: Any = None
     user_seconds: float = 0.0  # the user's run's time, compiles left out
     stopped: str | None = None  # why the extra runs stopped (one raised)
-    kept: list = field(default_factory=list)  # the user's run's state: (snapshot item, value) pairs
-    extra_result: Any = None  # the last extra run's result
+    extra_result: Any = None  # the last compared replay's differences from the user's run (name -> relative)
     children: Children | None = None  # processes the user's run starts are profiled too
     last_sampling: SegmentedSampling | None = None  # the latest phase's (a worker reads it as it runs)
+    recorder: CallRecorder | None = None  # the user's run's calls, which the extra runs replay
 
     def sampling(self, kind: str, boost: bool = False) -> SegmentedSampling:
         """A sampler for one phase on ``kind`` twins (their code is walked by the handler
@@ -81,8 +81,11 @@ class CallContext:
         return self.last_sampling
 
     def restore(self) -> None:
-        """Put back what the last extra run changed, and say what that was."""
-        items = self.snapshot.restore()
+        """Put back what the last extra run changed in the recorded calls' state, and say what
+        that was."""
+        if self.recorder is None:
+            return
+        items = self.recorder.restore()
         named = [i for i in items if i.kind != "bindings"]  # a statement binding its names is no news
         if named:
             self.made.append(
@@ -103,15 +106,19 @@ def sampled_by(sampling: SegmentedSampling | None):
     return sampling.running() if sampling is not None else contextlib.nullcontext()
 
 
-def silently(ctx: CallContext, run: PhaseRun, silenced: bool = False) -> bool:
-    """An extra run: its output is discarded (``silenced``: already), its exception is not the
-    user's but stops the extra runs (``ctx.stopped``: state the snapshot did not cover, or
-    data the user's run changed in a way it could not see). Whether it completed."""
+def silently(ctx: CallContext, run: PhaseRun, silenced: bool = False, compare: bool = False) -> bool:
+    """An extra run: the user's run's calls replayed (``replay``; never the statement), its
+    output discarded (``silenced``: already), its exception not the user's but stopping the
+    extra runs (``ctx.stopped``). ``compare``: how far the calls' results and changed state lie
+    from the user's run's is kept (``ctx.extra_result``). Whether it completed."""
+    if ctx.recorder is None:
+        ctx.stopped = "no call of your run was recorded for a replay"
+        return False
     with contextlib.nullcontext() if silenced else quiet():
         try:
-            ctx.extra_result = ctx.execute(run)
+            ctx.extra_result = ctx.recorder.replay(run.replacements, compare)
         except (Exception, SystemExit) as exc:
-            ctx.stopped = f"an extra run raised {type(exc).__name__}, which your run did not"
+            ctx.stopped = f"a replay of your run's calls raised {type(exc).__name__}, which your run did not"
             return False
     return True
 

@@ -1,19 +1,20 @@
 """The runs of one profiled call, as phase objects over one call context.
 
-The user's run comes first and is the only one whose result, effects, output
-and exception the user gets: one run of the statement on *counting* twins under
-the sampler (exact hits from counters, per-line times from samples of code the
-counters barely touch). If it raised, nothing else runs. Extra runs follow only
-where they cannot change what the user sees: the state the call can reach was
-saved before the user's run (``snapshot``); what the user's run left is kept
-aside, the saved state put back before each extra run, and what the user's run
-left written back after the last. Their output is discarded. They are a timed
-plain run (the overhead figure: the same call on plain twins, sampled like the
-user's run so the sampler's own cost cancels) and sampled repeats of it up to
-the sample target, made only when the user's run was short enough
-(``RunSettings.extra_limit``: a plain run costs about what the user's run did);
-a clock-probed run (``--probes``) and a run counting allocations (``asm=True``),
-made whenever asked for. An extra run that raises stops the extra runs.
+The user's run comes first and is the only run of the user's statement: its result,
+effects, output and exception are the user's. It runs on *counting* twins under the
+sampler (exact hits from counters, per-line times from samples of code the counters
+barely touch), and its Python-level calls of the profiled functions (and of their jitted
+callers) are recorded (``replay.CallRecorder``). If it raised, nothing else runs. Extra
+runs replay those calls, never the statement, each on fresh copies of the arguments, so
+nothing outside the jitted code runs twice (a file appended to, a database written, a job
+submitted); the random states (Numba's own, NumPy's, Python's) are put back before each
+and left as the user's run left them after the last (``snapshot``). Their output is
+discarded. They are a timed plain replay (the overhead figure: the same calls on plain
+twins, sampled like the user's run so the sampler's own cost cancels) and sampled replays
+up to the sample target, made only when the user's run was short enough
+(``RunSettings.extra_limit``: a replay costs about what the user's calls did); a
+clock-probed replay (``--probes``) and a replay counting allocations (``asm=True``), made
+whenever asked for. A replay that raises stops the extra runs.
 
 Each phase appends frozen measurements to ``CallContext.made``; nothing else is
 written anywhere. ``plan`` picks the phases; ``run_phases`` runs them.
@@ -29,7 +30,6 @@ from typing import Any
 
 from .call_context import CallContext, Phase, RunSettings, sampled_by, silently, too_long
 from .compiles import failed_compiles
-from .differences import compared_with_users
 from .measurements import (
     COUNTING,
     MIN_PLAIN_RUNS,
@@ -81,10 +81,10 @@ def _extra_run(ctx: CallContext, kind: str, sampled: bool, label: str) -> None:
     completed = False
     run = None
     try:
-        with ctx.runner.phase(kind, ctx.namespaces, ctx.progress, sampling) as run:
+        with ctx.runner.phase(kind, ctx.namespaces, ctx.progress, sampling, replaying=True) as run:
             with sampled_by(sampling):  # the run's time starts once the sampler has (see UserRun)
                 started, faults_at = time.perf_counter(), minor_faults()
-                completed = silently(ctx, run)
+                completed = silently(ctx, run, compare=kind == PLAIN)
                 ended = time.perf_counter()
     finally:
         seconds = _own_seconds(run, started, ended)
@@ -110,13 +110,18 @@ def _cache_kept(ctx: CallContext, run: PhaseRun | None) -> None:
 
 
 def _compare_results(ctx: CallContext) -> None:
-    """The plain run's results against the user's run's (``differences``), before the state
-    is put back."""
+    """The plain replay's results against the user's run's calls' (``differences``): what each
+    call returned and changed. Only where every call was replayed (a sample of them, or calls
+    left out, would compare other calls' effects on shared state)."""
     if any(isinstance(m, Differed) for m in ctx.made):
         return  # compared with the first plain run already
-    found = compared_with_users(ctx.result, ctx.extra_result, ctx.kept, _fastmath(ctx))
-    if found is not None:
-        ctx.made.append(found)
+    fastmath = _fastmath(ctx)
+    if ctx.recorder is None or not ctx.recorder.complete or ctx.extra_result is None:
+        if fastmath:  # fastmath results may differ, and no replay could say how much
+            ctx.made.append(Differed({}, fastmath, measured=False))
+        return
+    if ctx.extra_result or fastmath:
+        ctx.made.append(Differed(ctx.extra_result, fastmath))
 
 
 def _fastmath(ctx: CallContext) -> tuple[str, ...]:
@@ -132,20 +137,20 @@ class PlainRun:
     sampled: bool
 
     def run(self, ctx: CallContext) -> None:
-        _extra_run(ctx, PLAIN, self.sampled, "timed plain run")
+        described = ctx.recorder.described() if ctx.recorder is not None else "your run's calls"
+        _extra_run(ctx, PLAIN, self.sampled, f"timed plain replay of {described}")
 
 
 @dataclass(frozen=True)
 class SampledRepeats:
-    """The plain run repeated under the sampler until the user's run will bring the total
+    """The plain replay repeated under the sampler until the user's run will bring the total
     to ``min_samples`` in the profiled functions, or ``sample_time`` is spent.
 
     Repeats run in batches inside one sampler segment, sized from what the previous
     batch yielded: starting and stopping the sampler and counting samples after every
     repeat cost about 10 ms each, more than a quick statement itself. What the
     first batch compiles (a signature first seen) does not count against the time;
-    later compiles do. A statement that defines its jitted code itself (a cell
-    defining a jitclass) is not repeated at all: each repeat would compile it again.
+    later compiles do.
     """
 
     def run(self, ctx: CallContext) -> None:
@@ -161,8 +166,6 @@ class SampledRepeats:
         need = MIN_PLAIN_RUNS - sum(m.runs for m in ctx.made if isinstance(m, Counted) and m.twin == PLAIN)
         if (have >= wanted and need <= 0) or settings.sample_time <= 0 or ctx.stopped:
             return
-        if ctx.runner.adopted:  # the statement defines its jitted code: each repeat compiles it again
-            return
         sampling = ctx.sampling(PLAIN)
         repeats, batch, seen = 0, max(need, _first_batch(settings, per_run, have)), 0
         counted: list = []  # each repeat's counts: the spread of the plain run's time
@@ -176,7 +179,7 @@ class SampledRepeats:
             return time.perf_counter() - started - warm_up[0]
 
         try:
-            with ctx.runner.phase(PLAIN, ctx.namespaces, ctx.progress, sampling) as run:
+            with ctx.runner.phase(PLAIN, ctx.namespaces, ctx.progress, sampling, replaying=True) as run:
                 started = time.perf_counter()
                 while True:
                     batch_start = spent()
@@ -215,7 +218,7 @@ class SampledRepeats:
                 ctx.made.append(Counted(PLAIN, False, _runs_of(counted), len(counted), tuple(faults)))
                 maps = maps or line_maps(ctx.runner.twin_code(PLAIN))
                 ctx.made.append(measured(sampling, maps, PLAIN, False, repeats, spent()))
-                ctx.made.append(ExtraRun("sampled repeat of the plain run", repeats))
+                ctx.made.append(ExtraRun("sampled replay", repeats))
 
 
 def _runs_of(totals: list[list[tuple[Key, int, int]]]) -> dict[Key, FunctionCounts]:
@@ -252,7 +255,7 @@ class ProbedRun:
     sampled: bool = False
 
     def run(self, ctx: CallContext) -> None:
-        _extra_run(ctx, PROBED, self.sampled, "probed run")
+        _extra_run(ctx, PROBED, self.sampled, "probed replay")
 
 
 @dataclass(frozen=True)
@@ -272,7 +275,7 @@ class AllocationRun:
             ctx.made.append(Allocations(None, why))
             return
         try:
-            with ctx.runner.phase(PLAIN, ctx.namespaces, ctx.progress) as run:
+            with ctx.runner.phase(PLAIN, ctx.namespaces, ctx.progress, replaying=True) as run:
                 with counting() as counted:
                     silently(ctx, run)
         finally:
@@ -287,7 +290,7 @@ class AllocationRun:
             return
         maps = line_maps(ctx.runner.twin_code(PLAIN))
         ctx.made.append(Allocations(allocations_per_line(counted["stacks"], maps)))
-        ctx.made.append(ExtraRun("plain run counting allocations"))
+        ctx.made.append(ExtraRun("plain replay counting allocations"))
 
 
 @dataclass(frozen=True)
@@ -302,13 +305,17 @@ class UserRun:
     kind: str
     sampled: bool
     boost: bool = False
+    records: bool = False  # its calls are recorded, for the extra runs to replay
 
     def run(self, ctx: CallContext) -> None:
         sampling = ctx.sampling(self.kind, self.boost) if self.sampled else None
         started, ended, faults_at = time.perf_counter(), None, -1
         run = None
         try:
-            with ctx.runner.phase(self.kind, ctx.namespaces, ctx.progress, sampling) as run:
+            recorder = ctx.recorder if self.records else None
+            with ctx.runner.phase(
+                self.kind, ctx.namespaces, ctx.progress, sampling, recorder=recorder
+            ) as run:
                 watching = ctx.children.watching() if ctx.children else contextlib.nullcontext()
                 with sampled_by(sampling), watching:
                     # the run's own time: from once the sampler has started (its tables read, its
@@ -375,7 +382,8 @@ def plan(settings: RunSettings, once: str | None, sampler_unavailable: str | Non
         if settings.asm:
             extra.append(AllocationRun())
     after = (PlainBuild(kind),) if settings.timing else ()
-    return Plan(UserRun(kind, sampled, boost=once is not None), tuple(extra), after)
+    user = UserRun(kind, sampled, boost=once is not None, records=bool(extra))
+    return Plan(user, tuple(extra), after)
 
 
 def run_phases(ctx: CallContext, planned: Plan, once: str | None) -> Any:
@@ -395,20 +403,25 @@ def run_phases(ctx: CallContext, planned: Plan, once: str | None) -> Any:
     if elsewhere:  # a second run would do that work again, and it would be counted twice
         extra = []
         ctx.made.append(RanOnce(elsewhere))
+    if extra and (ctx.recorder is None or not ctx.recorder.calls):
+        extra = []
+        ctx.made.append(
+            RanOnce(ctx.recorder.why_none() if ctx.recorder is not None else "no call was recorded")
+        )
     long = too_long(ctx) if extra else None
     if long is not None:
         extra = [p for p in extra if not isinstance(p, (PlainRun, SampledRepeats))]
         if not extra:
             ctx.made.append(RanOnce(long))
     if extra:
-        ctx.kept = ctx.snapshot.keep()  # what the user's run left, written back after the extra runs
+        ctx.recorder.keep_final()  # what the user's run left, written back after the replays
         try:
             ctx.restore()
             for phase in extra:
                 if ctx.stopped is None:
                     phase.run(ctx)
         finally:
-            ctx.snapshot.put_back(ctx.kept)
+            ctx.recorder.put_back()
     plain_runs = any(isinstance(m, Counted) and m.twin == PLAIN for m in ctx.made)
     fastmath = () if plain_runs else _fastmath(ctx)
     if fastmath:  # fastmath results may differ, and no plain run says how much

@@ -22,6 +22,7 @@ from ..internals import (
     compiled_entry_points,
     fell_back,
     is_dispatcher,
+    record_calls,
     redirect_calls,
     stop_redirect,
     ufunc_classes,
@@ -203,6 +204,8 @@ class Swap:
     fell_back: dict[str, str] = field(default_factory=dict)  # originals that ran as themselves: name -> why
     attributes: list[tuple[object, str, object]] = field(default_factory=list)
     handed_to: list[dict] = field(default_factory=list)
+    # makes each Python-level call of a redirected original (the user's run: ``replay.CallRecorder``)
+    recorder: Callable[[object, object, tuple, dict], object] | None = None
 
     def set_attribute(self, obj: object, name: str, new: object) -> None:
         """Set ``obj.name`` (a class attribute Numba made) until ``restore``."""
@@ -218,6 +221,8 @@ class Swap:
                 if new is None or new is original:
                     continue
                 cls = redirect_calls(original, new)
+                if self.recorder is not None:
+                    record_calls(original, self.recorder)
                 if cls is not None:  # None: already redirected in this run, now to ``new``
                     self.redirected.append((original, cls))
 

@@ -14,7 +14,7 @@ from __future__ import annotations
 import contextlib
 import warnings
 import weakref
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 
 from ..errors import NotProfilableError, TwinCompileError
@@ -224,10 +224,15 @@ class Runner:
         progress: Progress | None = None,
         paused: CompileHooks | None = None,
         runs_nothing: bool = False,
+        recorder: Callable[[object, object, tuple, dict], object] | None = None,
+        replaying: bool = False,
     ) -> Iterator[PhaseRun]:
         """Swap in the (compiled) twins of ``kind``; restore every namespace afterwards.
         ``runs_nothing``: a phase that only compiles twins like the last phase's (no user code
-        ran meanwhile), whose callers it takes instead of searching every module again."""
+        ran meanwhile), whose callers it takes instead of searching every module again.
+        ``recorder`` makes every Python-level call of a redirected function (the user's run);
+        ``replaying``: the phase replays recorded calls, so the functions a statement defined
+        (adopted in the user's run, not defined again now) are swapped too."""
         statement = [ns for ns in namespaces if ns is not None]
         spaces = statement + ([] if runs_nothing else module_namespaces())
         run = PhaseRun(
@@ -235,7 +240,7 @@ class Runner:
             kind=kind,
             namespaces=spaces,
             internal=[],
-            swap=Swap(),
+            swap=Swap(recorder=recorder),
             progress=progress,
             statement=statement,
             runs_nothing=runs_nothing,
@@ -254,7 +259,7 @@ class Runner:
                 ignore_debug_info_warnings()
                 # what a statement defines is defined again by this run, and adopted then: its
                 # globals (the statement's imports, say) exist only while the statement runs
-                self.switch(run, [t for t in self.targets.values() if t not in self.adopted])
+                self.switch(run, [t for t in self.targets.values() if replaying or t not in self.adopted])
                 for target in self.targets.values():  # counters are shared with earlier profilers
                     target.counters[kind].zero()
                 yield run

@@ -1,0 +1,242 @@
+"""Extra runs replay the profiled functions' calls, never the user's statement.
+
+The user's statement runs once. What it does besides calling jitted code (appending to a
+file, writing to a database, starting a process, submitting jobs to a cluster) is outside
+anything a snapshot of the process can see, so a second run of the statement would do it
+again. The extra runs (the timed plain run for the overhead figure, sampled repeats, the
+probed and allocation-counting runs) need only the jitted calls.
+
+So during the user's run a :class:`CallRecorder` makes each Python-level call of a
+redirected function (a profiled one, or a jitted caller of one): before the call it saves
+the state the call can reach (``snapshot``: its arguments, followed into arrays, lists,
+typed containers, jitclass instances..., and the random states), after it what the call
+returned and changed. A replay puts each call's saved state back in place (the same
+objects, so the same Numba types: no new signature compiles) and makes the call again on
+the phase's twins; after the last replay every object is given the state the user's run
+left it in (``keep_final``, ``put_back``), as if no replay ran. A nopython function's
+effects are on what it is given (and ``print``, which an extra run silences), so a replay
+touches nothing else.
+
+Not replayed (the run says why): a generator (the caller takes its values), code that
+calls foreign functions (ctypes, cffi, MPI through numba-mpi or mpi4py: a replay would
+communicate again) or Python (``objmode`` blocks), and a call whose state cannot be saved
+(an open file, a lock) or exceeds the memory allowed. A statement that makes many calls
+has a sample of them recorded, evenly spread (every k-th call, k doubling as the count or
+the memory fills).
+"""
+
+from __future__ import annotations
+
+import copy
+import threading
+import types as pytypes
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from ..internals import is_dispatcher, ufunc_classes
+from .differences import differences
+from .reach import named_values
+from .snapshot import Snapshot, call_reach, take_snapshot
+from .state_types import Item
+
+#: Calls recorded at most; past it, every other one is dropped and every 2k-th call kept.
+MAX_CALLS = 256
+
+_FOREIGN_MODULES = ("numba_mpi", "mpi4py", "_cffi_backend", "ctypes", "cffi")
+
+
+@dataclass
+class _Call:
+    """One recorded call: the function, the very arguments it was given, the state they (and
+    the random states) were in before it, and what it returned and changed (for comparing)."""
+
+    index: int
+    function: object
+    args: tuple
+    kwargs: dict
+    before: Snapshot
+    result: Any = None
+    after: list[tuple[Item, object]] = field(default_factory=list)
+    final: list[tuple[Item, object]] = field(default_factory=list)  # as the user's run left it
+
+    @property
+    def nbytes(self) -> int:
+        return 2 * self.before.nbytes  # saved before, and (at most) as much kept after
+
+
+@dataclass
+class CallRecorder:
+    """Records the Python-level calls of redirected functions in the user's run (see
+    ``internals.record_calls``), and replays them in the extra runs."""
+
+    budget: int  # bytes of saved state kept at most
+    parallel: bool = False  # a profiled function runs on Numba's threads: their random states too
+    calls: list[_Call] = field(default_factory=list)
+    seen: int = 0  # top-level calls made
+    stride: int = 1  # every stride-th call is recorded
+    refused: dict[str, str] = field(default_factory=dict)  # function -> why its calls are not replayed
+    _why_not: dict[object, str | None] = field(default_factory=dict)  # function -> why (None: replayable)
+    _lock: threading.Lock = field(default_factory=threading.Lock)
+    _local: threading.local = field(default_factory=threading.local)
+
+    def __call__(self, original: object, twin: object, args: tuple, kwargs: dict) -> Any:
+        """Make one call of ``original`` on ``twin``, recorded if it is a top-level one whose turn it is."""
+        __tracebackhide__ = True
+        if getattr(self._local, "depth", 0):  # made from inside a recorded call (objmode): replayed with it
+            return twin(*args, **kwargs)
+        with self._lock:
+            index, self.seen = self.seen, self.seen + 1
+            wanted = index % self.stride == 0
+        call = self._saved(original, index, args, kwargs) if wanted else None
+        self._local.depth = 1
+        try:
+            result = twin(*args, **kwargs)
+        finally:
+            self._local.depth = 0
+        if call is not None:
+            self._keep(call, result)
+        return result
+
+    @property
+    def complete(self) -> bool:
+        """Whether every top-level call of the run was recorded (a replay makes the same calls)."""
+        return bool(self.calls) and self.stride == 1 and not self.refused and len(self.calls) == self.seen
+
+    def why_none(self) -> str:
+        """Why nothing can be replayed (the extra runs are not made)."""
+        if self.refused:
+            reasons = "; ".join(self.refused.values())
+            return f"no call of a profiled function could be replayed ({reasons})"
+        if not self.seen:
+            return "your run made no call of a profiled function from Python that a replay could make again"
+        return "no call of your run could be kept for a replay"
+
+    def described(self) -> str:
+        """What one replay makes, in words: "its 3 calls", "12 of its 4,096 calls"."""
+        n = len(self.calls)
+        word = "call" if self.seen == 1 else "calls"
+        return f"its {n:,} {word}" if n == self.seen else f"{n:,} of its {self.seen:,} {word}"
+
+    def keep_final(self) -> None:
+        """Copy what the user's run left in each recorded call's state (after the statement
+        ended): ``put_back`` writes it back once the replays are done."""
+        for call in self.calls:
+            call.final = call.before.keep()
+
+    def restore(self) -> list[Item]:
+        """Put each recorded call's state back as it was before the call (what the last replay
+        changed); returns the items that had changed."""
+        changed: dict[int, Item] = {}
+        for call in self.calls:
+            for item in call.before.restore():
+                changed.setdefault(id(item), item)
+        return list(changed.values())
+
+    def put_back(self) -> None:
+        """Leave every recorded call's state as the user's run left it."""
+        for call in self.calls:
+            call.before.restore()
+            call.before.put_back(call.final)
+
+    def replay(self, replacements: Mapping[int, object], compare: bool = False) -> dict[str, float] | None:
+        """Make every recorded call again, each from its saved state, on what the phase swapped in
+        for its function (``replacements``: id -> its twin); with ``compare``, how far each call's
+        result and changed state lie from the user's run's (name -> relative difference)."""
+        pairs: list[tuple[str, Any, Any]] = []
+        for n, call in enumerate(list(self.calls)):
+            call.before.restore()
+            result = replacements.get(id(call.function), call.function)(*call.args, **call.kwargs)
+            if compare:
+                where = f" of call {n + 1}" if len(self.calls) > 1 else ""
+                if call.result is not _UNCOPIED:
+                    pairs.append((f"the result{where}", call.result, result))
+                pairs += [(f"{item.name}{where}", mine, item.read()) for item, mine in call.after]
+        return differences(pairs) if compare else None
+
+    def outcomes_kept(self) -> bool:
+        """Whether the user's run's calls can be compared with a replay's (all were recorded)."""
+        return self.complete
+
+    def _saved(self, original: object, index: int, args: tuple, kwargs: dict) -> _Call | None:
+        why = self._why_not.get(original, "")
+        if why == "":
+            why = self._why_not[original] = why_not_replayable(original)
+        name = getattr(original, "__qualname__", None) or repr(original)
+        if why is not None:
+            self.refused[name] = f"{name}: {why}"
+            return None
+        left = self.budget - sum(c.nbytes for c in self.calls)
+        before = take_snapshot(call_reach(original, args, kwargs), max(0, left // 2), self.parallel)
+        if before.unrestorable is not None:
+            self.refused[name] = f"{name}: {before.unrestorable}"
+            return None
+        return _Call(index, original, args, kwargs, before)
+
+    def _keep(self, call: _Call, result: Any) -> None:
+        call.result = _copy_of(result)
+        call.after = call.before.keep()
+        with self._lock:
+            if call.index % self.stride:  # the stride grew while it ran
+                return
+            self.calls.append(call)
+            self.calls.sort(key=lambda c: c.index)
+            while len(self.calls) > MAX_CALLS or sum(c.nbytes for c in self.calls) > self.budget:
+                self.stride *= 2
+                self.calls[:] = [c for c in self.calls if c.index % self.stride == 0]
+                if not self.calls:
+                    break
+
+
+_UNCOPIED = object()
+
+
+def _copy_of(value: Any) -> Any:
+    """A copy of a call's result, for comparing a replay's with it (the statement may change it)."""
+    if isinstance(value, np.ndarray):
+        return value.copy()
+    try:
+        return copy.deepcopy(value)
+    except Exception:
+        return _UNCOPIED
+
+
+def why_not_replayable(function: object) -> str | None:
+    """Why calls of ``function`` (a dispatcher or ufunc) cannot be made again safely (None: they can)."""
+    py_func = getattr(function, "py_func", None)
+    if isinstance(py_func, pytypes.FunctionType) and py_func.__code__.co_flags & 0x20:  # CO_GENERATOR
+        return "a generator (your code takes its values)"
+    for value in _reached_values(py_func):
+        if isinstance(value, pytypes.ModuleType):
+            module = value.__name__
+        else:
+            module = getattr(value, "__module__", None) or ""
+            module = module if isinstance(module, str) else ""
+        kind = type(value).__module__ or ""
+        if module.split(".")[0] in _FOREIGN_MODULES or kind.split(".")[0] in _FOREIGN_MODULES:
+            return f"it calls foreign code ({module or kind}), which a replay would run again"
+        if kind == "numba.core.withcontexts":
+            return "it calls back into Python (an objmode block), which a replay would run again"
+    return None
+
+
+def _reached_values(py_func: object) -> Iterator[object]:
+    """Every value ``py_func``'s code names, and the values named by the jitted functions it
+    names, recursively."""
+    if not isinstance(py_func, pytypes.FunctionType):
+        return
+    ufuncs = ufunc_classes()
+    seen: set[int] = set()
+    frontier = [py_func]
+    while frontier:
+        for value in named_values(frontier.pop()):
+            if id(value) in seen:
+                continue
+            seen.add(id(value))
+            yield value
+            if is_dispatcher(value) or isinstance(value, ufuncs):
+                inner = getattr(value, "py_func", None)
+                if isinstance(inner, pytypes.FunctionType):
+                    frontier.append(inner)

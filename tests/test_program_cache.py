@@ -192,3 +192,49 @@ def test_a_caller_compiled_during_a_profile_runs_its_own_code_after_it(package, 
     assert not [name for name, data in _entries(package).items() if SYMBOL in data]
     plain = _run(package, "use.py")
     assert plain.returncode == 0, plain.stderr
+
+
+GENERATOR = """
+from numba import njit
+
+
+@njit
+def gen2(x):
+    for i in range(x):
+        yield i
+        for j in range(1, 3):
+            yield i + j
+
+
+def make_consumer(gen_func):
+    def consumer(x):
+        res = 0.0
+        for y in gen_func(x):
+            res += y
+        return res
+
+    return consumer
+
+
+consume = njit(make_consumer(gen2))
+print(consume(5))
+"""
+
+
+def test_a_generator_consumed_by_a_jitted_caller_is_exact_with_the_twin_cache_cold_and_warm(tmp_path):
+    """Numba registers a generator's implementation when it compiles one, not when it loads one
+    from a cache: a warm twin cache made the consumer's compile raise KeyError into the script
+    (as in Numba's own test_generators under nlprun --source)."""
+    (tmp_path / "g.py").write_text(textwrap.dedent(GENERATOR))
+    env = dict(os.environ, NUMBA_LPRUN_CACHE_DIR=str(tmp_path / "twins"))
+    lprof = tmp_path / "g.lprof"
+    for cache in ("cold", "warm"):
+        done = subprocess.run(
+            [sys.executable, "-m", "numba_lprun", "--hits", "-D", str(lprof), "-f", "gen2", "g.py"],
+            cwd=tmp_path, env=env, capture_output=True, text=True, timeout=300,
+        )  # fmt: skip
+        assert done.returncode == 0, (cache, done.stderr)
+        assert done.stdout.startswith("45.0"), (cache, done.stdout)  # as without the profiler
+        stats = line_profiler.load_stats(str(lprof))
+        (rows,) = [rows for (_, _, name), rows in stats.timings.items() if name.endswith("gen2")]
+        assert [h for _, h, _ in sorted(rows)] == [6, 5, 15, 10], cache  # line_profiler's on the Python gen2

@@ -18,6 +18,7 @@ symbol, so the k-th of them is tagged with ``n<k>`` (``name_twin``).
 from __future__ import annotations
 
 import hashlib
+import inspect
 import itertools
 import linecache
 import types as pytypes
@@ -106,6 +107,11 @@ def register(dispatcher: object, py_func: pytypes.FunctionType, naming: TwinNami
         no_cache(dispatcher, "something it is compiled from (defaults, options) has no stable description")
     elif not naming.canonical:
         no_cache(dispatcher, "another live twin of the same code holds its counters' name")
+    elif py_func.__code__.co_flags & inspect.CO_GENERATOR:
+        # Numba registers a generator's implementation with its target context when it compiles
+        # one, not when it loads one from a cache: a jitted consumer compiled after a load failed
+        # (KeyError in get_generator_impl), raising into the user's program
+        no_cache(dispatcher, "a generator loaded from a cache cannot be consumed by code compiled after it")
     else:
         cache = cache_for(py_func, naming.token)
         if cache is not None:

@@ -21,14 +21,15 @@ Not replayed (the run says why): a generator (the caller takes its values), code
 calls foreign functions (ctypes, cffi, MPI through numba-mpi or mpi4py: a replay would
 communicate again) or Python (``objmode`` blocks), and a call whose state cannot be saved
 (an open file, a lock) or exceeds the memory allowed. A statement that makes many calls
-has a sample of them recorded, evenly spread (every k-th call, k doubling as the count or
-the memory fills).
+has a sample of them recorded, evenly spread (every k-th call, k doubling as the count, the
+memory or the time spent saving (``SAVING_SHARE`` of the run) fills).
 """
 
 from __future__ import annotations
 
 import copy
 import threading
+import time
 import types as pytypes
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
@@ -39,11 +40,16 @@ import numpy as np
 from ..internals import is_dispatcher, ufunc_classes
 from .differences import differences
 from .reach import named_values
-from .snapshot import Snapshot, call_reach, take_snapshot
+from .snapshot import Reach, Snapshot, call_reach, take_snapshot
 from .state_types import Item
 
 #: Calls recorded at most; past it, every other one is dropped and every 2k-th call kept.
 MAX_CALLS = 256
+#: Share of the user's run that saving calls' state may take, once a few calls are kept: past
+#: it, every other call is dropped and every 2k-th one saved (each save copies what the call
+#: reaches, about what a kernel reading its arrays once costs).
+SAVING_SHARE = 0.1
+_FEW = 4
 
 _FOREIGN_MODULES = ("numba_mpi", "mpi4py", "_cffi_backend", "ctypes", "cffi")
 
@@ -77,10 +83,14 @@ class CallRecorder:
     calls: list[_Call] = field(default_factory=list)
     seen: int = 0  # top-level calls made
     stride: int = 1  # every stride-th call is recorded
+    saving: float = 0.0  # seconds spent saving calls' state
+    calling: float = 0.0  # seconds spent in the calls themselves
     refused: dict[str, str] = field(default_factory=dict)  # function -> why its calls are not replayed
     _why_not: dict[object, str | None] = field(default_factory=dict)  # function -> why (None: replayable)
     _lock: threading.Lock = field(default_factory=threading.Lock)
     _local: threading.local = field(default_factory=threading.local)
+    _owner: int = field(default_factory=threading.get_ident)  # the thread the replays run on
+    _own_states: Snapshot | None = None  # its random states as the user's run left them
 
     def __call__(self, original: object, twin: object, args: tuple, kwargs: dict) -> Any:
         """Make one call of ``original`` on ``twin``, recorded if it is a top-level one whose turn it is."""
@@ -90,14 +100,20 @@ class CallRecorder:
         with self._lock:
             index, self.seen = self.seen, self.seen + 1
             wanted = index % self.stride == 0
+        began = time.perf_counter()
         call = self._saved(original, index, args, kwargs) if wanted else None
+        started = time.perf_counter()
         self._local.depth = 1
         try:
             result = twin(*args, **kwargs)
         finally:
             self._local.depth = 0
+            ended = time.perf_counter()
         if call is not None:
             self._keep(call, result)
+        with self._lock:
+            self.saving += started - began + time.perf_counter() - ended
+            self.calling += ended - started
         return result
 
     @property
@@ -125,6 +141,7 @@ class CallRecorder:
         ended): ``put_back`` writes it back once the replays are done."""
         for call in self.calls:
             call.final = call.before.keep()
+        self._own_states = take_snapshot(Reach(), None, self.parallel)
 
     def restore(self) -> list[Item]:
         """Put each recorded call's state back as it was before the call (what the last replay
@@ -140,6 +157,8 @@ class CallRecorder:
         for call in self.calls:
             call.before.restore()
             call.before.put_back(call.final)
+        if self._own_states is not None:  # a replay of another thread's call drew from this one's
+            self._own_states.restore()
 
     def replay(self, replacements: Mapping[int, object], compare: bool = False) -> dict[str, float] | None:
         """Make every recorded call again, each from its saved state, on what the phase swapped in
@@ -169,7 +188,10 @@ class CallRecorder:
             self.refused[name] = f"{name}: {why}"
             return None
         left = self.budget - sum(c.nbytes for c in self.calls)
-        before = take_snapshot(call_reach(original, args, kwargs), max(0, left // 2), self.parallel)
+        # Numba's random state is per thread: one of a thread that ends before the replays (they
+        # run on the profile's thread) must not be written to then
+        own = threading.get_ident() == self._owner
+        before = take_snapshot(call_reach(original, args, kwargs), max(0, left // 2), self.parallel, own)
         if before.unrestorable is not None:
             self.refused[name] = f"{name}: {before.unrestorable}"
             return None
@@ -183,9 +205,14 @@ class CallRecorder:
                 return
             self.calls.append(call)
             self.calls.sort(key=lambda c: c.index)
-            while len(self.calls) > MAX_CALLS or sum(c.nbytes for c in self.calls) > self.budget:
+            while (
+                len(self.calls) > MAX_CALLS
+                or sum(c.nbytes for c in self.calls) > self.budget
+                or (len(self.calls) >= _FEW and self.saving > SAVING_SHARE * (self.saving + self.calling))
+            ):
                 self.stride *= 2
                 self.calls[:] = [c for c in self.calls if c.index % self.stride == 0]
+                self.saving /= 2  # the saves kept: what the calls still recorded cost
                 if not self.calls:
                     break
 

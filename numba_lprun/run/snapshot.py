@@ -226,11 +226,14 @@ def _bindings(w: _Walker, ns: dict, names: list[str]) -> None:
     w.add(Item("names the statement binds", "bindings", 0, read, write, same))
 
 
-def take_snapshot(reach: Reach, budget: int | None = None, parallel: bool = False) -> Snapshot:
+def take_snapshot(
+    reach: Reach, budget: int | None = None, parallel: bool = False, numba_states: bool = True
+) -> Snapshot:
     """Save the state ``reach`` leads to (``unrestorable`` says why if it cannot be).
 
     With ``parallel`` (a ``parallel=True`` function is profiled) the random states
-    of Numba's worker threads are saved too.
+    of Numba's worker threads are saved too; without ``numba_states``, none of Numba's
+    (a snapshot taken on a thread that ends before it is put back: its state dies with it).
     """
     walker = _Walker(default_budget() if budget is None else budget)
     with _collector_paused():
@@ -238,7 +241,8 @@ def take_snapshot(reach: Reach, budget: int | None = None, parallel: bool = Fals
             _bindings(walker, ns, names)
         for name, value in reach.values:
             walker.walk(name, value)
-        numba_random_states(walker, parallel)
+        if numba_states:
+            numba_random_states(walker, parallel)
         global_random_states(walker)
     return walker.snapshot
 

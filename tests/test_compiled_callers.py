@@ -78,3 +78,20 @@ def test_a_helper_called_from_a_compiled_caller_has_its_hits(caller, compiled_be
     np.testing.assert_array_equal(result, expected)
     line = shift.py_func.__code__.co_firstlineno + 2
     assert hits_of(profiler.get_stats(), "shift") == {line: a.size}
+
+
+@pytest.mark.parametrize("caller", list(MAKERS))
+def test_a_caller_compiled_before_and_held_only_in_a_dict_reaches_the_helper(caller):
+    """No module binds the caller (a library's own cache of built gufuncs, a registry dict, a
+    closure): it is found among the live objects all the same (issue 64)."""
+    held = {"kernel": MAKERS[caller]()}  # in no module's namespace
+    a = np.arange(12.0).reshape(3, 4) if "guvectorize" in caller else np.arange(5.0)
+
+    def call(a):
+        return _calling(held["kernel"])(a)
+
+    expected = call(a.copy())  # compiled now, before the profile, linking the helper's own code
+    profiler = numba_lprun.LineProfiler(shift, timing=False)
+    np.testing.assert_array_equal(profiler.runcall(call, a.copy()), expected)
+    line = shift.py_func.__code__.co_firstlineno + 2
+    assert hits_of(profiler.get_stats(), "shift") == {line: a.size}

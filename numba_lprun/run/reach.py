@@ -11,6 +11,8 @@ name the statement rebound in the meantime.
 
 from __future__ import annotations
 
+import gc
+import itertools
 import sys
 import types as pytypes
 from collections.abc import Callable, Iterable, Mapping
@@ -22,6 +24,7 @@ from ..internals import (
     compiled_entry_points,
     fell_back,
     is_dispatcher,
+    is_twin,
     record_calls,
     redirect_calls,
     stop_redirect,
@@ -104,6 +107,15 @@ def reaches_through_names(py_func: pytypes.FunctionType, targets: Mapping[int, o
     return False
 
 
+def live_objects(kinds: tuple[type, ...]) -> list[object]:
+    """Every live object of one of ``kinds`` (or a subclass), wherever the program holds it:
+    what the garbage collector tracks (any object with a ``__dict__``)."""
+    objects = gc.get_objects()
+    # at C speed: a notebook holds a million objects of a few thousand types
+    wanted = {kind for kind in set(map(type, objects)) if issubclass(kind, kinds)}
+    return list(itertools.compress(objects, map(wanted.__contains__, map(type, objects))))
+
+
 def reaches(caller: CPUDispatcher, targets: Mapping[int, object]) -> bool:
     """Whether ``caller``'s code names one of ``targets`` (global, closure or module attribute)."""
     return not named_ids(caller).isdisjoint(targets)
@@ -129,9 +141,10 @@ def find_callers(
     namespaces: Iterable[dict],
     uses: Callable[[CPUDispatcher], bool] | None = None,
 ) -> list[CPUDispatcher]:
-    """Jitted functions in ``namespaces`` that call a target, directly or through each other,
-    and the ufuncs (``@vectorize``, ``@guvectorize``) whose kernels do: code compiled before
-    the run links the callee it saw then, so each is run on a relinked twin.
+    """Jitted functions that call a target, directly or through each other, and the ufuncs
+    (``@vectorize``, ``@guvectorize``) whose kernels do, found in ``namespaces`` and wherever
+    else the program holds them (``live_objects``): code compiled before the run links the
+    callee it saw then, so each is run on a relinked twin.
 
     ``uses`` says whether a dispatcher reaches a target in a way its names do not
     show (its compiled code handles instances of a jitclass whose member is a target).
@@ -139,6 +152,7 @@ def find_callers(
     reached: dict[int, object] = {id(t): t for t in targets}
     candidates: dict[int, CPUDispatcher] = {}
     seen: set[type] = set()  # tens of thousands of globals, a few hundred types
+    callers_types = (CPUDispatcher, *ufunc_classes())
     dispatcher_types: set[type] = set()
     for ns in namespaces:
         values = list(ns.values())
@@ -146,13 +160,16 @@ def find_callers(
         new = kinds - seen
         if new:
             seen |= new
-            callers_types = (CPUDispatcher, *ufunc_classes())
             dispatcher_types.update(kind for kind in new if issubclass(kind, callers_types))
         if kinds.isdisjoint(dispatcher_types):
             continue
         for value in values:
             if type(value) in dispatcher_types and id(value) not in reached:
                 candidates[id(value)] = value
+    # and those held anywhere else: a list, a dict, a library's cache of built gufuncs, a closure
+    for value in live_objects(callers_types):
+        if id(value) not in reached and id(value) not in candidates and not is_twin(value):
+            candidates[id(value)] = value
     callers: list[CPUDispatcher] = []
     changed = True
     while changed:

@@ -27,7 +27,6 @@ memory or the time spent saving (``SAVING_SHARE`` of the run) fills).
 
 from __future__ import annotations
 
-import copy
 import threading
 import time
 import types as pytypes
@@ -221,13 +220,19 @@ _UNCOPIED = object()
 
 
 def _copy_of(value: Any) -> Any:
-    """A copy of a call's result, for comparing a replay's with it (the statement may change it)."""
+    """A copy of a call's result, for comparing a replay's with it (the statement may change it):
+    arrays, numbers and tuples or lists of them; anything else is not compared (copying an
+    arbitrary object can change its class: ``copy`` caches ``__slotnames__`` on a jitclass's box)."""
     if isinstance(value, np.ndarray):
         return value.copy()
-    try:
-        return copy.deepcopy(value)
-    except Exception:
-        return _UNCOPIED
+    if isinstance(value, (int, float, complex, bool, str, bytes, type(None), np.generic)):
+        return value
+    if isinstance(value, (tuple, list)):
+        items = [_copy_of(v) for v in value]
+        if any(v is _UNCOPIED for v in items):
+            return _UNCOPIED
+        return type(value)(*items) if hasattr(value, "_fields") else type(value)(items)
+    return _UNCOPIED
 
 
 def why_not_replayable(function: object) -> str | None:

@@ -57,6 +57,14 @@ from .targets import (
 Where = tuple[object, str, int, int]  # code (dispatcher), filename, first line, last line
 
 
+def _must_compile(py_func: object, run: PhaseRun) -> bool:
+    """Whether code Numba would load from a cache for ``py_func`` bypasses a twin: its code names
+    a profiled function, or a twin (a relinked caller's copy, whose own ``cache=True`` would load
+    the original's code, linked to the profiled function's own), directly or through others."""
+    reached = {**run.replacements, **{id(twin): twin for twin in run.replacements.values()}}
+    return reaches_through_names(py_func, reached)
+
+
 @dataclass
 class Runner:
     """The targets and twins of one profiler; runs phases on them."""
@@ -250,9 +258,7 @@ class Runner:
         watcher = run.compiles = CompileWatcher(kind, progress, paused)
         # the program's own Numba cache takes nothing linked against a twin, and loads nothing
         # that would bypass one (``internals.program_cache``)
-        guard = guarded_program_caches(
-            SYMBOL_PREFIX, lambda py_func: reaches_through_names(py_func, run.replacements), run.cache_refused
-        )
+        guard = guarded_program_caches(SYMBOL_PREFIX, lambda f: _must_compile(f, run), run.cache_refused)
         try:
             with watcher.installed(), guard, warnings.catch_warnings():
                 # line tables of exec'd twins (and their parfor workers): "could not find source"

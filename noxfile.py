@@ -187,10 +187,11 @@ _SHOW_VERSIONS = (
 
 def _test_tools() -> list[str]:
     """The ``test`` extra without numba-cuda, which needs Numba 0.60 or newer and serves only
-    the CUDA tests (not among the fast ones)."""
+    the CUDA tests, and without numba-mpi (and the MPI it brings), which serves only the MPI
+    tests (neither among the fast ones)."""
     pyproject = tomllib.loads(Path(__file__).with_name("pyproject.toml").read_text(encoding="utf-8"))
     tools = pyproject["project"]["optional-dependencies"]["test"]
-    return [r for r in tools if not r.startswith("numba-cuda")]
+    return [r for r in tools if not r.startswith(("numba-cuda", "numba-mpi", "mpi4py", "mpich"))]
 
 
 def _install(session: nox.Session, numba: str, *extra: str, cuda: bool = True) -> None:

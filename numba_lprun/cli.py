@@ -26,7 +26,9 @@ from .decorator import kernprof_builtin
 from .errors import NotProfilableError, TwinCompileError, without_profiler_frames
 from .instrument.packages import imported_from, split_packages
 from .instrument.profilable import import_spec, profilable_in
+from .merge import merged
 from .options import CLI, add_to_parser, cuda_profiler_kwargs, profiler_kwargs, value_flags
+from .processes.ranks import gather_parts, job_rank
 from .profiler import LineProfiler
 from .session import (
     MainModule,
@@ -65,6 +67,9 @@ def build_parser() -> argparse.ArgumentParser:
 
 #: The file name of ``-c CODE``, as Python gives it (its source is put in ``linecache``).
 CODE_FILENAME = "<string>"
+#: Modules that run the script named among their arguments (``nlprun -m mpi4py sim.py``: mpi4py's
+#: runner, which aborts the MPI job when a rank raises): what the script defines is what counts.
+SCRIPT_RUNNERS = ("mpi4py",)
 
 
 class _Program:
@@ -79,6 +84,7 @@ class _Program:
                 os.getcwd(),
             )
             self.source = code
+            self.selected = CODE_FILENAME
             self.last_namespace: dict = {}
             lines = code.splitlines(keepends=True)
             linecache.cache[CODE_FILENAME] = (len(code), None, lines, CODE_FILENAME)  # for the twins' source
@@ -106,6 +112,11 @@ class _Program:
                 self.source = handle.read()
         except OSError as exc:
             raise SystemExit(f"nlprun: cannot read {self.filename}: {exc.strerror}") from None
+        self.selected = self.filename  # the file whose functions count as the script's own
+        if module in SCRIPT_RUNNERS:
+            script = next((a for a in args if a.endswith(".py") and os.path.isfile(a)), None)
+            if script is not None:
+                self.selected = os.path.abspath(script)
 
     @property
     def main(self) -> MainModule:
@@ -115,7 +126,11 @@ class _Program:
     def uses_decorator(self) -> bool:
         """Whether the source marks anything with ``profile``, as a decorator or called
         (``profile(f)``, kernprof's other habit): then only marked ones count."""
-        for node in ast.walk(ast.parse(self.source)):
+        source = self.source
+        if self.selected != self.filename:  # the script a runner module runs
+            with open(self.selected, encoding="utf-8") as handle:
+                source = handle.read()
+        for node in ast.walk(ast.parse(source)):
             marks = []
             if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
                 marks = [deco.func if isinstance(deco, ast.Call) else deco for deco in node.decorator_list]
@@ -157,7 +172,7 @@ def _profile_run(
         prof.add_function(func)
     chosen = bool(opts.functions or packages)  # otherwise: what the script defines (or marks)
     selection = Selection(
-        program.filename, packages, chosen, frozenset(named), program.uses_decorator(), find_marked=not chosen
+        program.selected, packages, chosen, frozenset(named), program.uses_decorator(), find_marked=not chosen
     )
     saved_argv, saved_main, saved_path = sys.argv[:], sys.modules.get("__main__"), sys.path[:]
     sys.argv = program.argv
@@ -287,6 +302,14 @@ def main(argv: list[str] | None = None) -> int:
             return USAGE_ERROR
         print("nlprun: --keep-going: running the script unprofiled", file=sys.stderr)
         return _run_plain(program)
+    job = job_rank()
+    if job is not None:  # an MPI job: one profile of every rank, shown by rank 0
+        gathered = gather_parts(profile, job)
+        if gathered is None:  # another rank: its part went to rank 0, which prints and writes
+            if error is not None:
+                traceback.print_exception(error)
+            return status
+        profile = merged(profile, *gathered, ranks=job.size)
     sys.stdout.flush()
     report(profile, opts, cut_short(error, None, "script"))
     if error is None and not unnamed and nothing_ran(profile):
@@ -318,8 +341,8 @@ def _show_main(argv: list[str]) -> int:
 
 def _profilable(program: _Program) -> list[str]:
     """What the script and the modules beside it hold that could be profiled, as ``-f`` names."""
-    found = profilable_in(program.last_namespace, program.filename)
-    root = os.getcwd() if program.filename == CODE_FILENAME else os.path.dirname(program.filename)
+    found = profilable_in(program.last_namespace, program.selected)
+    root = os.getcwd() if program.selected == CODE_FILENAME else os.path.dirname(program.selected)
     for name, module in sorted(sys.modules.items()):
         path = getattr(module, "__file__", None) or ""
         if name != "__main__" and path.startswith(root + os.sep) and "site-packages" not in path:

@@ -33,14 +33,19 @@ from .stats import (
 
 
 def merged(
-    main: ProfileStats, parts: Sequence[ProcessPart], missing: Sequence[str], corrected: bool = True
+    main: ProfileStats,
+    parts: Sequence[ProcessPart],
+    missing: Sequence[str],
+    corrected: bool = True,
+    ranks: int = 0,
 ) -> ProfileStats:
     """``main`` (this process's own profile) with the functions of ``parts`` added in
     (``missing``: a sentence per process that sent nothing); ``main`` itself when no other
-    process took part."""
+    process took part. ``ranks``: the processes are the ranks of an MPI job of that size, rank
+    0 the main one (a ``Ranks`` row, and the lines where the ranks' time differs most)."""
     if not parts and not missing:
         return main
-    own = ProcessPart("main", os.getpid(), main)
+    own = ProcessPart("rank 0" if ranks else "main", os.getpid(), main)
     found: dict[tuple, list[tuple[ProcessPart, FunctionStats]]] = {}
     keys = {f.source.key for f in main.functions}
     elsewhere = {_code_of(f): f.source.key for f in main.functions}
@@ -52,14 +57,14 @@ def merged(
                 else elsewhere.get(_code_of(stats), stats.source.key)
             )
             found.setdefault(key, []).append((part, stats))
-    sums = [_summed(f, found.pop(f.source.key, []), main.unit, len(parts)) for f in main.functions]
+    sums = [_summed(f, found.pop(f.source.key, []), main.unit, len(parts), ranks) for f in main.functions]
     for rest in found.values():  # a function only workers knew (defined in a worker's code)
         first = rest[0][1]
         counts = replace(first.counts, hits={}, calls=0, ticks=0)
         samples = LineSamples(addresses=first.samples.addresses)  # its code's, in that worker
         probes = replace(first.probes, ticks={}, hits={})  # each worker's figures are added below, once
         first = replace(first, counts=counts, samples=samples, probes=probes)
-        sums.append(_summed(first, rest, main.unit, len(parts)))
+        sums.append(_summed(first, rest, main.unit, len(parts), ranks))
     sampling = _sampling(main.sampling, [p.profile.sampling for p in parts])
     unavailable = sampling.unavailable if sampling is not None else None
     lost = tuple(Note("warning", why) for why in missing)
@@ -98,10 +103,15 @@ class Summed:
     measured: Measured  # the sums
     extras: Extras  # the main process's, and a row on the processes
     untimed: bool  # the workers' calls took no sample (``WORKERS_UNTIMED``)
+    imbalance: Note | None = None  # an MPI job's ranks spend their time on this function's lines unlike
 
 
 def _summed(
-    stats: FunctionStats, others: list[tuple[ProcessPart, FunctionStats]], unit: float, workers: int
+    stats: FunctionStats,
+    others: list[tuple[ProcessPart, FunctionStats]],
+    unit: float,
+    workers: int,
+    ranks: int = 0,
 ) -> Summed:
     """``stats`` (the main process's) plus each worker's figures of the same function."""
     hits, calls, ticks = dict(stats.counts.hits), stats.counts.calls, stats.counts.ticks
@@ -128,6 +138,10 @@ def _summed(
         f"main + {workers} worker{'s' if workers != 1 else ''}; in the workers: {worker_calls:,} of "
         f"{calls:,} calls, {worker_samples:,} of {samples.total:,} samples{_callers(others)}",
     )
+    if ranks:
+        per_rank = [("rank 0", stats), *((part.label, other) for part, other in others)]
+        each = ", ".join(f"{label} {s.counts.calls:,}" for label, s in per_rank)
+        row = ("Ranks", f"{ranks} ranks, {len(per_rank)} profiled; calls: {each}")
     unmeasured = stats.distortion.unmeasured
     if worker_calls and not stats.counts.calls:
         unmeasured = "its calls ran in worker processes, which run once (no plain run to compare with)"
@@ -143,6 +157,45 @@ def _summed(
         measured=measured,
         extras=replace(stats.extras, rows=(*stats.extras.rows, row)),
         untimed=bool(worker_calls and not worker_samples and stats.counts.time_source is not None),
+        imbalance=_imbalance(stats, others) if ranks else None,
+    )
+
+
+#: Samples a rank needs in a function for its line shares to be compared with another's.
+RANK_SAMPLES = 50
+#: Percentage points between two ranks' shares of one line that make an imbalance worth a note.
+RANK_SPREAD = 20.0
+
+
+def _imbalance(stats: FunctionStats, others: list[tuple[ProcessPart, FunctionStats]]) -> Note | None:
+    """The line whose share of the function's samples differs most between two ranks, where it
+    differs by ``RANK_SPREAD`` points or more: where the fast ranks wait for the slow ones (a
+    collective call inside the kernel, or the kernel's loop that one rank runs longer)."""
+    ranks = [("rank 0", stats), *((part.label, other) for part, other in others)]
+    shares = {
+        label: {line: 100.0 * n / s.samples.total for line, n in s.samples.counts.items()}
+        for label, s in ranks
+        if s.samples.total >= RANK_SAMPLES
+    }
+    if len(shares) < 2:
+        return None
+    lines = {line for found in shares.values() for line in found}
+    best = None
+    for line in lines:
+        high = max(shares, key=lambda label: shares[label].get(line, 0.0))
+        low = min(shares, key=lambda label: shares[label].get(line, 0.0))
+        spread = shares[high].get(line, 0.0) - shares[low].get(line, 0.0)
+        if best is None or spread > best[0]:
+            best = (spread, line, high, low)
+    if best is None or best[0] < RANK_SPREAD:
+        return None
+    spread, line, high, low = best
+    text = stats.line_text(line).strip()
+    return Note(
+        "info",
+        f"the ranks differ most on line {line} ({text}): {high} spends {shares[high].get(line, 0.0):.0f}% of "
+        f"{stats.source.name}'s samples there, {low} {shares[low].get(line, 0.0):.1f}% (a rank waiting in a "
+        "collective call spends its time on it while the others work)",
     )
 
 
@@ -180,6 +233,8 @@ def _diagnosed(
     measured = summed.measured
     verdict = diagnose(measured, main.unit, main.threshold, corrected, unavailable)
     kept = (Note("caution", WORKERS_UNTIMED),) if summed.untimed else ()
+    if summed.imbalance is not None:
+        kept += (summed.imbalance,)
     said = verdict.notes
     if kept:  # the note above says why the workers' calls have no samples
         said = tuple(n for n in said if not n.text.startswith("no samples landed"))

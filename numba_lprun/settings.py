@@ -19,6 +19,14 @@ CLOCK = "NUMBA_LPRUN_CLOCK"  # "tsc" or "monotonic": the probes' clock (the TSC 
 NO_SAMPLER = "NUMBA_LPRUN_NO_SAMPLER"  # switch: no sampler at all (off)
 OWN_WALK = "NUMBA_LPRUN_OWN_WALK"  # switch: the handler walks the twins' stacks itself (on)
 WALK_BUDGET = "NUMBA_LPRUN_WALK_BUDGET"  # number: the share of CPU libgcc's walks may take (0.1)
+RANK_WAIT = "NUMBA_LPRUN_RANK_WAIT"  # number: seconds rank 0 waits for the other ranks' parts (120)
+
+#: The variables MPI launchers set in each rank: (rank, size, job id where one is set), by launcher.
+_RANK_VARIABLES = (
+    ("MPICH", "PMI_RANK", "PMI_SIZE", ""),  # Hydra (MPICH, Intel MPI, the mpich wheel)
+    ("Open MPI", "OMPI_COMM_WORLD_RANK", "OMPI_COMM_WORLD_SIZE", "OMPI_MCA_ess_base_jobid"),
+    ("Slurm", "SLURM_PROCID", "SLURM_NTASKS", "SLURM_JOB_ID"),
+)
 
 _OFF = frozenset({"0", "no", "off", "false"})
 
@@ -45,6 +53,20 @@ def number(name: str, default: float) -> float:
         return float(value)
     except ValueError:
         raise ValueError(f"{name} must be a number, not {value!r}") from None
+
+
+def mpi_rank() -> tuple[int, int, str, str] | None:
+    """(rank, size, launcher, job id or "") where an MPI launcher started this process, else None."""
+    for launcher, rank, size, job in _RANK_VARIABLES:
+        if text(rank).isdigit() and text(size).isdigit():
+            step = text("SLURM_STEP_ID") if launcher == "Slurm" else ""
+            return int(text(rank)), int(text(size)), launcher, ".".join(p for p in (text(job), step) if p)
+    return None
+
+
+def rank_wait() -> float:
+    """Seconds rank 0 waits for the other ranks' profiles (and a rank's send for rank 0)."""
+    return max(0.0, number(RANK_WAIT, 120.0))
 
 
 def platform_folder(name: str) -> str:

@@ -13,6 +13,7 @@ the program raises.
 
 from __future__ import annotations
 
+import os
 import sys
 import types
 from dataclasses import dataclass
@@ -63,6 +64,14 @@ class MainModule:
         return module.__dict__
 
 
+def _same_file(found: str | None, wanted: str) -> bool:
+    """Whether code compiled from ``found`` is the source's own file ``wanted``: a script a runner
+    module runs (mpi4py's, by ``runpy``) is compiled under the relative path it was given."""
+    if found is None or found == wanted:
+        return found is not None
+    return os.path.isabs(wanted) and not found.startswith("<") and os.path.abspath(found) == wanted
+
+
 class SourceRun:
     """One ``runsource``'s judging of what its source makes, and what it found: the
     ``-f`` names that matched something and the namespace the source ran in last (the
@@ -80,7 +89,7 @@ class SourceRun:
         chosen = self.selection
         if in_packages(module_of(value), chosen.packages):
             return True
-        if source_file(value) != chosen.filename:
+        if not _same_file(source_file(value), chosen.filename):
             return False
         if chosen.names:  # by the name it is bound to (fast = njit(fastmath=True)(f)) or its own
             own = getattr(value, "__name__", None)

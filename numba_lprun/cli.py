@@ -313,7 +313,7 @@ def main(argv: list[str] | None = None) -> int:
     sys.stdout.flush()
     report(profile, opts, cut_short(error, None, "script"))
     if error is None and not unnamed and nothing_ran(profile):
-        print(_what_was_there(program))
+        print(_what_was_there(program, profile))
     if error is not None:
         sys.stdout.flush()
         traceback.print_exception(error)
@@ -350,8 +350,9 @@ def _profilable(program: _Program) -> list[str]:
     return found
 
 
-def _what_was_there(program: _Program) -> str:
-    """Nothing profiled ran: what the script and the modules beside it hold that could be."""
+def _what_was_there(program: _Program, profile: ProfileStats | None = None) -> str:
+    """Nothing profiled ran: what the script and the modules beside it hold that could be
+    (less what ``profile`` holds already)."""
     found = _profilable(program)
     if not found:
         return (
@@ -359,7 +360,7 @@ def _what_was_there(program: _Program) -> str:
             "jitted function (@njit, @jitclass, @vectorize, @stencil): name one in an installed "
             "package with -f module:function"
         )
-    return "nlprun: " + could_have_profiled(found, "the script")
+    return "nlprun: " + could_have_profiled(found, "the script", profile)
 
 
 def _unnamed(spec: str, program: _Program) -> str:

@@ -347,7 +347,7 @@ class NlprunMagics(Magics):
         if not raised and nothing_ran(profile):
             found = profilable_in(self.shell.user_ns, None)
             if found:
-                print("numba_lprun: " + could_have_profiled(found, "the statement"))
+                print("numba_lprun: " + could_have_profiled(found, "the statement", profile))
 
 
 def register(ipython) -> None:

@@ -155,7 +155,8 @@ def _summed(
     return Summed(
         main=stats,
         measured=measured,
-        extras=replace(stats.extras, rows=(*stats.extras.rows, row)),
+        # no process sent a part (only warnings of those that sent none): no row to show
+        extras=replace(stats.extras, rows=(*stats.extras.rows, row)) if workers or ranks else stats.extras,
         untimed=bool(worker_calls and not worker_samples and stats.counts.time_source is not None),
         imbalance=_imbalance(stats, others) if ranks else None,
     )
@@ -218,6 +219,12 @@ def _callers(others: list[tuple[ProcessPart, FunctionStats]]) -> str:
     return "; calls in " + ", ".join(named[:NAMED_WORKERS]) + (f" and {more} more" if more > 0 else "")
 
 
+#: A function no process that sent its part called, where others sent none (the warnings say which).
+NOT_COUNTED_HERE = (
+    "no call counted in this process or in the processes that sent their parts; calls made where "
+    "nothing was sent (the warning above) are not counted"
+)
+
 #: Why a function that ran in workers has times from the main process only.
 WORKERS_UNTIMED = (
     "the worker processes' calls are counted exactly, but none of their samples landed in this function "
@@ -236,6 +243,10 @@ def _diagnosed(
     if summed.imbalance is not None:
         kept += (summed.imbalance,)
     said = verdict.notes
+    if lost:  # some processes sent nothing: no call here does not mean no call at all
+        said = tuple(
+            Note(n.level, NOT_COUNTED_HERE) if n.text == "not called during the run" else n for n in said
+        )
     if kept:  # the note above says why the workers' calls have no samples
         said = tuple(n for n in said if not n.text.startswith("no samples landed"))
     machine = summed.main.machine  # the hot lines its hints describe stay the main process's

@@ -87,10 +87,19 @@ def nothing_ran(profile: ProfileStats) -> bool:
     return not any(f.counts.calls or f.counts.hits for f in profile.functions)
 
 
-def could_have_profiled(found: list[str], where: str) -> str:
+def could_have_profiled(found: list[str], where: str, profiled: ProfileStats | None = None) -> str:
     """The hint after a profile where nothing profiled ran: the ``-f`` names ``where`` (the
-    statement, the script) could have asked for."""
-    names = "; ".join(f"-f {f}" for f in found)
+    statement, the script) could have asked for, less those ``profiled`` already holds (never
+    suggest what the user just did)."""
+    have = {f.source.qualname for f in profiled.functions} if profiled is not None else set()
+    have |= {f.source.name for f in profiled.functions} if profiled is not None else set()
+    others = [f for f in found if f.rpartition(":")[2] not in have]
+    if not others:
+        return (
+            "no profiled function ran in this process (calls made in processes that sent no part, or "
+            "by code compiled before the profile that no Python object leads to, are not counted)"
+        )
+    names = "; ".join(f"-f {f}" for f in others)
     return f"no profiled function ran; what {where} could have profiled: {names}"
 
 

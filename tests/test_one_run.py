@@ -247,3 +247,18 @@ def test_a_plain_build_dearer_than_a_tenth_of_the_profile_is_left_out_and_said()
     (stats,) = second.profile.functions
     said = " ".join(n.text for n in stats.diagnosis.notes)
     assert "vectorized as the plain twin's did" in said and "not compiled" not in said
+
+
+def test_when_the_named_function_did_not_run_the_hint_never_names_it_again(tmp_path):
+    (tmp_path / "kern.py").write_text(
+        "from numba import njit\n\n@njit\ndef add(a, b):\n    return a + b\n\n"
+        "@njit\ndef sub(a, b):\n    return a - b\n"
+    )
+    (tmp_path / "main.py").write_text("from kern import sub\n\nprint(sub(1, 2))\n")
+    done = script_output("-m", "numba_lprun", "-f", "kern:add", "main.py", cwd=tmp_path)
+    assert done.returncode == 0, done.stderr
+    assert "could have profiled: -f kern:sub" in done.stdout and "-f kern:add" not in done.stdout
+    (tmp_path / "main.py").write_text("print(1)\n")
+    (tmp_path / "kern.py").write_text("from numba import njit\n\n@njit\ndef add(a, b):\n    return a + b\n")
+    done = script_output("-m", "numba_lprun", "-f", "kern:add", "main.py", cwd=tmp_path)
+    assert "no profiled function ran in this process" in done.stdout and "-f kern:add" not in done.stdout

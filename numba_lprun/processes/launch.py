@@ -202,6 +202,9 @@ class Launches:
         if kept:
             missing.append(_started_before(kept))
         self.existing = []
+        engine = _engine_not_reached()
+        if engine is not None:
+            missing.append(engine)
         return found, missing
 
     def _ask_running(self, directory: str) -> None:
@@ -361,4 +364,21 @@ def _started_before(processes: list[BaseProcess]) -> str:
         f"which numba_lprun cannot reach: {names}; if they ran the profiled functions, that work is "
         "not counted (make the pool inside the profiled code; joblib keeps its workers between "
         "calls: joblib.externals.loky.get_reusable_executor().shutdown() before profiling)"
+    )
+
+
+def _engine_not_reached() -> str | None:
+    """Why calls may have run where no part comes from: a cluster engine running in this process
+    whose workers numba_lprun does not reach (Ray: its workers are started by its raylet, not by
+    ``multiprocessing``, and take no plugin). Said, never left as "not called"."""
+    ray = sys.modules.get("ray")
+    try:
+        running = ray is not None and bool(ray.is_initialized())
+    except Exception:  # a Ray that cannot say: say nothing of it
+        running = False
+    if not running:
+        return None
+    return (
+        "Ray is running in this process (ray.init): tasks and actors it ran in its workers are not "
+        "profiled, so calls of the profiled functions made there are not counted"
     )

@@ -372,13 +372,10 @@ def _engine_not_reached() -> str | None:
     whose workers numba_lprun does not reach (Ray: its workers are started by its raylet, not by
     ``multiprocessing``, and take no plugin). Said, never left as "not called"."""
     ray = sys.modules.get("ray")
-    try:
-        running = ray is not None and bool(ray.is_initialized())
-    except Exception:  # a Ray that cannot say: say nothing of it
-        running = False
-    if not running:
+    if ray is None or not hasattr(ray, "remote"):  # not imported (or not Ray's package)
         return None
+    # imported is enough: a script shuts Ray down (ray.shutdown()) before the profile is read
     return (
-        "Ray is running in this process (ray.init): tasks and actors it ran in its workers are not "
-        "profiled, so calls of the profiled functions made there are not counted"
+        "Ray is imported in this process: tasks and actors that Ray's workers ran are not profiled "
+        "(numba_lprun does not reach them), so calls of the profiled functions made there are not counted"
     )

@@ -27,6 +27,7 @@ memory or the time spent saving (``SAVING_SHARE`` of the run) fills).
 
 from __future__ import annotations
 
+import os
 import threading
 import time
 import types as pytypes
@@ -89,12 +90,13 @@ class CallRecorder:
     _lock: threading.Lock = field(default_factory=threading.Lock)
     _local: threading.local = field(default_factory=threading.local)
     _owner: int = field(default_factory=threading.get_ident)  # the thread the replays run on
+    _pid: int = field(default_factory=os.getpid)  # a forked worker inherits the recorder: it records nothing
     _own_states: Snapshot | None = None  # its random states as the user's run left them
 
     def __call__(self, original: object, twin: object, args: tuple, kwargs: dict) -> Any:
         """Make one call of ``original`` on ``twin``, recorded if it is a top-level one whose turn it is."""
         __tracebackhide__ = True
-        if getattr(self._local, "depth", 0):  # made from inside a recorded call (objmode): replayed with it
+        if getattr(self._local, "depth", 0) or os.getpid() != self._pid:  # nested (objmode), or a fork
             return twin(*args, **kwargs)
         with self._lock:
             index, self.seen = self.seen, self.seen + 1

@@ -8,9 +8,9 @@ orientation.
 Per kernel, two statements: a short one (one call, ~10 ms) and a long one (the
 call repeated to ~1 s), each profiled three ways:
 
-* default: the user's run on counting twins under the sampler, then, where the state
-  is restorable and the user's run took at most 0.5 s (``extra_limit``), a timed plain
-  run and sampled repeats up to 2,000 samples or 1 s (so the long statement runs once);
+* default: the user's run on counting twins under the sampler, then, where the user's run
+  took at most 0.5 s (``extra_limit``), a timed plain replay of its calls and sampled
+  replays up to 2,000 samples or 1 s (so the long statement runs once);
 * one run (``--once``): the user's run only;
 * ``--probes``: the default plus a clock-probed run;
 * ``--hits``: hits only (counting twins reading no clock, no sampler): the floor of the others.

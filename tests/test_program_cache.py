@@ -238,3 +238,44 @@ def test_a_generator_consumed_by_a_jitted_caller_is_exact_with_the_twin_cache_co
         stats = line_profiler.load_stats(str(lprof))
         (rows,) = [rows for (_, _, name), rows in stats.timings.items() if name.endswith("gen2")]
         assert [h for _, h, _ in sorted(rows)] == [6, 5, 15, 10], cache  # line_profiler's on the Python gen2
+
+
+JITCLASS = """
+import numba as nb
+from numba.experimental import jitclass
+
+
+@jitclass([("k", nb.float64)])
+class Box:
+    def __init__(self, k):
+        self.k = k
+
+    def get(self, x):
+        return x * self.k
+
+
+@nb.njit(cache=True)
+def use(b, x):
+    s = 0.0
+    for i in range(x.size):
+        s += b.get(x[i])
+    return s
+"""
+
+
+def test_a_jitclass_method_behind_a_cached_caller_leaves_the_cache_clean(tmp_path):
+    (tmp_path / "pj").mkdir()
+    (tmp_path / "pj" / "__init__.py").write_text("")
+    (tmp_path / "pj" / "mod.py").write_text(textwrap.dedent(JITCLASS))
+    (tmp_path / "run.py").write_text(
+        "import numpy as np\nfrom pj.mod import Box, use\nprint(use(Box(2.0), np.arange(10.0)))\n"
+    )
+    lprof = tmp_path / "out.lprof"
+    done = _run(tmp_path, "-m", "numba_lprun", "--hits", "-D", str(lprof), "-f", "pj.mod:Box", "run.py")
+    assert done.returncode == 0 and done.stdout.startswith("90.0"), done.stderr
+    stats = line_profiler.load_stats(str(lprof))
+    (rows,) = [rows for (_, _, name), rows in stats.timings.items() if name.endswith("get")]
+    assert [hits for _, hits, _ in rows if hits] == [10]  # the cached caller's ten calls
+    assert not [name for name, data in _entries(tmp_path).items() if SYMBOL in data]
+    plain = _run(tmp_path, "run.py")
+    assert plain.returncode == 0 and plain.stdout == "90.0\n", plain.stderr

@@ -227,6 +227,28 @@ def list_threads() -> list[int]:
     return sorted(tids, key=lambda t: (t != main, t))
 
 
+def user_threads(tids: list[int]) -> list[int]:
+    """The threads among ``tids`` that may run the program's code: Python's own threads, and
+    native threads that kept the process's name (Numba's workers, OpenMP's and OpenBLAS's);
+    not those an engine started and named for itself (Ray's ``ray::...`` and gRPC's threads,
+    a web server's I/O threads), which never run jitted code: arming 25 of Ray's busy threads
+    made a profiled map 3.5x slower."""
+    import threading
+
+    python = {t.native_id for t in threading.enumerate() if t.native_id is not None}
+    default = thread_name(os.getpid())
+    return [tid for tid in tids if tid in python or thread_name(tid) in (default, None)]
+
+
+def thread_name(tid: int) -> str | None:
+    """The name the kernel gives thread ``tid`` of this process (``comm``), None if unknown."""
+    try:
+        with open(f"/proc/self/task/{tid}/comm", encoding="utf-8", errors="replace") as handle:
+            return handle.read().strip()
+    except OSError:
+        return None
+
+
 def threading_native_id() -> int:
     import threading
 

@@ -265,7 +265,7 @@ class Sampler:
         self._ctrl[H.LAST_CPU] = self._last_cpu.ctypes.data
         self._ctrl[H.NTHREADS] = 0
         tids, self._tids = self._tids, []
-        self._arm_timers(self._busy(tids))
+        self._arm_timers(self._busy(N.user_threads(tids)))  # not an engine's own threads
         if not self._timers:
             return "timer_create failed for every thread"
         self._watcher.start()
@@ -511,9 +511,12 @@ class NewThreads:
 
     def _watch(self) -> None:
         me = threading.get_native_id()
+        engines: set[int] = set()  # an engine's own threads (``_native.user_threads``), judged once
         while self._running.is_set():
-            known = set(self._known())
-            new = [tid for tid in N.list_threads() if tid not in known and tid != me]
+            known = set(self._known()) | engines | {me}
+            unseen = [tid for tid in N.list_threads() if tid not in known]
+            new = N.user_threads(unseen) if unseen else []
+            engines.update(set(unseen) - set(new))
             if new:
                 self._found(new)
             if self._tick is not None:

@@ -177,8 +177,6 @@ class NlprunMagics(Magics):
     def nlprun(self, line: str, cell: str | None = None):
         """Line-profile Numba jitted functions while running a statement.
 
-        ::
-
           %nlprun -f conv y = conv(x, k)       # conv's table, while the statement runs
           %%nlprun                             # a cell: the jitted functions it defines
 

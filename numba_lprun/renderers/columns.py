@@ -8,8 +8,9 @@ lockstep (a new column was four edits, joined by header strings). A column says:
 - ``shown``: whether the function's table has it (only sampled, only with probes...);
 - ``fold``: where it stands in the order columns give way on a narrow terminal
   (``None``: never folds), with the source width below which it folds and whether the
-  headers wrap first, and the window width at which the HTML report hides it (its CSS
-  and the "narrow window" notice are generated from these: ``html_folds``);
+  headers wrap first, and the width of the HTML report (not of the window: a notebook's side
+  panels share it) at which the report hides it (its CSS and the "narrow window" notice are
+  generated from these: ``html_folds``);
 - ``explanation``: a sentence for the legend and the HTML ``title``;
 - ``text``: whether line_profiler's text layout has it (that layout must match line_profiler).
 """
@@ -43,7 +44,7 @@ class Fold:
     order: int  # lower folds first
     floor: int  # the source width below which it folds
     wrap_first: bool  # whether the column headers wrap onto two lines before it folds
-    html_width: int | None = None  # the window width (px) at or below which the HTML hides it
+    html_width: int | None = None  # the report's width (px) at or below which the HTML hides it
     html_hint: str = ""  # what still shows its figures once the HTML hides it
 
 
@@ -137,8 +138,9 @@ AFTER_EXTRAS = (
         explanation="the 95% interval of the sampled % Time",
         cell=lambda view, line: interval_text(line.interval),
         shown=_sampled,
-        fold=Fold(order=1, floor=CODE_MIN, wrap_first=True, html_width=820, html_hint=WHISKER),
+        fold=Fold(order=1, floor=CODE_MIN, wrap_first=True, html_width=900, html_hint=WHISKER),
         style="dim",
+        html_cell=html_cells.interval_cell,
         html_class=" ci",
     ),
     Column(
@@ -146,7 +148,7 @@ AFTER_EXTRAS = (
         explanation="the clock probes' time beside the sampled one (--probes; ~: below resolution)",
         cell=lambda view, line: probe_time_text(line),
         shown=_probes,
-        fold=Fold(order=0, floor=CODE_MIN, wrap_first=False, html_width=1000),
+        fold=Fold(order=0, floor=CODE_MIN, wrap_first=False, html_width=1100),
         html_cell=html_cells.probe_time_cell,
         unit_title=True,
     ),
@@ -186,7 +188,7 @@ def html_fold_class(column: Column) -> str:
 
 
 def html_folds() -> tuple[tuple[int, tuple[Column, ...]], ...]:
-    """Each window width at which the HTML report hides columns, widest first, with the columns
+    """Each report width at which the HTML report hides columns, widest first, with the columns
     it hides there (each narrower width hides those of the wider ones too)."""
     folding = [c for c in REGISTRY if c.fold is not None and c.fold.html_width is not None]
     widths = sorted({c.fold.html_width for c in folding}, reverse=True)

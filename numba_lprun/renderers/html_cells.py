@@ -1,12 +1,13 @@
 """The HTML cells of the registry's columns that carry more than their text: marks with
-their meaning in ``title`` and times with their own unit. Here, not in ``html_table``, so the
-registry (``columns``) can name them without importing the table that reads it."""
+their meaning in ``title`` and times with their own unit, its words held together. Here, not in
+``html_table``, so the registry (``columns``) can name them without importing the table that
+reads it."""
 
 from __future__ import annotations
 
 from html import escape
 
-from .view import FunctionView, LineView, number
+from .view import FunctionView, LineView, interval_text, number
 
 BELOW_RESOLUTION = (
     "below the timer's resolution: the time per hit is within the probe's own cost, "
@@ -18,9 +19,16 @@ DISAGREE = (
 )
 
 
+def unbroken(text: str) -> str:
+    """``text`` escaped, its words held together (``&nbsp;``): a figure with its unit (``6.93 ms``)
+    or a column's name never breaks over two lines, whatever a host's stylesheet says of cells."""
+    return escape(text).replace(" ", "&nbsp;")
+
+
 def mark(symbol: str, title: str, css: str) -> str:
-    """A mark (``~``, ``!``) whose meaning shows on hover."""
-    return f'<span class="{css}" title="{escape(title)}">{symbol}</span>'
+    """A mark (``~``, ``!``) whose meaning shows on hover (unboxed: Bootstrap, in the classic
+    Notebook, shades and pads anything of class ``mark``)."""
+    return f'<span class="{css}" style="background:none;padding:0" title="{escape(title)}">{symbol}</span>'
 
 
 def amount(view: FunctionView, value: float | None, human: bool) -> str:
@@ -28,7 +36,7 @@ def amount(view: FunctionView, value: float | None, human: bool) -> str:
     unit (``2.57 ms``), which a reader of a report expects."""
     if not human or value is None:
         return number(value)
-    return view.amount_text(value)
+    return unbroken(view.amount_text(value))
 
 
 def time_cell(view: FunctionView, line: LineView, human: bool) -> str:
@@ -57,10 +65,16 @@ def per_hit_amount(view: FunctionView, line: LineView) -> str:
 def per_hit_cell(view: FunctionView, line: LineView, human: bool) -> str:
     """The Per Hit cell, marked ``~`` below the timer's resolution (``human``: with its own unit,
     never finer than a nanosecond: ``per_hit_amount``)."""
-    per_hit = per_hit_amount(view, line) if human else amount(view, line.per_hit, human)
+    per_hit = unbroken(per_hit_amount(view, line)) if human else amount(view, line.per_hit, human)
     if line.below_resolution and line.probe_time is None and per_hit:
         per_hit = mark("~", BELOW_RESOLUTION, "mark") + per_hit
     return per_hit
+
+
+def interval_cell(view: FunctionView, line: LineView, human: bool) -> str:
+    """The 95% CI cell, held on one line (a browser breaks ``99.8-100.0`` after its hyphen)."""
+    text = interval_text(line.interval)
+    return f'<span style="white-space:nowrap">{text}</span>' if text else ""
 
 
 def probe_time_cell(view: FunctionView, line: LineView, human: bool) -> str:
@@ -75,5 +89,5 @@ def probe_percent_cell(view: FunctionView, line: LineView, human: bool) -> str:
     """The Probe % cell, marked ``!`` where the two views disagree."""
     share = number(line.probe_percent)
     if line.disagree and share:
-        share = mark("!", DISAGREE, "mark bang") + " " + share
+        share = mark("!", DISAGREE, "mark bang") + "&nbsp;" + share
     return share

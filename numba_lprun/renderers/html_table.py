@@ -1,12 +1,15 @@
 """One function's per-line table as a real HTML ``<table>``, built from the view.
 
 A browser lays out a real table to fit its cells, so numbers are never cut (a
-console recording cut them wherever the terminal was too narrow). Each row gets
-an inline bar of % Time (sampled, with its 95% interval as a whisker) and, with
-``--probes``, one of the probes' share under it, so lines where the two views
-disagree stand out without reading numbers. Marks carry their meaning in ``title`` attributes,
-and the source is highlighted with pygments tokens mapped to a few classes
-whose colours the stylesheet sets (readable on light and dark backgrounds).
+console recording cut them wherever the terminal was too narrow), and a source
+line longer than the room wraps under itself rather than hiding behind a
+scrollbar. Each row gets an inline bar of % Time (sampled, with its 95% interval
+as a whisker) and, with ``--probes``, one of the probes' share under it, so lines
+where the two views disagree stand out without reading numbers. Marks carry their
+meaning in ``title`` attributes, and the source is highlighted with pygments
+tokens mapped to a few classes whose colours the stylesheet sets. Alignment,
+indentation, bars and the heaviest rows are inline styles (``html_style``): they
+survive a notebook's sanitizer, which drops the stylesheet.
 """
 
 from __future__ import annotations
@@ -17,12 +20,25 @@ from pygments.lexers import PythonLexer
 from pygments.token import Comment, Keyword, Name, Number, String, Token
 
 from .columns import AFTER_EXTRAS, BEFORE_EXTRAS, Column, html_fold_class
-from .html_cells import BELOW_RESOLUTION, DISAGREE
+from .html_cells import BELOW_RESOLUTION, DISAGREE, unbroken
+from .html_style import (
+    BARS_CELL,
+    BARS_HEAD,
+    FIGURES,
+    HEAVY,
+    INSTRUMENTED,
+    SAMPLED,
+    SCROLL,
+    SOURCE_CELL,
+    SOURCE_HEAD,
+    code_style,
+    swatch,
+)
 from .view import FunctionView, LineView, interval_text, number
 
 __all__ = ["BELOW_RESOLUTION", "DISAGREE", "function_table", "highlighted_lines"]
 
-HEAVY = "one of the heaviest lines (10% of the time or more)"
+HEAVY_TITLE = "one of the heaviest lines (10% of the time or more)"
 FOLDED = "the function's docstring, as one row: it never runs (the profile keeps every line)"
 
 #: pygments token types -> the short classes the stylesheet colours (first match wins)
@@ -69,14 +85,25 @@ def highlighted_lines(view: FunctionView) -> list[str]:
     ]
 
 
+_TRACK = "position:relative;height:5px;margin:2px 0;background:rgba(128,128,128,0.12)"
+_FILL = "position:absolute;left:0;top:0;bottom:0"
+_WHISKER = "position:absolute;top:-2px;bottom:-2px;border:1px solid;border-width:0 1px;opacity:0.75"
+_WHISKER_LINE = "position:absolute;left:0;right:0;top:3px;border-top:1px solid"
+
+
 def _bar(percent: float | None, css: str, interval: tuple[float, float] | None = None) -> str:
+    """A bar on a 0-100% track, drawn by inline styles alone (a sanitizer keeps them), with the
+    95% interval as a whisker: a bracket and the line across it."""
+    track = f'<div class="bar {css}" style="{_TRACK}">'
     if percent is None:
-        return f'<div class="bar {css}"></div>'
+        return track + "</div>"
     whisker = ""
     if interval is not None:
         low, high = interval
-        whisker = f'<i style="left:{low:.1f}%;width:{max(high - low, 0.4):.1f}%"></i>'
-    return f'<div class="bar {css}"><span style="width:{percent:.1f}%"></span>{whisker}</div>'
+        box = f"{_WHISKER};left:{low:.1f}%;width:{max(high - low, 0.4):.1f}%"
+        whisker = f'<i style="{box}"><i style="{_WHISKER_LINE}"></i></i>'
+    colour = SAMPLED if css == "bs" else INSTRUMENTED
+    return f'{track}<span style="{_FILL};width:{percent:.1f}%;background:{colour}"></span>{whisker}</div>'
 
 
 def _bars(line: LineView, view: FunctionView) -> str:
@@ -96,16 +123,17 @@ def _bars(line: LineView, view: FunctionView) -> str:
         if line.percent is not None:
             said.append(f"% Time {line.percent:.1f} (clock probes)")
     if not said:
-        return '<td class="bars"></td>'
-    return f'<td class="bars" title="{escape("; ".join(said))}">{"".join(parts)}</td>'
+        return f'<td class="bars" style="{BARS_CELL}"></td>'
+    return f'<td class="bars" style="{BARS_CELL}" title="{escape("; ".join(said))}">{"".join(parts)}</td>'
 
 
-def _asm(view: FunctionView, lineno: int, code_html: str, hottest: int) -> str:
+def _asm(view: FunctionView, line: LineView, code_html: str, hottest: int) -> str:
     """The source cell: the line, expandable (``<details>``, no script) to its instructions,
     each with its samples and a background as hot as its share of the hottest one."""
-    code = view.stats.machine.lines.get(lineno)
+    code = view.stats.machine.lines.get(line.lineno)
     if code is None or not code.instructions:
-        return f"<code>{code_html}</code>"
+        return f'<code style="{code_style(line.text)}">{code_html}</code>'
+    source = f'<code style="{code_style(line.text, "inline-block")}">{code_html}</code>'
     rows = []
     for ins in code.instructions:
         heat = ins.samples / hottest if hottest else 0.0
@@ -114,13 +142,15 @@ def _asm(view: FunctionView, lineno: int, code_html: str, hottest: int) -> str:
         if ins.target:
             target = f' <span class="tgt">&rarr; {escape(ins.target)} ({escape(ins.origin or "")})</span>'
         rows.append(
-            f'<tr{style}><td class="n">{ins.samples or ""}</td><td class="ad">{ins.address:#x}</td>'
-            f"<td>{escape(ins.text)}{target}</td></tr>"
+            f'<tr{style}><td class="n">{ins.samples or ""}</td>'
+            f'<td class="ad" style="text-align:left">{ins.address:#x}</td>'
+            f'<td style="text-align:left">{escape(ins.text)}{target}</td></tr>'
         )
     said = f"{len(code.instructions)} instructions, {code.samples} samples"
     return (
-        f'<details class="asm"><summary><code>{code_html}</code></summary>'
-        f'<table><thead><tr><th class="n">samples</th><th>address</th><th>instruction ({said})</th></tr>'
+        f'<details class="asm"><summary>{source}</summary><table {FIGURES}><thead><tr>'
+        f'<th class="n">samples</th><th style="text-align:left">address</th>'
+        f'<th style="text-align:left">instruction ({said})</th></tr>'
         f"</thead><tbody>{''.join(rows)}</tbody></table></details>"
     )
 
@@ -141,7 +171,7 @@ def _heads(view: FunctionView, human: bool) -> str:
     said = {c.header: f' title="{escape(c.explanation)}"' for c in view.stats.extras.columns if c.explanation}
 
     def head(name: str, css: str, title: str) -> str:
-        return f'<th class="n{css}"{title}>{escape(name)}</th>'
+        return f'<th class="n{css}"{title}>{unbroken(name)}</th>'
 
     def title(c: Column) -> str:
         return unit if c.unit_title else f' title="{escape(c.explanation)}"' if c.html_title else ""
@@ -151,17 +181,18 @@ def _heads(view: FunctionView, human: bool) -> str:
     heads += [head(c.name, html_fold_class(c), title(c)) for c in after]
     head_html = "".join(heads)
     if view.timed:
-        swatches = [("Time", "s" if view.sampled else "t")] + (
-            [("Probes", "t")] if view.probes_beside else []
+        swatches = [("Time", SAMPLED if view.sampled else INSTRUMENTED)] + (
+            [("Probes", INSTRUMENTED)] if view.probes_beside else []
         )
-        label = "".join(f'<b style="background:var(--{v})"></b>{n}' for n, v in swatches)
-        head_html += f'<th class="bars" title="shares as bars on one 0-100% scale">{label}</th>'
-    return head_html + '<th class="src">Line Contents</th>'
+        label = "".join(f'<b style="{swatch(c, 8, 8, "0 2px 0 4px")}"></b>{n}' for n, c in swatches)
+        said = "shares as bars on one 0-100% scale"
+        head_html += f'<th class="bars" style="{BARS_HEAD}" title="{said}">{label}</th>'
+    return head_html + f'<th class="src" style="{SOURCE_HEAD}">Line Contents</th>'
 
 
 def _cell(view: FunctionView, line: LineView, spec: Column, human: bool) -> str:
     """One registry column's cell: its own HTML, or its text escaped, in its classes."""
-    inner = spec.html_cell(view, line, human) if spec.html_cell else escape(spec.cell(view, line))
+    inner = spec.html_cell(view, line, human) if spec.html_cell else unbroken(spec.cell(view, line))
     css = spec.html_class(line) if callable(spec.html_class) else spec.html_class
     css += html_fold_class(spec)
     return _num(inner, css)
@@ -170,7 +201,7 @@ def _cell(view: FunctionView, line: LineView, spec: Column, human: bool) -> str:
 def _cells(view: FunctionView, line: LineView, human: bool) -> list[str]:
     before, after = _shown(view)
     cells = [_cell(view, line, spec, human) for spec in before]
-    cells += [_num(escape(text)) for text in line.extra]
+    cells += [_num(unbroken(text)) for text in line.extra]
     cells += [_cell(view, line, spec, human) for spec in after]
     if view.timed:
         cells.append(_bars(line, view))
@@ -183,12 +214,14 @@ def function_table(view: FunctionView, human: bool = False) -> str:
     hottest = max((i.samples for c in view.stats.machine.lines.values() for i in c.instructions), default=0)
     for line, code in zip(view.lines, highlighted_lines(view), strict=True):
         cells = _cells(view, line, human)
-        cells.append(f'<td class="src">{_asm(view, line.lineno, code, hottest)}</td>')
+        cells.append(f'<td class="src" style="{SOURCE_CELL}">{_asm(view, line, code, hottest)}</td>')
         classes = " ".join(c for c, on in (("heavy", line.heavy), ("disagree", line.disagree)) if on)
-        title = f' title="{HEAVY}"' if line.heavy else ""
+        title = f' title="{HEAVY_TITLE}" style="background:{HEAVY}"' if line.heavy else ""
         rows.append(f'<tr class="{classes}"{title}>' if classes else "<tr>")
         rows[-1] += "".join(cells) + "</tr>"
     body = "\n".join(rows)
     heads = _heads(view, human)
-    table = f'<table class="lines"><thead><tr>{heads}</tr></thead>\n<tbody>\n{body}\n</tbody></table>'
-    return f'<div class="scroll">{table}</div>'
+    table = (
+        f'<table class="lines" {FIGURES}><thead><tr>{heads}</tr></thead>\n<tbody>\n{body}\n</tbody></table>'
+    )
+    return f'<div class="scroll" style="{SCROLL}">{table}</div>'

@@ -32,6 +32,7 @@ class PhaseRun:
     replacements: dict[int, CPUDispatcher] = field(default_factory=dict)
     compiles: CompileWatcher | None = None  # this phase's compile events
     runs_nothing: bool = False  # only compiles twins (``Runner.phase``)
+    replaying: bool = False  # replays the user's run's calls: its callers stand (``Runner.build``)
     unprofiled: dict[str, str] = field(default_factory=dict)  # made meanwhile, not profilable: name -> why
     cache_refused: list[str] = field(default_factory=list)  # the program's cache entries it did not write
 

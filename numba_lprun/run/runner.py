@@ -143,17 +143,24 @@ class Runner:
             self.targets.update(items)
 
     def build(
-        self, kind: str, targets: Iterable[Target], namespaces: list[dict], callers: list | None = None
+        self,
+        kind: str,
+        targets: Iterable[Target],
+        namespaces: list[dict],
+        callers: list | None = None,
+        searched: bool = False,
     ) -> list[tuple[Twin, FunctionSource | None]]:
         """Twins of ``targets`` and of every jitted caller that reaches one (``callers``, or
-        those found in ``namespaces``), linked."""
+        those found in ``namespaces`` and among the live objects: ``searched``, the last search's
+        callers stand for these, as in a replay of the same calls), linked."""
         built: list[tuple[Twin, FunctionSource | None]] = []
         originals = [t.original for t in self.targets.values()]
         holders = self._held()
         names = [name for holder, held in holders for name in holder.instance_types(held)]
         if callers is None:
             named = [obj for holder, held in holders for obj in holder.named(held)]
-            callers = find_callers(originals + named, namespaces, lambda d: self._uses(d, names))
+            elsewhere = self.callers if searched else None
+            callers = find_callers(originals + named, namespaces, lambda d: self._uses(d, names), elsewhere)
             profiled = set(originals)
             entries = [d for holder, held in holders for d in holder.entry_points(held)]
             callers += [d for d in entries if d not in profiled]  # a held class's code: relinked
@@ -252,6 +259,7 @@ class Runner:
             progress=progress,
             statement=statement,
             runs_nothing=runs_nothing,
+            replaying=replaying,
         )
         self.used.add(kind)
         self.generation += 1
@@ -305,7 +313,8 @@ class Runner:
                         run.internal.append(ns)
                         run.namespaces.append(ns)
             self._forget()
-            built = self.build(run.kind, targets, run.namespaces, self.callers if run.runs_nothing else None)
+            callers = self.callers if run.runs_nothing else None
+            built = self.build(run.kind, targets, run.namespaces, callers, searched=run.replaying)
             kind = run.kind
             twins = {
                 t.source.py_func.__code__: t.twins[kind].code

@@ -19,7 +19,8 @@ events), ``redirect`` (calls of an original sent to its twin), ``line_tables``
 ``overloads``, ``libraries`` (object code, linked libraries, symbols),
 ``irbuilder`` (LLVM IR helpers for intrinsics), ``codegen`` (hooks after lowering,
 before native lowering and on the final module; JIT symbols), ``caching`` (Numba's
-disk cache, for twins), ``runtime`` (allocator, worker threads, random states) and
+disk cache, for twins), ``program_cache`` (the program's own cache kept clean while a
+run lasts), ``runtime`` (allocator, worker threads, random states) and
 ``cuda`` (the simulator's kernels).
 """
 

@@ -14,7 +14,7 @@ from __future__ import annotations
 import gc
 import sys
 import types as pytypes
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 
 from ..instrument.function_kinds import treated_as
@@ -85,25 +85,29 @@ def named_ids(caller: object) -> set[int]:
     return set() if py_func is None else set(map(id, named_values(py_func)))
 
 
-def reaches_through_names(py_func: pytypes.FunctionType, targets: Mapping[int, object]) -> bool:
-    """Whether the code of ``py_func`` can call one of ``targets`` (by identity), directly or
-    through the jitted functions it names, and theirs: a function Numba would load from its
-    cache then links the target's own code."""
+def reached_values(py_func: pytypes.FunctionType) -> Iterator[object]:
+    """Every value ``py_func``'s code names, and the values named by the jitted functions and
+    ufuncs it names, recursively (each once): what its code can reach."""
     ufuncs = ufunc_classes()
     seen: set[int] = set()
     frontier = [py_func]
     while frontier:
-        values = named_values(frontier.pop())
-        if any(id(value) in targets for value in values):
-            return True
-        for value in values:
-            if id(value) in seen or not (is_dispatcher(value) or isinstance(value, ufuncs)):
+        for value in named_values(frontier.pop()):
+            if id(value) in seen:
                 continue
             seen.add(id(value))
-            inner = _python_function(value)
-            if inner is not None:
-                frontier.append(inner)
-    return False
+            yield value
+            if is_dispatcher(value) or isinstance(value, ufuncs):
+                inner = _python_function(value)
+                if inner is not None:
+                    frontier.append(inner)
+
+
+def reaches_through_names(py_func: pytypes.FunctionType, targets: Mapping[int, object]) -> bool:
+    """Whether the code of ``py_func`` can call one of ``targets`` (by identity), directly or
+    through the jitted functions it names, and theirs: a function Numba would load from its
+    cache then links the target's own code."""
+    return any(id(value) in targets for value in reached_values(py_func))
 
 
 def live_objects(kinds: tuple[type, ...]) -> list[object]:

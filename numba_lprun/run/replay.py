@@ -31,15 +31,14 @@ import os
 import threading
 import time
 import types as pytypes
-from collections.abc import Iterator, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
 
-from ..internals import is_dispatcher, ufunc_classes
 from .differences import differences
-from .reach import named_values
+from .reach import reached_values
 from .snapshot import Reach, Snapshot, call_reach, take_snapshot
 from .state_types import Item
 
@@ -176,10 +175,6 @@ class CallRecorder:
                 pairs += [(f"{item.name}{where}", mine, item.read()) for item, mine in call.after]
         return differences(pairs) if compare else None
 
-    def outcomes_kept(self) -> bool:
-        """Whether the user's run's calls can be compared with a replay's (all were recorded)."""
-        return self.complete
-
     def _saved(self, original: object, index: int, args: tuple, kwargs: dict) -> _Call | None:
         why = self._why_not.get(original, "")
         if why == "":
@@ -242,7 +237,7 @@ def why_not_replayable(function: object) -> str | None:
     py_func = getattr(function, "py_func", None)
     if isinstance(py_func, pytypes.FunctionType) and py_func.__code__.co_flags & 0x20:  # CO_GENERATOR
         return "a generator (your code takes its values)"
-    for value in _reached_values(py_func):
+    for value in reached_values(py_func) if isinstance(py_func, pytypes.FunctionType) else ():
         if isinstance(value, pytypes.ModuleType):
             module = value.__name__
         else:
@@ -254,23 +249,3 @@ def why_not_replayable(function: object) -> str | None:
         if kind == "numba.core.withcontexts":
             return "it calls back into Python (an objmode block), which a replay would run again"
     return None
-
-
-def _reached_values(py_func: object) -> Iterator[object]:
-    """Every value ``py_func``'s code names, and the values named by the jitted functions it
-    names, recursively."""
-    if not isinstance(py_func, pytypes.FunctionType):
-        return
-    ufuncs = ufunc_classes()
-    seen: set[int] = set()
-    frontier = [py_func]
-    while frontier:
-        for value in named_values(frontier.pop()):
-            if id(value) in seen:
-                continue
-            seen.add(id(value))
-            yield value
-            if is_dispatcher(value) or isinstance(value, ufuncs):
-                inner = getattr(value, "py_func", None)
-                if isinstance(inner, pytypes.FunctionType):
-                    frontier.append(inner)

@@ -41,6 +41,7 @@ from .run.measurements import (
     Restored,
     Sampled,
     Unprofiled,
+    Unreached,
     fold,
     restored_union,
 )
@@ -200,6 +201,7 @@ def _measured(
         unsampled=fact.unsampled,
         title=fact.title if fact.title != fact.qualname else "",
         compile_error=next((m.functions[key] for m in record.of(CompileFailed) if key in m.functions), ""),
+        unreached=next((m.functions[key] for m in record.of(Unreached) if key in m.functions), ()),
     )
     counts = Counts(
         hits=dict(user.hits),

@@ -70,6 +70,8 @@ def diagnose(
     if not counts.calls and not counts.hits and measured.source.compile_error:  # called, never ran
         name = measured.source.title or measured.source.qualname
         notes.append(Note("error", f"{name} did not compile: {measured.source.compile_error}"))
+    elif not counts.calls and not counts.hits and measured.source.unreached:
+        notes.append(Note("warning", unreached_note(measured.source.unreached)))
     elif not counts.calls and not counts.hits:
         notes.append(Note("info", "not called during the run"))
     notes += _time_notes(counts, samples, sampling_unavailable, measured.source.unsampled)
@@ -114,6 +116,17 @@ def diagnose(
     if measured.source.objmode_lines:
         notes.append(Note("info", "lines inside objmode blocks: their time is charged to the with line"))
     return Diagnosis(tuple(notes), below, disagree, corrected, hottest(counts, samples, probes))
+
+
+def unreached_note(names: tuple[str, ...]) -> str:
+    """Why a function that counted nothing may still have run: code it is linked into that the
+    profiler could not run on twins (``Source.unreached``)."""
+    shown = ", ".join(f"`{n}`" for n in names[:3]) + (f" and {len(names) - 3} more" if len(names) > 3 else "")
+    return (
+        f"no hits counted, but code compiled before the profile that the profiler cannot run on twins "
+        f'calls it: {shown} (such as a target="parallel" ufunc or a cfunc); its calls are not counted: '
+        "profile the statement or script that builds that code (code compiled during the profile is counted)"
+    )
 
 
 def hottest(counts: Counts, samples: LineSamples, probes: Probes) -> tuple[int, ...]:

@@ -22,7 +22,13 @@ from IPython.display import display
 from .cuda import CudaLineProfiler, bound_kernels, namespaces_of
 from .errors import NotProfilableError, TwinCompileError, without_profiler_frames
 from .instrument.packages import imported_from, split_packages
-from .instrument.profilable import evaluate_expression, is_dispatcher, profilable_in, resolve
+from .instrument.profilable import (
+    evaluate_expression,
+    is_dispatcher,
+    may_be_compiled_later,
+    profilable_in,
+    resolve,
+)
 from .options import (
     MAGIC,
     cuda_profiler_kwargs,
@@ -202,14 +208,14 @@ class NlprunMagics(Magics):
         except SyntaxError as exc:
             raise UsageError(f"nlprun: syntax error in the statement, line {exc.lineno}: {exc.msg}") from None
         try:
-            functions, kernels = self._functions(args)
+            functions, plain, kernels = self._functions(args)
         except RequestError as exc:
             raise UsageError(f"nlprun: {exc}") from None
         if kernels:
             return self._nlprun_cuda(args, statement, filename, functions, kernels)
         in_modules = self._module_functions(args)
         packages = split_packages(args.source)
-        if cell is None and not functions and not in_modules and not packages:
+        if cell is None and not functions and not plain and not in_modules and not packages:
             raise UsageError("nlprun: nothing to profile: give -f FUNC, -m MODULE or --source PKG")
         try:
             prof = LineProfiler(**profiler_kwargs(args))
@@ -229,11 +235,15 @@ class NlprunMagics(Magics):
         for func in imported_from(packages):
             prof.add_function(func)
         functions += in_modules
-        selection = Selection(filename, packages, chosen=bool(functions or packages))
+        chosen = bool(functions or packages or plain)
+        selection = Selection(filename, packages, chosen=chosen, plain=tuple(f for _, f, _ in plain))
         ns = self.shell.user_ns
         interrupted, error, progress = self._run(
             lambda progress: prof.runsource(statement, filename, ns, selection, progress=progress)
         )
+        if prof.last_source is not None:
+            for expr, _, why in (p for p in plain if p[1] in prof.last_source.plain_unmatched):
+                print(f"numba_lprun: -f {expr}: {why}; nothing compiled it with Numba during the statement")
         return self._finish(prof, prof.profile, args, interrupted, error, progress)
 
     def _nlprun_cuda(self, args, statement: str, filename: str, functions: list, kernels: list):
@@ -280,8 +290,10 @@ class NlprunMagics(Magics):
         )
 
     # -- pieces ----------------------------------------------------------------------
-    def _functions(self, args) -> tuple[list[Callable], list[object]]:
-        """The CPU functions and the CUDA kernels and device functions ``-f`` names
+    def _functions(self, args) -> tuple[list[Callable], list[tuple[str, Callable, str]], list[object]]:
+        """The CPU functions, the plain Python functions (expression, function, why it is not
+        jitted now: profiled if Numba compiles it during the statement, as pandas'
+        ``engine="numba"`` does) and the CUDA kernels and device functions ``-f`` names
         (``session.split_cpu_cuda`` tells them apart, and refuses both at once)."""
         named = []
         for expr in args.functions:
@@ -291,12 +303,15 @@ class NlprunMagics(Magics):
                 raise UsageError(f"nlprun: -f {expr}: {exc}") from None
         others, cuda = split_cpu_cuda(named, args, MAGIC, args.modules)
         found: list[Callable] = []
+        plain: list[tuple[str, Callable, str]] = []
         for expr, obj in others:
             try:
                 found.extend(resolve(obj))
             except NotProfilableError as exc:
-                raise UsageError(f"nlprun: -f {expr}: {exc}") from None
-        return found, cuda
+                if not may_be_compiled_later(obj):
+                    raise UsageError(f"nlprun: -f {expr}: {exc}") from None
+                plain.append((expr, obj, str(exc)))  # profiled if Numba compiles it during the run
+        return found, plain, cuda
 
     def _module_functions(self, args) -> list[Callable]:
         found: list[Callable] = []

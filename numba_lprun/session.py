@@ -83,8 +83,9 @@ def cut_short(error: BaseException | None, interrupted: str | None, subject: str
 
 
 def nothing_ran(profile: ProfileStats) -> bool:
-    """Whether no profiled function ran (then the front end says what could have been profiled)."""
-    return not any(f.counts.calls or f.counts.hits for f in profile.functions)
+    """Whether no profiled function ran (then the front end says what could have been profiled);
+    one that code the run could not reach calls (``Source.unreached``) may have run: its note says."""
+    return not any(f.counts.calls or f.counts.hits or f.source.unreached for f in profile.functions)
 
 
 def could_have_profiled(found: list[str], where: str, profiled: ProfileStats | None = None) -> str:

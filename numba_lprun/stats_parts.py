@@ -65,6 +65,9 @@ class Source:
     # qualified name ("fast_sum_log_nz (sum_log_nz, fastmath)"); "": the qualified name
     title: str = ""
     compile_error: str = ""  # why it did not compile in the user's run, in one line ("": it did)
+    # compiled code the run could not send to a twin that links this function's own, where it counted
+    # nothing (``run.unreached``): its calls from there were not counted
+    unreached: tuple[str, ...] = ()
 
     @property
     def key(self) -> tuple[str, int, str]:
@@ -211,6 +214,7 @@ SINCE_FORMAT_2: frozenset[tuple[str, str]] = frozenset(
         ("source", "uncached"),
         ("source", "unsampled"),
         ("source", "compile_error"),
+        ("source", "unreached"),
     }
 )
 

@@ -95,3 +95,43 @@ def test_a_caller_compiled_before_and_held_only_in_a_dict_reaches_the_helper(cal
     np.testing.assert_array_equal(profiler.runcall(call, a.copy()), expected)
     line = shift.py_func.__code__.co_firstlineno + 2
     assert hits_of(profiler.get_stats(), "shift") == {line: a.size}
+
+
+def _notes(profiler) -> list[str]:
+    (function,) = profiler.profile.functions
+    return [note.text for note in function.diagnosis.notes]
+
+
+def test_code_the_run_cannot_reach_is_named_instead_of_not_called():
+    """A target="parallel" gufunc is NumPy's own ufunc around Numba's code: built before the
+    profile, no Python object leads the profiler to a kernel it could compile again, so the
+    helper's calls from it are not counted, and the table says so instead of "not called"."""
+    parallel = guvectorize([(float64[:], float64[:])], "(n)->(n)", target="parallel")(rows)
+    a = np.arange(12.0).reshape(3, 4)
+    expected = parallel(a)
+    profiler = numba_lprun.LineProfiler(shift, timing=False)
+    np.testing.assert_array_equal(profiler.runcall(parallel, a), expected)
+    (function,) = profiler.profile.functions
+    assert function.source.unreached == ("rows",)
+    notes = _notes(profiler)
+    assert "not called during the run" not in notes
+    assert any("no hits counted" in n and "`rows`" in n for n in notes), notes
+    from numba_lprun.session import nothing_ran
+
+    assert not nothing_ran(profiler.profile)  # and the closing hint does not say nothing ran
+
+
+@pytest.mark.parametrize("caller", ["guvectorize on demand", "vectorize with signatures", "jitted caller"])
+def test_a_helper_whose_reachable_callers_did_not_run_is_not_called(caller):
+    """Callers the run can reach (their wrappers link their kernels) name nothing when unused."""
+    kernel = MAKERS[caller]()
+    a = np.arange(12.0).reshape(3, 4) if "guvectorize" in caller else np.arange(5.0)
+    _calling(kernel)(a.copy())
+    globals()["kept_caller"] = kernel
+    try:
+        profiler = numba_lprun.LineProfiler(shift, timing=False)
+        profiler.runcall(len, a)
+    finally:
+        globals().pop("kept_caller", None)
+    assert profiler.profile.functions[0].source.unreached == ()
+    assert "not called during the run" in _notes(profiler)

@@ -11,6 +11,7 @@ The front ends (magic, CLI) and ``LineProfiler`` all go through :func:`resolve`.
 
 from __future__ import annotations
 
+import gc
 import importlib
 from types import FunctionType
 
@@ -60,17 +61,34 @@ def implementations(template: type) -> list[CPUDispatcher]:
 
 
 def templates_holding(dispatcher: object) -> list[type]:
-    """Overload templates whose cache holds an implementation compiled from ``dispatcher``'s code."""
+    """Overload templates whose cache holds an implementation compiled from ``dispatcher``'s code,
+    or that ``register_jitable`` made for its very function (whose cache takes ``dispatcher``
+    once the template has built it: it may be building it now)."""
 
     def code_of(disp: object) -> object:
         return getattr(getattr(disp, "py_func", None), "__code__", None)
 
-    code = code_of(dispatcher)
+    code, py_func = code_of(dispatcher), getattr(dispatcher, "py_func", None)
     found = []
     for template in templates_with_implementations():
-        if any(code_of(disp) is code for disp in cached_dispatchers(template)):
+        if any(code_of(disp) is code for disp in cached_dispatchers(template)) or (
+            py_func is not None and getattr(template, "key", None) is py_func
+        ):
             found.append(template)
     return found
+
+
+def may_be_compiled_later(func: object) -> bool:
+    """Whether ``func`` is a plain Python function that Numba may compile while a statement runs
+    (a library given it, as pandas' ``engine="numba"`` is, or ``register_jitable``): not one of
+    its jitted functions' own Python code (``f.py_func``), which is profiled as that function."""
+    if not isinstance(func, FunctionType):
+        return False
+    for held_by in gc.get_referrers(func):  # a dispatcher keeps its Python function in its __dict__
+        holders = gc.get_referrers(held_by) if isinstance(held_by, dict) else [held_by]
+        if any(is_dispatcher(d) and getattr(d, "py_func", None) is func for d in holders):
+            return False
+    return True
 
 
 def refuse_cuda(obj: object) -> None:

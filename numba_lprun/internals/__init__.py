@@ -79,8 +79,10 @@ from .kernels import (
     ufunc_dispatcher,
 )
 from .libraries import (
+    code_library_class,
     compiled_object,
     defined_function,
+    kept_only_by_numba,
     linked_libraries,
     numba_helper_address,
     optimized_ir,
@@ -164,6 +166,8 @@ __all__ = [
     "line_table_options",
     "line_tables_only",
     "linked_libraries",
+    "code_library_class",
+    "kept_only_by_numba",
     "minor",
     "missing",
     "numba_helper_address",

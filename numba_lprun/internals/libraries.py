@@ -11,6 +11,9 @@ through a compile unit, which directives-only tables do not have.
 
 from __future__ import annotations
 
+import gc
+from types import FrameType
+
 from .registry import touches
 
 
@@ -36,6 +39,46 @@ def compiled_object(library) -> bytes | None:
 def linked_libraries(library) -> list:
     """The code libraries Numba linked into ``library`` (an empty list for one without any)."""
     return list(getattr(library, "_linking_libraries", ()))
+
+
+@touches(
+    "numba.core.codegen",
+    "CodeLibrary",
+    "run/unreached.py: every code library alive (its instances), to find code that links a profiled function",
+)
+def code_library_class() -> type:
+    """The base class of every library of compiled code Numba makes (a function's, a ufunc's
+    kernel and wrapper, a cfunc's)."""
+    from numba.core.codegen import CodeLibrary
+
+    return CodeLibrary
+
+
+@touches(
+    "numba.core.codegen",
+    "CodeLibrary",
+    "run/unreached.py: whether a library is kept alive by more than Numba's own bookkeeping",
+    instance_attribute="_linking_libraries",
+)
+def kept_only_by_numba(library: object, libraries: list, ignore: set[int]) -> bool:
+    """Whether nothing but Numba's own bookkeeping keeps ``library`` alive, so no code of the
+    program can call it any more.
+
+    Numba never frees compiled code: its target context keeps every function it compiled
+    registered (a one-element tuple of its libraries beside each entry point and each user
+    function), and a library linked into another is in that one's list of linked libraries.
+    What a program can still call is held some other way (a ufunc's keepalive, a cfunc, a
+    compile result). ``libraries``: every live library; ``ignore``: identities of the
+    caller's own containers that hold ``library``.
+    """
+    linking = {id(getattr(lib, "_linking_libraries", None)) for lib in libraries}
+    for ref in gc.get_referrers(library):
+        if id(ref) in ignore or id(ref) in linking or isinstance(ref, FrameType):
+            continue
+        if type(ref) is tuple and len(ref) == 1:
+            continue
+        return False
+    return True
 
 
 @touches(

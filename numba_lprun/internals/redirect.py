@@ -84,6 +84,29 @@ class _Redirecting:
         # ``integrate(f, 0, 1)``), it is typed as its twin, so the callee calls the twin
         return self.__dict__[_REDIRECT]._numba_type_
 
+    def get_call_template(self, args, kws):
+        # typed by Numba as a callee without ``typeof`` (``@overload``'s and ``register_jitable``'s
+        # implementations, a ``types.Dispatcher`` made directly): the caller compiles against the twin
+        twin = self.__dict__.get(_REDIRECT)
+        if twin is None or _FELL_BACK in self.__dict__ or not _asked_by_numba():
+            return _own(self).get_call_template(self, args, kws)
+        try:
+            return twin.get_call_template(args, kws)
+        except _NumbaError as exc:  # typing compiles: any error of Numba's here is the twin's compile's
+            why = _first_line(exc)
+            traceback.clear_frames(exc.__traceback__)
+        # as in ``__call__``: the original compiles instead (its own error, if any, is the program's)
+        result = _own(self).get_call_template(self, args, kws)
+        self.__dict__[_FELL_BACK] = why
+        return result
+
+    def get_overload(self, sig):
+        # ... and links the twin's code where it asks for the callee's entry point
+        twin = self.__dict__.get(_REDIRECT)
+        if twin is None or _FELL_BACK in self.__dict__ or not _asked_by_numba():
+            return _own(self).get_overload(self, sig)
+        return twin.get_overload(sig)
+
     def _reduce_class(self):
         # pickled (Numba's ReduceMixin) as the original's class, so unpickling makes a plain dispatcher
         return _own(self)
@@ -158,6 +181,13 @@ class _Redirecting:
         if twin is not None:
             _give_signatures(self, twin)
             twin.disable_compile() if val is True else twin.disable_compile(val)
+
+
+def _asked_by_numba() -> bool:
+    """Whether the caller of the method that asks is Numba's own code (its typing or lowering
+    of a jitted caller), not the program's or the profiler's."""
+    module = sys._getframe(2).f_globals.get("__name__", "")
+    return module.startswith("numba.") and not module.startswith("numba.tests")
 
 
 def _give_signatures(original: object, twin: object) -> None:

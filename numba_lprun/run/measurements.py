@@ -256,6 +256,15 @@ class CompileFailed:
     functions: dict[Key, str] = field(default_factory=dict)
 
 
+@dataclass(frozen=True)
+class Unreached:
+    """Profiled functions that counted nothing in the user's run while compiled code the run could
+    not send to a twin links their own (``run.unreached``): that code's names, per function. Their
+    calls from there, if any, are not counted, so they are not "not called"."""
+
+    functions: dict[Key, tuple[str, ...]] = field(default_factory=dict)
+
+
 Measurement = (
     Counted
     | Sampled
@@ -269,6 +278,7 @@ Measurement = (
     | Unprofiled
     | CacheKept
     | CompileFailed
+    | Unreached
 )
 
 
@@ -416,6 +426,12 @@ def merge_records(older: CallRecord | None, newer: CallRecord) -> CallRecord:
             merged.append(Differed(values, fastmath, any(m.measured for m in items)))
         elif isinstance(items[0], CompileFailed):  # every function that failed, in any call
             merged.append(CompileFailed({k: why for m in items for k, why in m.functions.items()}))
+        elif isinstance(items[0], Unreached):  # the code named in any call
+            named: dict[Key, tuple[str, ...]] = {}
+            for m in items:
+                for k, names in m.functions.items():
+                    named[k] = tuple(dict.fromkeys(named.get(k, ()) + names))
+            merged.append(Unreached(named))
         elif isinstance(items[0], (RanOnce, CodeUncompared)):  # said of the newest call only
             merged += [m for m in items if m in newer.measurements][-1:]
         else:

@@ -53,6 +53,7 @@ from .plain_build import PlainBuild
 from .quiet import quiet
 from .sampled_run import line_maps, measured, samples_inside
 from .targets import sampled_lines
+from .unreached import unreached_linkers
 
 __all__ = ["CallContext", "Phase", "Plan", "RunSettings", "plan", "run_phases"]
 
@@ -333,6 +334,10 @@ class UserRun:
             compiled = run is not None and run.compiling_since(started) > 0  # its time leaves that out
             counts = ctx.runner.take_counts(self.kind)
             ctx.made.append(Counted(self.kind, True, counts, faults=faults, compiled=compiled))
+            silent = [k for k, c in counts.items() if not c.calls and not c.hits]
+            unreached = unreached_linkers({k: ctx.runner.targets[k].original for k in silent})
+            if unreached is not None:
+                ctx.made.append(unreached)
             if run is not None and run.unprofiled:
                 ctx.made.append(Unprofiled(dict(run.unprofiled)))
             _cache_kept(ctx, run)

@@ -16,6 +16,7 @@ from __future__ import annotations
 import os
 import sys
 import types
+from collections.abc import Callable
 from dataclasses import dataclass
 from importlib.machinery import ModuleSpec
 
@@ -31,7 +32,8 @@ class Selection:
     ``packages``: ``--source`` packages, whose functions always count; ``chosen``:
     functions or packages were named, so the source's own count only by ``names``;
     ``names``: bare ``-f`` names, matched by the name a function is bound to or its
-    own; ``marked_only``: the script marks with ``@profile``, so only marked ones
+    own; ``plain``: plain functions named, matched by the jitted function Numba makes of
+    them; ``marked_only``: the script marks with ``@profile``, so only marked ones
     count; ``find_marked``: also adopt marked functions of modules imported meanwhile
     (kernprof's habit: ``@profile`` in a module the script imports).
     """
@@ -42,6 +44,9 @@ class Selection:
     names: frozenset[str] = frozenset()
     marked_only: bool = False
     find_marked: bool = False
+    #: Plain Python functions ``-f`` named: profiled as Numba compiles them during the run (a library
+    #: that jit-compiles a function it is given: pandas' ``engine="numba"``, ``register_jitable``)
+    plain: tuple[Callable, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -81,6 +86,7 @@ class SourceRun:
         self.selection = selection
         self.namespace: dict = {}
         self.names_found: set[str] = set()
+        self.plain_found: list[Callable] = []  # ``selection.plain``'s functions Numba compiled
         self._modules_seen: set[str] = set()
         self._marked: list[object] = []  # marked functions of the namespace adopted already
 
@@ -88,6 +94,11 @@ class SourceRun:
         """Whether ``value`` (a new binding, or a function a decorator just made) is profiled."""
         chosen = self.selection
         if in_packages(module_of(value), chosen.packages):
+            return True
+        py_func = getattr(value, "py_func", None)
+        plain = [f for f in chosen.plain if py_func is f or getattr(py_func, "__code__", None) is f.__code__]
+        if plain:
+            self.plain_found += [f for f in plain if not any(f is seen for seen in self.plain_found)]
             return True
         if not _same_file(source_file(value), chosen.filename):
             return False
@@ -114,6 +125,11 @@ class SourceRun:
                 self._marked.append(value)
                 found.append(value)
         return found
+
+    @property
+    def plain_unmatched(self) -> tuple[Callable, ...]:
+        """The plain functions named that nothing compiled during the run."""
+        return tuple(f for f in self.selection.plain if not any(f is seen for seen in self.plain_found))
 
     @property
     def names_unmatched(self) -> tuple[str, ...]:

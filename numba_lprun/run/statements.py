@@ -80,9 +80,11 @@ def _profilable(value: object) -> list:
 
 #: Modules whose frames sit between a Numba decorator and the code that applied it.
 _DECORATOR_MODULES = ("numba.core.decorators",)
+#: Where ``@overload`` (and so ``register_jitable``) makes a dispatcher of its implementation.
+_OVERLOAD_MODULE = "numba.core.typing.templates"
 
 
-def _made_by_a_decorator_in_user_code(decorators: tuple[str, ...] = _DECORATOR_MODULES) -> bool:
+def _made_by_a_decorator_in_user_code(made: object, decorators: tuple[str, ...] = _DECORATOR_MODULES) -> bool:
     """Whether the object being made comes from a decorator (``@njit``, ``@vectorize``,
     ``@stencil``: Numba code in ``decorators``) applied by the program itself, not from Numba
     or numba_lprun making one for their own use (a ufunc's kernel, a jitclass's members, a
@@ -92,7 +94,20 @@ def _made_by_a_decorator_in_user_code(decorators: tuple[str, ...] = _DECORATOR_M
         frame = frame.f_back
     if frame is None:
         return False
+    if _made_for_an_overload(frame, made):
+        return True
     return not _tools_own(frame.f_globals.get("__name__", "") or "")
+
+
+def _made_for_an_overload(frame, made: object) -> bool:
+    """Whether Numba's ``@overload`` machinery is compiling a program's own function: what
+    ``register_jitable`` makes of a plain function (as pandas' ``engine="numba"`` does with a
+    user's function), or an ``@overload``'s implementation defined in the program. That
+    function is the program's as much as one it decorated itself."""
+    if frame.f_globals.get("__name__") != _OVERLOAD_MODULE or frame.f_code.co_name != "_build_impl":
+        return False
+    py_func = getattr(made, "py_func", None)
+    return py_func is not None and not _tools_own(getattr(py_func, "__module__", "") or "")
 
 
 def _tools_own(module: str) -> bool:
@@ -109,7 +124,7 @@ def _reporting(cls: type, decorators: tuple[str, ...], found: Callable[[object],
 
     def __init__(self, *args, **kwargs):
         base_init(self, *args, **kwargs)
-        if type(self) is cls and _made_by_a_decorator_in_user_code(decorators):
+        if type(self) is cls and _made_by_a_decorator_in_user_code(self, decorators):
             found(self)
 
     return __init__

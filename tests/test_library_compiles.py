@@ -1,0 +1,137 @@
+"""A function that a library jit-compiles during the run is the function the user named (issue 64).
+
+pandas' ``engine="numba"`` makes the user's plain Python function callable from its own
+jitted loops with ``register_jitable``: Numba's ``@overload`` machinery builds a dispatcher
+of it while pandas' loop compiles. That dispatcher is the named function, profiled from
+the CLI (``-f f``: the script's ``f``) and the magic (``-f f``: a plain function of the
+namespace), the first time pandas compiles it and on later runs (pandas keeps its loops);
+nothing of the run stays in Numba's templates, so the plain call after it links the
+original code. Hits are line_profiler's on the same function run by pandas' Python engine.
+"""
+
+import subprocess
+import sys
+import textwrap
+
+import line_profiler
+import pytest
+
+from tests.conftest import hits_of
+
+pd = pytest.importorskip("pandas")
+np = pytest.importorskip("numpy")
+
+SOURCE = textwrap.dedent(
+    """\
+    import numpy as np
+    import pandas as pd
+
+
+    def mean_of(x):
+        s = 0.0
+        for v in x:
+            s += v
+        return s / len(x)
+
+
+    def big_sum(values, index):
+        s = 0.0
+        for v in values:
+            if v > 100:
+                s += v
+        return s
+
+
+    df = pd.DataFrame({"a": np.arange(300.0), "g": np.arange(300) % 3})
+    """
+)
+ROLLING = 'df["a"].rolling(50).apply(mean_of, raw=True, engine="numba")'
+GROUPED = 'df.groupby("g").agg(big_sum, engine="numba")'
+
+
+def _reference() -> tuple[dict, dict, object, object]:
+    """line_profiler's hits of both functions run by pandas' Python engine, and the results."""
+    ns: dict = {}
+    exec(compile(SOURCE, "<reference>", "exec"), ns)
+    prof = line_profiler.LineProfiler(ns["mean_of"], ns["big_sum"])
+    df = ns["df"]
+    rolled = prof.runcall(lambda: df["a"].rolling(50).apply(ns["mean_of"], raw=True))
+    groups = {}
+    for key, group in df.groupby("g")["a"]:
+        groups[key] = prof.runcall(ns["big_sum"], group.to_numpy(), group.index.to_numpy())
+    stats = prof.get_stats()
+    return hits_of(stats, "mean_of"), hits_of(stats, "big_sum"), rolled.sum(), groups
+
+
+def _by_line(hits: dict, first: int) -> dict:
+    """Hits keyed by the line's offset from the function's ``def``."""
+    return {line - first: n for line, n in hits.items()}
+
+
+def _first_lines(stats) -> dict:
+    return {name.rsplit(".", 1)[-1]: first for (_, first, name) in stats.timings}
+
+
+def test_the_cli_profiles_a_function_pandas_compiles(tmp_path):
+    script = tmp_path / "udf.py"
+    script.write_text(SOURCE + f"print(round(float({ROLLING}.sum()), 3))\nprint({GROUPED}.to_dict())\n")
+    plain = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, timeout=120)
+    assert plain.returncode == 0, plain.stderr
+    out = tmp_path / "out.lprof"
+    done = subprocess.run(
+        [sys.executable, "-m", "numba_lprun", "-f", "mean_of", "-f", "big_sum", "-D", str(out), str(script)],
+        capture_output=True,
+        text=True,
+        timeout=240,
+        cwd=tmp_path,
+    )
+    assert done.returncode == 0, done.stderr
+    assert plain.stdout in done.stdout  # the script's own output, unchanged
+    assert "not called" not in done.stdout
+    from numba_lprun.stats import read_line_stats
+
+    stats = read_line_stats(str(out))
+    firsts = _first_lines(stats)
+    want_mean, want_sum, _, _ = _reference()
+    ref_first = {"mean_of": 5, "big_sum": 12}
+    for name, want in (("mean_of", want_mean), ("big_sum", want_sum)):
+        assert _by_line(hits_of(stats, name), firsts[name]) == _by_line(want, ref_first[name]), name
+
+
+def test_the_magic_profiles_a_plain_function_pandas_compiles_each_time(ipshell, capsys):
+    ipshell.run_cell(SOURCE, store_history=False).raise_error()
+    want_mean, want_sum, rolled, groups = _reference()
+    ns = ipshell.user_ns
+    first = ns["mean_of"].__code__.co_firstlineno
+    for attempt in ("pandas compiles it in the run", "pandas kept its loop from the run before"):
+        prof = ipshell.run_line_magic("nlprun", f"-r -f mean_of -f big_sum _r = {ROLLING}.sum()")
+        assert ns["_r"] == rolled, attempt
+        stats = prof.get_stats()
+        assert _by_line(hits_of(stats, "mean_of"), first) == _by_line(want_mean, 5), attempt
+        # not called by this statement: nothing compiled it, and the table says so without failing
+        assert "big_sum" not in _first_lines(stats) or not hits_of(stats, "big_sum")
+        # the plain call afterwards runs the program's own code, with the same result
+        assert ipshell.run_cell(f"_p = {ROLLING}.sum()").success and ns["_p"] == rolled
+    out = capsys.readouterr().out
+    assert "-f big_sum: " in out and "nothing compiled it with Numba during the statement" in out
+    prof = ipshell.run_line_magic("nlprun", f"-r -f big_sum _g = {GROUPED}")
+    assert ns["_g"]["a"].to_dict() == groups
+    stats = prof.get_stats()
+    got = _by_line(hits_of(stats, "big_sum"), ns["big_sum"].__code__.co_firstlineno)
+    assert got == _by_line(want_sum, 12)
+
+
+def test_nothing_of_the_run_stays_in_numbas_templates(ipshell):
+    """The entry point the template notes for lowering is the original's after the run."""
+    from numba_lprun.instrument.profilable import overload_templates
+
+    ipshell.run_cell(SOURCE, store_history=False).raise_error()
+    ns = ipshell.user_ns
+    ipshell.run_line_magic("nlprun", f"-f mean_of _r = {ROLLING}.sum()")
+    templates = overload_templates(ns["mean_of"])
+    assert all(not t._compiled_overloads for t in templates)  # built in the run: gone with it
+    assert ipshell.run_cell(f"_p = {ROLLING}.sum()").success
+    built = [d for t in templates for d, _ in t._impl_cache.values()]
+    entries = {id(c.entry_point) for d in built for c in d.overloads.values()}
+    linked = {id(e) for t in templates for e in t._compiled_overloads.values()}
+    assert linked and linked <= entries

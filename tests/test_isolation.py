@@ -207,3 +207,28 @@ def test_a_large_state_the_statement_holds_is_not_walked():
     arr = np.random.default_rng(3).random(20)
     prof.runctx("bubble_sort(arr); nested", {"bubble_sort": bubble_sort, "arr": arr, "nested": nested}, None)
     assert prof.profile.runs.once is None and prof.profile.sampling.extra_runs >= 1
+
+
+def test_a_failed_compile_during_the_run_keeps_none_of_the_calls_arguments_alive():
+    """Numba's typing tries ``@overload`` implementations and drops those that fail; a dropped
+    one keeps its failure, whose traceback holds the frames of the call that compiled. The run
+    held such implementations (its compile records): a typed dict passed in outlived the
+    program's last reference, and Numba's own leak checks (``test_dictobject``) failed."""
+    import gc
+    import weakref
+
+    from numba import types
+    from numba.typed import Dict
+
+    freed = []
+
+    def body():
+        d = Dict.empty(key_type=types.Tuple([types.uint32, types.uint32]), value_type=types.int64)
+        d[(1, 1)] = 12345  # an unsafe cast: typing tries implementations that fail
+        kept = weakref.ref(d)
+        del d
+        gc.collect()
+        freed.append(kept() is None)
+
+    numba_lprun.LineProfiler(bubble_sort, timing=False).runcall(body)
+    assert freed == [True]

@@ -23,6 +23,7 @@ import contextlib
 import os
 import re
 import time
+import weakref
 from collections.abc import Callable, Iterator
 from typing import TYPE_CHECKING, Protocol
 
@@ -84,14 +85,19 @@ class CompileWatcher:
         self.phase = phase
         self.progress = progress
         self.paused = paused  # told when compiling starts and ends (the sampler pauses)
-        self.seconds: dict[object, float] = {}  # dispatcher -> seconds its own compiles took
+        # Both keyed weakly: a dispatcher whose compile failed (an ``@overload`` implementation typing
+        # tried and dropped) keeps the failure in its cache, and the failure's traceback the frames of
+        # the call that compiled, with its arguments: held here, a typed dict passed in outlived its
+        # program's last reference (Numba's own leak checks saw it)
+        self.seconds: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()  # dispatcher -> self seconds
         self.spans: list[tuple[float, float]] = []  # (start, end) of each outermost compile
         self.span_faults: list[int] = []  # the page faults of each (-1: unknown)
         self._faults_at = -1
         self._stack: list[list] = []  # [dispatcher, start, time spent in nested compiles]
         self._held = None  # Ctrl-C held while the outermost compile runs
         self._pid = os.getpid()
-        self.failed: dict[object, tuple[str, tuple]] = {}  # dispatcher -> (why, in one line; its types)
+        # dispatcher -> (why, in one line; its types)
+        self.failed: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
 
     def on_start(self, data: dict) -> None:
         if os.getpid() != self._pid:  # a forked child's inherited listener
@@ -112,13 +118,16 @@ class CompileWatcher:
         if not self._stack or os.getpid() != self._pid:
             return
         disp = data.get("dispatcher")
-        if isinstance(error, Exception) and disp is not None:  # not a Ctrl-C: Numba's or the code's error
-            self.failed[disp] = (failure_reason(error), tuple(data.get("args") or ()))
-        elif error is None and disp is not None:  # compiled after all (Numba retries with literal types)
-            self.failed.pop(disp, None)
+        with contextlib.suppress(TypeError):  # (a compiling object without weak references: not kept)
+            if isinstance(error, Exception) and disp is not None:  # not a Ctrl-C: Numba's or the code's error
+                self.failed[disp] = (failure_reason(error), tuple(data.get("args") or ()))
+            elif error is None and disp is not None:  # compiled after all (Numba retries with literal types)
+                self.failed.pop(disp, None)
         key, start, nested = self._stack.pop()
         spent = time.perf_counter() - start
-        self.seconds[key] = self.seconds.get(key, 0.0) + spent - nested
+        with contextlib.suppress(TypeError):
+            if key is not None:
+                self.seconds[key] = self.seconds.get(key, 0.0) + spent - nested
         if self._stack:
             self._stack[-1][2] += spent
             return

@@ -10,6 +10,7 @@ pickled) and reads ``_can_compile``: that is why it lives behind the door.
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import os
 import sys
@@ -271,7 +272,11 @@ def _twin_class(cls: type) -> type:
             # ``cache=True``: the original loads these types from its cache (or compiles and saves
             # them) as without the profiler, so its cache and its hits are the program's own
             own_class(original).compile(original, sig)
-        with warnings.catch_warnings():
+        # the program's function would compile these types now (no cache=True): so does its twin, not
+        # loading them from the twin cache, so that the compile does what the original's would (its
+        # warnings, its callees' compiles: ``f.signatures`` of a function it calls). Saved all the same
+        fresh = not silent and args not in seen and not _keeps_a_disk_cache(original)
+        with warnings.catch_warnings(), _loading_nothing(self) if fresh else contextlib.nullcontext():
             if silent or args in seen:
                 warnings.simplefilter("ignore")
             else:
@@ -299,6 +304,33 @@ def _twin_class(cls: type) -> type:
     instance_attribute="_cache",
 )
 @touches("numba.core.caching", "NullCache", "what a dispatcher without cache=True holds as its cache")
+class _SavingOnly:
+    """A disk cache that loads nothing and saves as ``cache`` does."""
+
+    def __init__(self, cache: object) -> None:
+        self._cache = cache
+
+    def load_overload(self, *args, **kwargs):
+        return None
+
+    def __getattr__(self, name: str):
+        return getattr(self._cache, name)
+
+
+@contextlib.contextmanager
+def _loading_nothing(dispatcher: object):
+    """While the block runs, ``dispatcher``'s disk cache loads nothing (and saves as before)."""
+    cache = dispatcher.__dict__.get("_cache")
+    if cache is None or isinstance(cache, _NullCache):
+        yield
+        return
+    dispatcher._cache = _SavingOnly(cache)
+    try:
+        yield
+    finally:
+        dispatcher._cache = cache
+
+
 def _keeps_a_disk_cache(dispatcher: object) -> bool:
     """Whether ``dispatcher`` was made with ``cache=True`` (it loads and saves compiled code)."""
     cache = getattr(dispatcher, "_cache", None)

@@ -25,7 +25,13 @@ from .cuda import CudaLineProfiler, bound_kernels, namespaces_of
 from .decorator import kernprof_builtin
 from .errors import NotProfilableError, TwinCompileError, without_profiler_frames
 from .instrument.packages import imported_from, split_packages
-from .instrument.profilable import import_spec, profilable_in
+from .instrument.profilable import (
+    import_spec,
+    may_be_compiled_later,
+    profilable_in,
+    resolve,
+    templates_holding,
+)
 from .merge import merged
 from .options import CLI, add_to_parser, cuda_profiler_kwargs, profiler_kwargs, value_flags
 from .processes.ranks import gather_parts, job_rank
@@ -166,13 +172,24 @@ def _profile_run(
     that named nothing the script made."""
     explicit = [_resolve(spec, program) for spec in opts.functions]
     named = {spec for spec, func in zip(opts.functions, explicit, strict=True) if func is None}
+    # a plain function a library jit-compiles during the run (pandas' engine="numba"): profiled as
+    # Numba compiles it, said as unmatched if nothing did
+    plain = {spec: f for spec, f in zip(opts.functions, explicit, strict=True) if _compiled_later(f)}
     packages = split_packages(opts.source)
-    prof = LineProfiler(*[f for f in explicit if f is not None], **profiler_kwargs(opts))
+    profiled = [f for f in explicit if f is not None and not any(f is p for p in plain.values())]
+    prof = LineProfiler(*profiled, **profiler_kwargs(opts))
     for func in imported_from(packages):
         prof.add_function(func)
     chosen = bool(opts.functions or packages)  # otherwise: what the script defines (or marks)
     selection = Selection(
-        program.selected, packages, chosen, frozenset(named), program.uses_decorator(), find_marked=not chosen
+        program.selected,
+        packages,
+        chosen,
+        frozenset(named),
+        program.uses_decorator(),
+        find_marked=not chosen,
+        # and what @overload/register_jitable implementations compile for types new to the run
+        plain=tuple(plain.values()) + tuple(f.py_func for f in prof.functions if templates_holding(f)),
     )
     saved_argv, saved_main, saved_path = sys.argv[:], sys.modules.get("__main__"), sys.path[:]
     sys.argv = program.argv
@@ -194,7 +211,21 @@ def _profile_run(
         if prof.last_source is not None:
             program.last_namespace = prof.last_source.namespace
     unmatched = prof.last_source.names_unmatched if prof.last_source is not None else tuple(named)
+    compiled = prof.last_source.plain_unmatched if prof.last_source is not None else tuple(plain.values())
+    unmatched += tuple(spec for spec, f in plain.items() if any(f is c for c in compiled))
     return prof, status, error, [spec for spec in opts.functions if spec in unmatched]
+
+
+def _compiled_later(func: object) -> bool:
+    """Whether ``-f module:func`` named a plain Python function that Numba may compile during the
+    run (not a jitted function's own ``py_func``), rather than something to refuse now."""
+    if func is None or not may_be_compiled_later(func):
+        return False
+    try:
+        resolve(func)
+    except NotProfilableError:
+        return True
+    return False  # an @overload/register_jitable function already compiled: profiled as that
 
 
 def _exit_status(code: object) -> int:

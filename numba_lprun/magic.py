@@ -28,6 +28,7 @@ from .instrument.profilable import (
     may_be_compiled_later,
     profilable_in,
     resolve,
+    templates_holding,
 )
 from .options import (
     MAGIC,
@@ -236,7 +237,11 @@ class NlprunMagics(Magics):
             prof.add_function(func)
         functions += in_modules
         chosen = bool(functions or packages or plain)
-        selection = Selection(filename, packages, chosen=chosen, plain=tuple(f for _, f, _ in plain))
+        # what Numba compiles during the run from the plain functions named, or from the functions
+        # profiled @register_jitable implementations compile (for argument types new to the run)
+        overloaded = tuple(f.py_func for f in functions if templates_holding(f))
+        compiled = tuple(f for _, f, _ in plain) + overloaded
+        selection = Selection(filename, packages, chosen=chosen, plain=compiled)
         ns = self.shell.user_ns
         interrupted, error, progress = self._run(
             lambda progress: prof.runsource(statement, filename, ns, selection, progress=progress)

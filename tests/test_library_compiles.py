@@ -135,3 +135,67 @@ def test_nothing_of_the_run_stays_in_numbas_templates(ipshell):
     entries = {id(c.entry_point) for d in built for c in d.overloads.values()}
     linked = {id(e) for t in templates for e in t._compiled_overloads.values()}
     assert linked and linked <= entries
+
+
+def test_a_register_jitable_helper_is_counted_for_types_first_compiled_in_the_run(ipshell):
+    """Numba's ``@overload`` machinery builds a new implementation for each new argument type;
+    one built while the statement runs is the helper too (it ran the original code before)."""
+    ipshell.run_cell(
+        textwrap.dedent(
+            """\
+            import numpy as np
+            from numba import njit
+            from numba.extending import register_jitable
+
+
+            @register_jitable
+            def doubled_plus_one(x):
+                y = x * 2
+                return y + 1
+
+
+            @njit
+            def total_of(a):
+                s = 0
+                for v in a:
+                    s += doubled_plus_one(v)
+                return s
+
+
+            total_of(np.arange(5.0))  # floats compiled before the profile
+            """
+        ),
+        store_history=False,
+    ).raise_error()
+    prof = ipshell.run_line_magic(
+        "nlprun", "-r -f doubled_plus_one _t = total_of(np.arange(5.0)) + total_of(np.arange(7))"
+    )
+    assert ipshell.user_ns["_t"] == 25.0 + 49
+    hits = {fn.source.signatures: fn.counts.hits for fn in prof.profile.functions}
+    first = ipshell.user_ns["doubled_plus_one"].__code__.co_firstlineno
+    assert hits[("float64",)] == {first + 2: 5, first + 3: 5}
+    assert hits[("int64",)] == {first + 2: 7, first + 3: 7}
+
+
+def test_the_cli_profiles_a_package_function_pandas_compiles(tmp_path):
+    """``-f module:function`` naming a plain function: profiled as pandas compiles it; a plain
+    function nothing compiles is said, as a name the script made no jitted function of."""
+    (tmp_path / "udfs.py").write_text(SOURCE.split("\n\ndf =")[0] + "\n\n\ndef unused(x):\n    return x\n")
+    script = tmp_path / "use.py"
+    script.write_text(
+        "import numpy as np\nimport pandas as pd\nfrom udfs import mean_of\n"
+        'df = pd.DataFrame({"a": np.arange(300.0)})\n'
+        'print(df["a"].rolling(50).apply(mean_of, raw=True, engine="numba").sum())\n'
+    )
+    out = tmp_path / "out.lprof"
+    command = [sys.executable, "-m", "numba_lprun", "-f", "udfs:mean_of", "-D", str(out), str(script)]
+    done = subprocess.run(command, capture_output=True, text=True, timeout=240, cwd=tmp_path)
+    assert done.returncode == 0, done.stderr
+    from numba_lprun.stats import read_line_stats
+
+    stats = read_line_stats(str(out))
+    want_mean, _, _, _ = _reference()
+    assert _by_line(hits_of(stats, "mean_of"), _first_lines(stats)["mean_of"]) == _by_line(want_mean, 5)
+    command[4] = "udfs:unused"
+    done = subprocess.run(command, capture_output=True, text=True, timeout=240, cwd=tmp_path)
+    assert done.returncode == 2 and "-f udfs:unused: the script made no jitted function" in done.stderr

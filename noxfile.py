@@ -94,6 +94,7 @@ KIND_TESTS = [
     "tests/test_recursive_types.py",
     "tests/test_threads.py",
     "tests/test_twin_cache.py",
+    "tests/test_ray.py",
 ]
 KIND_SELECTION = "not magic and not cli"
 #: The releases that run KIND_TESTS, and those of them that leave out the tests of saved state, of
@@ -187,11 +188,11 @@ _SHOW_VERSIONS = (
 
 def _test_tools() -> list[str]:
     """The ``test`` extra without numba-cuda, which needs Numba 0.60 or newer and serves only
-    the CUDA tests, and without numba-mpi (and the MPI it brings), which serves only the MPI
-    tests (neither among the fast ones)."""
+    the CUDA tests, without numba-mpi (and the MPI it brings), which serves only the MPI
+    tests, and without Ray, which serves only the Ray tests (none among the fast ones)."""
     pyproject = tomllib.loads(Path(__file__).with_name("pyproject.toml").read_text(encoding="utf-8"))
     tools = pyproject["project"]["optional-dependencies"]["test"]
-    return [r for r in tools if not r.startswith(("numba-cuda", "numba-mpi", "mpi4py", "mpich"))]
+    return [r for r in tools if not r.startswith(("numba-cuda", "numba-mpi", "mpi4py", "mpich", "ray"))]
 
 
 def _install(session: nox.Session, numba: str, *extra: str, cuda: bool = True) -> None:

@@ -1,14 +1,15 @@
 """What profiling a kernel run by worker processes costs: the script unprofiled and under ``nlprun``.
 
 Run ``python benchmarks/processes.py [CASE...]`` (cases: fork, spawn, forkserver, joblib,
-dask, dask-client-first, dask-external; default all). A script runs a jitted kernel in
+dask, dask-client-first, dask-external, ray; default all). A script runs a jitted kernel in
 worker processes (4 tasks of 20M iterations on 2 workers: a multiprocessing pool of each
 start method, joblib's default loky backend, a Dask ``LocalCluster`` with worker processes
 made in the script; ``dask-client-first``, a client made before the profile, timed in one
 process; ``dask-external``, a cluster started by Dask's command line, ``dask scheduler``
-and two ``dask worker`` processes, to which the script connects), once as
+and two ``dask worker`` processes, to which the script connects; ``ray``, Ray tasks on a
+local cluster of 2 CPUs that the script starts), once as
 ``python script.py`` and once as ``nlprun -f kern:work script.py``, alternating, three
-times each; the medians are compared side by side in one run. The goal (issues 30 and 48):
+times each; the medians are compared side by side in one run. The goal (issues 30, 48, 63):
 at most 1.5x the unprofiled run + 4 s, with hits equal to the exact sum over the tasks.
 """
 
@@ -59,6 +60,12 @@ def run(case):
 
         with Client(os.environ["DASK_SCHEDULER"]) as client:
             return client.gather(client.map(work, TASKS, pure=False))
+    if case == "ray":
+        import ray
+
+        ray.init(num_cpus=2, include_dashboard=False, logging_level="ERROR")
+        task = ray.remote(lambda n: work(n))  # a task function that calls the kernel
+        return ray.get([task.remote(n) for n in TASKS])
     if case == "dask":
         from distributed import Client, LocalCluster
 
@@ -103,7 +110,7 @@ if __name__ == "__main__":
         print(statistics.median(plain), statistics.median(profiled), hits)
 """
 
-CASES = ("fork", "spawn", "forkserver", "joblib", "dask", "dask-client-first", "dask-external")
+CASES = ("fork", "spawn", "forkserver", "joblib", "dask", "dask-client-first", "dask-external", "ray")
 
 
 def timed(command: list[str], folder: str, **extra: str) -> tuple[float, str]:

@@ -20,6 +20,8 @@ NO_SAMPLER = "NUMBA_LPRUN_NO_SAMPLER"  # switch: no sampler at all (off)
 OWN_WALK = "NUMBA_LPRUN_OWN_WALK"  # switch: the handler walks the twins' stacks itself (on)
 WALK_BUDGET = "NUMBA_LPRUN_WALK_BUDGET"  # number: the share of CPU libgcc's walks may take (0.1)
 RANK_WAIT = "NUMBA_LPRUN_RANK_WAIT"  # number: seconds rank 0 waits for the other ranks' parts (120)
+# path: set by a profile in the Ray workers it reaches (their runtime environment): the run's folder
+RAY_FOLDER = "NUMBA_LPRUN_RAY_FOLDER"
 
 #: The variables MPI launchers set in each rank: (rank, size, job id where one is set), by launcher.
 _RANK_VARIABLES = (

@@ -215,6 +215,7 @@ def test_a_failed_compile_during_the_run_keeps_none_of_the_calls_arguments_alive
     held such implementations (its compile records): a typed dict passed in outlived the
     program's last reference, and Numba's own leak checks (``test_dictobject``) failed."""
     import gc
+    import warnings
     import weakref
 
     from numba import types
@@ -224,7 +225,9 @@ def test_a_failed_compile_during_the_run_keeps_none_of_the_calls_arguments_alive
 
     def body():
         d = Dict.empty(key_type=types.Tuple([types.uint32, types.uint32]), value_type=types.int64)
-        d[(1, 1)] = 12345  # an unsafe cast: typing tries implementations that fail
+        with warnings.catch_warnings():  # Numba warns of the unsafe cast
+            warnings.simplefilter("ignore")
+            d[(1, 1)] = 12345  # an unsafe cast: typing tries implementations that fail
         kept = weakref.ref(d)
         del d
         gc.collect()

@@ -317,6 +317,12 @@ class _SavingOnly:
         return getattr(self._cache, name)
 
 
+@touches(
+    "numba.core.dispatcher",
+    "Dispatcher",
+    "a twin that compiles what its function would compiles without loading from the twin cache",
+    instance_attribute="_cache",
+)
 @contextlib.contextmanager
 def _loading_nothing(dispatcher: object):
     """While the block runs, ``dispatcher``'s disk cache loads nothing (and saves as before)."""

@@ -133,7 +133,7 @@ def _profiled(
         if refused:
             write_refusals(spec.directory, label, clock, refused)
         return call()
-    settings = RunSettings(timing=spec.timing, sample=spec.sampled, repeat=False, rate_hz=spec.rate_hz)
+    settings = _settings(spec)
     once = f"a worker process ({label})"
     # the parent's kind of twin (a forked child's are the parent's own), sampled as the parent's run
     # is (faster at first, as a script's: its whole life is one run); no plain twins compiled after
@@ -196,6 +196,17 @@ def _profiled(
             return run_phases(ctx, planned, once)
         finally:
             part(ctx.made, last=True)
+
+
+def _settings(spec: ChildSpec) -> RunSettings:
+    """How a worker's run is made: as the parent's, once (no extra runs)."""
+    return RunSettings(
+        timing=spec.timing,
+        sample=spec.sampled,
+        repeat=False,
+        rate_hz=spec.rate_hz,
+        existing_threads=spec.existing_threads,
+    )
 
 
 def _added(runner: Runner, functions: list[object]) -> Iterator[str]:

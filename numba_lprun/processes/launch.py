@@ -13,6 +13,7 @@ own ``run`` never calls a target) and removes the run's directory.
 from __future__ import annotations
 
 import contextlib
+import functools
 import multiprocessing
 import os
 import shutil
@@ -47,6 +48,7 @@ class Launches:
     processes: list[BaseProcess] = field(default_factory=list)
     directory: str | None = None
     dask: object | None = None  # the Dask workers that already existed (``dask_workers``), if any
+    ray: object | None = None  # Ray's workers, reached through ray.init (``ray_workers``), if Ray is used
     existing: list[BaseProcess] = field(default_factory=list)  # started before the run (a pool kept)
 
     @contextlib.contextmanager
@@ -77,18 +79,20 @@ class Launches:
 
         self.existing = multiprocessing.active_children()  # their work cannot be counted: said at the end
         with contextlib.ExitStack() as stack:
-            # a Dask client in use reaches workers started before the run; one made in it, too
-            if "distributed" in sys.modules:
-                self._reach_dask()
-            else:
-                here = os.getpid()
-
-                def reach(_: object) -> None:  # not in a forked worker, which inherits the finder
-                    if os.getpid() == here:
-                        self._reach_dask()
-
-                stack.enter_context(after_import({"distributed": reach}))
+            # a Dask client in use reaches workers started before the run; one made in it, too; and
+            # Ray's workers, through the jobs ray.init starts meanwhile
+            here = os.getpid()
+            engines = {"distributed": self._reach_dask, "ray": self._reach_ray}
+            later = {}
+            for module, reach in engines.items():
+                if module in sys.modules:
+                    reach(sys.modules[module])
+                else:
+                    # (not in a forked worker, which inherits the finder)
+                    later[module] = functools.partial(_in_process, here, reach)
+            stack.enter_context(after_import(later))
             stack.callback(lambda: self.dask is not None and self.dask.detach())
+            stack.callback(lambda: self.ray is not None and self.ray.detach())
             with ctrl_c_deferred():
                 BaseProcess.start, BaseProcess.kill = start, kill
             try:
@@ -97,15 +101,29 @@ class Launches:
                 with ctrl_c_deferred():
                     BaseProcess.start, BaseProcess.kill = original, original_kill
 
-    def _reach_dask(self) -> None:
+    def _carried_spec(self) -> ChildSpec:
+        """The spec a worker that does not run the script gets: the script's functions pickled too."""
+        functions = self.functions()
+        return replace(self._spec("", functions), functions=named(functions, pickled=True))
+
+    def _reach_dask(self, _: object = None) -> None:
         from .dask_workers import DaskWorkers
 
-        def spec() -> ChildSpec:  # the plugin carries the script's own functions pickled too
-            functions = self.functions()
-            return replace(self._spec("", functions), functions=named(functions, pickled=True))
-
-        self.dask = DaskWorkers(spec, lambda: {p.pid for p in self.processes})
+        self.dask = DaskWorkers(self._carried_spec, lambda: {p.pid for p in self.processes})
         self.dask.attach()
+
+    def _reach_ray(self, ray: object) -> None:
+        from .ray_workers import RayWorkers
+
+        if not hasattr(ray, "remote"):  # not Ray's package
+            return
+        self.ray = RayWorkers(self._carried_spec)
+        try:
+            self.ray.attach(ray)
+        except Exception as exc:  # never break the program's Ray: say its work is not counted
+            self.ray.detach()
+            why = f"{type(exc).__name__}: {exc}"
+            self.ray.missing.append(f"Ray's workers could not be reached ({why}): their work is not counted")
 
     def _part_before_kill(self, process: BaseProcess) -> None:
         """A process of the run about to be killed outright (SIGKILL) sends its part first, if it
@@ -195,6 +213,16 @@ class Launches:
             refused += self.dask.refused
             missing += self.dask.missing
             self.dask = None
+        if self.ray is not None:
+            self.ray.finish()
+            self.ray.detach()
+            for text in self.ray.texts:
+                try:
+                    found.append(_read_part(text))
+                except (ValueError, TypeError, KeyError) as exc:  # never silently: its work is missing
+                    missing.append(_unreadable("a Ray worker", f"{type(exc).__name__}: {exc}"))
+            missing += self.ray.missing
+            self.ray = None
         refused += [(part.label, why) for part in found for why in part.profile.missing]
         missing += _refusals(refused)
         reached |= {part.pid for part in found}
@@ -202,9 +230,6 @@ class Launches:
         if kept:
             missing.append(_started_before(kept))
         self.existing = []
-        engine = _engine_not_reached()
-        if engine is not None:
-            missing.append(engine)
         return found, missing
 
     def _ask_running(self, directory: str) -> None:
@@ -367,15 +392,7 @@ def _started_before(processes: list[BaseProcess]) -> str:
     )
 
 
-def _engine_not_reached() -> str | None:
-    """Why calls may have run where no part comes from: a cluster engine running in this process
-    whose workers numba_lprun does not reach (Ray: its workers are started by its raylet, not by
-    ``multiprocessing``, and take no plugin). Said, never left as "not called"."""
-    ray = sys.modules.get("ray")
-    if ray is None or not hasattr(ray, "remote"):  # not imported (or not Ray's package)
-        return None
-    # imported is enough: a script shuts Ray down (ray.shutdown()) before the profile is read
-    return (
-        "Ray is imported in this process: tasks and actors that Ray's workers ran are not profiled "
-        "(numba_lprun does not reach them), so calls of the profiled functions made there are not counted"
-    )
+def _in_process(pid: int, reach: Callable[[object], None], module: object) -> None:
+    """``reach(module)``, in the process the run began in only."""
+    if os.getpid() == pid:
+        reach(module)

@@ -49,6 +49,7 @@ class ChildSpec:
     sampled: bool = False
     rate_hz: float = 2000.0
     sources: tuple[Source, ...] = ()  # the files of the script's or notebook's own functions
+    existing_threads: str = "user"  # which threads existing when sampling starts are sampled (Sampler)
 
 
 def name_of(function: object) -> tuple[str, str] | None:

@@ -39,6 +39,9 @@ class RunSettings:
     asm: bool = False  # count allocations in one more run (machine-code view)
     extra_limit: float = 0.5  # seconds of the user's run above which no plain run is made for the overhead
     compare_code: bool = False  # compile the plain twins after a one-run profile however long it takes
+    # which threads existing when sampling starts are sampled (``Sampler.existing_threads``): "user"
+    # (those that may run the program's code), or "main" (a Ray worker's: its engine's are the rest)
+    existing_threads: str = "user"
 
 
 class Children(Protocol):
@@ -77,7 +80,9 @@ class CallContext:
         # every walk to libgcc
         own = settings.switch(settings.OWN_WALK, True)
         code = functools.partial(twin_code, self.runner, kind) if own else None
-        self.last_sampling = SegmentedSampling(rate, self.concurrent, fast, code=code)
+        self.last_sampling = SegmentedSampling(
+            rate, self.concurrent, fast, code=code, existing_threads=self.settings.existing_threads
+        )
         return self.last_sampling
 
     def restore(self) -> None:

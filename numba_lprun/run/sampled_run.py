@@ -29,6 +29,7 @@ class SegmentedSampling:
     #: The dispatchers whose code the handler walks itself (``sampling._handler.own_walk``), asked again at
     #: each segment's start: the twins compiled by then
     code: Callable[[], list[object]] | None = None
+    existing_threads: str = "user"  # which threads existing at each segment's start are sampled (Sampler)
     segments: list[RawSamples] = field(default_factory=list)
     unavailable: str | None = None
     _sampler: Sampler | None = None
@@ -85,7 +86,13 @@ class SegmentedSampling:
             boost = (self.boost[0], left) if left > 0 else None
         with ctrl_c_deferred():  # an armed sampler is always kept, so that pause() disarms it
             own = self.code() if self.code is not None else ()
-            sampler = Sampler(rate_hz=self.rate_hz, numba_threads=self.parallel, boost=boost, own_code=own)
+            sampler = Sampler(
+                rate_hz=self.rate_hz,
+                numba_threads=self.parallel,
+                boost=boost,
+                own_code=own,
+                existing_threads=self.existing_threads,
+            )
             self._starting = True
             try:
                 sampler.__enter__()

@@ -157,6 +157,7 @@ class Sampler:
         walk_budget: float | None = None,
         own_code: Iterable[object] = (),
         verify_walks: bool = False,
+        existing_threads: str = "user",
     ) -> None:
         self.rate_hz = self.asked_hz = float(rate_hz)
         if walk_budget is None:
@@ -167,6 +168,11 @@ class Sampler:
         self.depth = max(1, int(depth))
         self.max_samples = max(1, int(max_samples))
         self.numba_threads = numba_threads
+        # the threads existing at the start that are sampled: "user", those that may run the program's
+        # code (``_native.user_threads``); "main", the main thread only (a Ray worker, whose other
+        # threads are all Ray's own, named like its process). Threads started later: "user" alike
+        self.existing_threads = existing_threads
+        self._engine: set[int] = set()  # threads existing at the start that are never sampled
         self.own_code = list(own_code)  # dispatchers whose code the handler walks itself (its own walk)
         self._table: np.ndarray | None = None  # the twins' unwind rules, and the libraries' (own walks)
         self._libraries: np.ndarray | None = None
@@ -184,7 +190,9 @@ class Sampler:
         self._timer_ids = None  # each thread's timer, which the handler re-arms
         # each timer's first signal at a random phase (see _handler); the user's random state is left alone
         self._random = random.Random(os.urandom(8))
-        self._watcher = NewThreads(lambda: self._tids + list(self._resting), self._arm_timers, self._wake)
+        self._watcher = NewThreads(
+            lambda: self._tids + list(self._resting) + list(self._engine), self._arm_timers, self._wake
+        )
         self._started = 0.0
         self._locked = False
         self._pid = os.getpid()  # a forked child's copy of an armed sampler is not its own
@@ -265,7 +273,14 @@ class Sampler:
         self._ctrl[H.LAST_CPU] = self._last_cpu.ctypes.data
         self._ctrl[H.NTHREADS] = 0
         tids, self._tids = self._tids, []
-        self._arm_timers(self._busy(N.user_threads(tids)))  # not an engine's own threads
+        if self.existing_threads == "main":
+            main = threading.main_thread().native_id
+            first = [tid for tid in tids if tid == main]
+        else:
+            first = N.user_threads(tids)  # not an engine's own threads
+        self._engine = set(tids) - set(first)
+        # (the main thread is armed at once: it waits for its next task, and the sampler needs a timer)
+        self._arm_timers(first if self.existing_threads == "main" else self._busy(first))
         if not self._timers:
             return "timer_create failed for every thread"
         self._watcher.start()

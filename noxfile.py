@@ -94,7 +94,6 @@ KIND_TESTS = [
     "tests/test_recursive_types.py",
     "tests/test_threads.py",
     "tests/test_twin_cache.py",
-    "tests/test_ray.py",
 ]
 KIND_SELECTION = "not magic and not cli"
 #: The releases that run KIND_TESTS, and those of them that leave out the tests of saved state, of
@@ -228,6 +227,7 @@ SUITE_SECOND_HALF = [
     "tests/test_render_width.py",
     "tests/test_html_report.py",
     "tests/test_twin_cache.py",
+    "tests/test_ray.py",
 ]
 
 

@@ -11,7 +11,9 @@ reads the environment.
 
 from __future__ import annotations
 
+import contextlib
 import os
+from collections.abc import Iterator
 
 CACHE = "NUMBA_LPRUN_CACHE"  # switch: the twins' and the sampler handler's disk caches (on)
 CACHE_DIR = "NUMBA_LPRUN_CACHE_DIR"  # path: where the caches live (the platform's cache folder)
@@ -74,6 +76,22 @@ def rank_wait() -> float:
 def platform_folder(name: str) -> str:
     """A folder the platform names in the environment (``XDG_CACHE_HOME``, ``LOCALAPPDATA``), or ""."""
     return text(name)
+
+
+@contextlib.contextmanager
+def exported(variables: dict[str, str]) -> Iterator[None]:
+    """``variables`` set in this process's environment while the block runs (the processes it starts
+    meanwhile inherit them: a local Ray cluster's raylet, and so its workers), then put back."""
+    before = {name: os.environ.get(name) for name in variables}
+    os.environ.update(variables)
+    try:
+        yield
+    finally:
+        for name, value in before.items():
+            if value is None:
+                os.environ.pop(name, None)
+            else:
+                os.environ[name] = value
 
 
 def terminal_columns() -> int | None:

@@ -109,7 +109,12 @@ def _table_hits(stdout: str) -> dict[int, int]:
     return {line - first: hits for line, hits in rows.items()}
 
 
-def _check(tmp_path: Path, scratch: Path, address: str) -> None:
+#: Ray starts a worker that has a runtime environment through a shell command that does not quote
+#: Python's path: with a space in it (CI's clone: ".../ci run/numba_lprun"), no such worker starts
+SPACE_IN_PYTHON = any(c.isspace() for c in sys.executable)
+
+
+def _check(tmp_path: Path, scratch: Path, address: str, joined: bool = False) -> None:
     (tmp_path / "job.py").write_text(textwrap.dedent(JOB).replace("ADDRESS", address))
     plain = _run(tmp_path, scratch, "job.py")
     assert plain.returncode == 0, plain.stderr
@@ -118,6 +123,10 @@ def _check(tmp_path: Path, scratch: Path, address: str) -> None:
     said = [line for line in done.stdout.splitlines() if line.startswith(("tasks", "actor"))]
     assert said == [line for line in plain.stdout.splitlines() if line.startswith(("tasks", "actor"))]
     text = " ".join(done.stdout.split())
+    if joined and SPACE_IN_PYTHON:  # a joined cluster takes the hook in a runtime environment only
+        assert "breaks on a space in Python's path" in text, done.stdout
+        assert "no call counted in this process or in the processes that sent their parts" in text
+        return
     assert "in the workers: 7 of 7 calls" in text and "ray worker (pid" in text, done.stdout
     assert "not counted" not in text and "not called" not in text, done.stdout
     assert _table_hits(done.stdout) == _reference()
@@ -137,7 +146,7 @@ def test_a_cluster_started_apart_is_joined_and_counted(tmp_path, scratch):
     )
     try:
         assert started.returncode == 0, started.stderr
-        _check(tmp_path, scratch, 'address="auto", logging_level="ERROR"')
+        _check(tmp_path, scratch, 'address="auto", logging_level="ERROR"', joined=True)
     finally:
         _stop_by_pid(scratch)
 
@@ -183,6 +192,9 @@ print("sum", sum(ray.get([task.remote(10) for _ in range(2)])))
 """
 
 
+@pytest.mark.skipif(
+    SPACE_IN_PYTHON, reason="Ray starts no worker with a runtime environment here (a space in Python's path)"
+)
 def test_workers_that_cannot_import_numba_lprun_are_named_not_called(tmp_path, scratch):
     shadow = tmp_path / "shadow" / "numba_lprun"
     shadow.mkdir(parents=True)

@@ -35,17 +35,18 @@ def begin() -> None:
     folder = settings.text(FOLDER_VARIABLE)
     if not folder or not os.path.isdir(folder) or os.path.exists(os.path.join(folder, FINISH)):
         return  # a worker of the job started after the run, or on a host the folder is not on
+    started = os.path.join(folder, f"{STARTED}{os.getpid()}")
     try:
         with open(os.path.join(folder, SPEC), "rb") as handle:
             spec = pickle.load(handle)
         worker = KeptWorker(spec, label=f"ray worker (pid {os.getpid()})")
-        with open(os.path.join(folder, f"{STARTED}{os.getpid()}"), "w"):
+        with open(started, "w"):
             pass
         worker.begin()
     except Exception as exc:  # never break the user's worker: the run says why it was not reached
-        path = os.path.join(folder, f"{UNREACHED}{os.getpid()}")
-        with contextlib.suppress(OSError), open(path, "w") as out:
-            out.write(f"{type(exc).__name__}: {exc}")
+        _unreached(folder, f"{type(exc).__name__}: {exc}")
+        with contextlib.suppress(OSError):
+            os.remove(started)
         return
     done = threading.Lock()
 
@@ -53,7 +54,11 @@ def begin() -> None:
         if not done.acquire(blocking=False):
             return
         part = worker.finish()
-        if part is None:
+        if part is None:  # no function of the run found here: nothing counted, and why, if known
+            if worker.refused:
+                _unreached(folder, "; ".join(sorted(set(worker.refused.values()))))
+            with contextlib.suppress(OSError):
+                os.remove(started)
             return
         path = os.path.join(folder, f"{PART_PREFIX}{os.getpid()}.json")
         with contextlib.suppress(OSError):
@@ -69,3 +74,10 @@ def begin() -> None:
 
     atexit.register(end)  # a worker the program's ray.shutdown() ends first
     threading.Thread(target=wait, name="numba_lprun-ray", daemon=True).start()
+
+
+def _unreached(folder: str, why: str) -> None:
+    """Tell the run why this worker's calls are not counted."""
+    path = os.path.join(folder, f"{UNREACHED}{os.getpid()}")
+    with contextlib.suppress(OSError), open(path, "w") as out:
+        out.write(why)

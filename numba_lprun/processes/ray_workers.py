@@ -23,11 +23,13 @@ import functools
 import os
 import pickle
 import shutil
+import sys
 import tempfile
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 
+from .. import settings
 from .child import PART_PREFIX, STARTED
 from .ray_worker import FINISH, FOLDER_VARIABLE, SPEC, UNREACHED
 from .spec import ChildSpec
@@ -35,6 +37,8 @@ from .spec import ChildSpec
 #: Seconds the workers are given to write their parts once the run ends.
 FINISH_WAIT = 15.0
 HOOK = "worker_process_setup_hook"
+#: The hook, as Ray names one by its module (a worker of a cluster the run starts has numba_lprun)
+HOOK_FUNCTION = "numba_lprun.processes.ray_worker.begin"
 NOT_COUNTED = "its work is not counted"
 
 _HOOK_SOURCE = f'''
@@ -103,10 +107,24 @@ class RayWorkers:
                     "were not profiled, so calls made in its tasks and actors are not counted"
                 )
                 return original(*args, **kwargs)
+            starts = not runtime_env and _starts_a_cluster(args, kwargs)
+            inherited = _inherited_hook_variable() if starts else None
+            if inherited is None and not runtime_env and not _safe_for_runtime_env():
+                self.missing.append(
+                    "Ray's workers were not profiled: Ray starts a worker with a runtime environment "
+                    "through a shell command that breaks on a space in Python's path "
+                    f"({sys.executable!r}), so calls made in its tasks and actors are not counted"
+                )
+                return original(*args, **kwargs)
             folder = self.folder = self.folder or tempfile.mkdtemp(prefix="nlprun-ray-")
             with open(os.path.join(folder, SPEC), "wb") as handle:
                 # a Ray worker's threads at its start are Ray's, but for the one that runs tasks
                 pickle.dump(replace(self.spec(), existing_threads="main"), handle)
+            if inherited is not None:
+                # a cluster this call starts: its raylet, started now, hands its environment to
+                # every worker, so the hook goes there and the program's call is left as it was
+                with settings.exported({inherited: HOOK_FUNCTION, FOLDER_VARIABLE: folder}):
+                    return original(*args, **kwargs)
             env = dict(runtime_env or {})
             env[HOOK] = hook_by_value()
             env["env_vars"] = {**(env.get("env_vars") or {}), FOLDER_VARIABLE: folder}
@@ -154,6 +172,29 @@ class RayWorkers:
                 f"{FINISH_WAIT:.0f} s): {NOT_COUNTED}"
             )
         shutil.rmtree(folder, ignore_errors=True)
+
+
+def _starts_a_cluster(args: tuple, kwargs: dict) -> bool:
+    """Whether ``ray.init(*args, **kwargs)`` starts a cluster of its own on this machine (no address
+    given, here or in ``RAY_ADDRESS``), rather than joining one."""
+    address = args[0] if args else kwargs.get("address")
+    return address in (None, "local") and not settings.text("RAY_ADDRESS")
+
+
+def _inherited_hook_variable() -> str | None:
+    """The variable a Ray worker reads its setup hook from (Ray's own name for it), if this Ray has one."""
+    try:
+        from ray._private import ray_constants
+    except ImportError:
+        return None
+    name = getattr(ray_constants, "WORKER_PROCESS_SETUP_HOOK_ENV_VAR", None)
+    return name if isinstance(name, str) and name else None
+
+
+def _safe_for_runtime_env() -> bool:
+    """Whether a runtime environment leaves Ray's workers able to start: Ray starts such a worker
+    through a shell command that does not quote Python's path (a space in it, and no worker starts)."""
+    return not any(c.isspace() or c in "'\"$`\\" for c in sys.executable)
 
 
 def _waiting_for(folder: str) -> set[str]:

@@ -71,7 +71,8 @@ print("rank", rank, r)
 
 
 def _job(tmp_path, n: int, *args: str) -> subprocess.CompletedProcess:
-    env = dict(os.environ, NUMBA_LPRUN_RANK_WAIT="60")
+    # unbuffered: a rank's own lines reach the launcher before a rank that raises ends the job
+    env = dict(os.environ, NUMBA_LPRUN_RANK_WAIT="60", PYTHONUNBUFFERED="1")
     return subprocess.run(
         [MPIEXEC, "-n", str(n), *args], cwd=tmp_path, env=env, capture_output=True, text=True, timeout=300
     )

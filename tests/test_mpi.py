@@ -45,6 +45,9 @@ if rank == 2:
 """
 
 # numba-mpi inside @njit, rank 1 doing three times rank 0's work: rank 0 waits in the allreduce.
+# The signature compiles the twins before the barrier: compiled at the first call, a rank that
+# compiles slower (a busy machine) makes the other wait in the first allreduce, which hides the
+# imbalance the test looks for.
 ALLREDUCE = """
 import numpy as np
 import numba_mpi
@@ -52,7 +55,7 @@ from mpi4py import MPI
 from numba import njit
 
 
-@njit
+@njit("float64(float64[::1], int64)")
 def step(a, reps):
     s = 0.0
     for r in range(reps):
@@ -64,6 +67,7 @@ def step(a, reps):
 
 
 rank = MPI.COMM_WORLD.Get_rank()
+MPI.COMM_WORLD.Barrier()
 for _ in range(3):
     r = step(np.ones(100_000), 100 * (3 if rank == 1 else 1))
 print("rank", rank, r)

@@ -61,9 +61,13 @@ class KeptWorker:
         self._imports = contextlib.ExitStack()
         self._compiled: dict[int, tuple[object, frozenset]] = {}  # jitted functions' signatures at the start
 
-    def begin(self) -> None:
-        """Find the functions and put the twins in place (the calling thread waits for that)."""
-        self._directory = tempfile.mkdtemp(prefix="nlprun-worker-")
+    def begin(self, within: str | None = None) -> None:
+        """Find the functions and put the twins in place (the calling thread waits for that).
+
+        The worker's own files go in a new folder ``within`` the given one (the system's temporary
+        folder by default): a worker whose engine may kill it before ``finish`` (Ray ends a job's
+        workers as the job ends) keeps them in the run's folder, which the run removes."""
+        self._directory = tempfile.mkdtemp(prefix="nlprun-worker-", dir=within)
         self._start()
 
     def _start(self) -> None:

@@ -42,7 +42,7 @@ def begin() -> None:
         worker = KeptWorker(spec, label=f"ray worker (pid {os.getpid()})")
         with open(started, "w"):
             pass
-        worker.begin()
+        worker.begin(within=folder)  # the run removes its folder, even if Ray kills this worker
     except Exception as exc:  # never break the user's worker: the run says why it was not reached
         _unreached(folder, f"{type(exc).__name__}: {exc}")
         with contextlib.suppress(OSError):

@@ -199,3 +199,65 @@ def test_the_cli_profiles_a_package_function_pandas_compiles(tmp_path):
     command[4] = "udfs:unused"
     done = subprocess.run(command, capture_output=True, text=True, timeout=240, cwd=tmp_path)
     assert done.returncode == 2 and "-f udfs:unused: the script made no jitted function" in done.stderr
+
+
+#: A package whose ``@overload`` builds its implementation as a closure per argument type (as
+#: numba-mpi's ``_mpi_dtype`` does: the MPI datatype of the array's dtype, in a cell): every
+#: closure shares one code object, each with its own value.
+CLOSURES = textwrap.dedent(
+    """\
+    import numpy as np
+    import numba
+    from numba.extending import overload
+
+    CODES = {"int64": 1, "int32": 2, "float64": 3, "complex128": 4}
+
+
+    def code_of(arr):
+        return CODES[str(arr.dtype)]
+
+
+    @overload(code_of)
+    def _code_of_njit(arr):
+        code = CODES[str(arr.dtype)]
+
+        def impl(arr):
+            return code
+
+        return impl
+
+
+    @numba.njit
+    def f(data):
+        data = np.ascontiguousarray(data)
+        return code_of(data)
+    """
+)
+CLOSURES_RUN = textwrap.dedent(
+    """\
+    import numpy as np
+    from codes import f
+
+    kinds = (np.int64, np.int32, np.float64, np.complex128)
+    # strided arrays first, then 0-d ones: f compiles again and finds each closure in the template
+    print("RESULT", [f(np.zeros(5, k)[::2]) for k in kinds] + [f(np.zeros((), k)) for k in kinds])
+    """
+)
+
+
+def test_each_closure_an_overload_builds_keeps_its_own_values(tmp_path):
+    """Each closure gets its own twin in the template's caches (they were matched by code object:
+    every call linked one closure's twin, and numba-mpi's recv returned MPI_ERR_TRUNCATE)."""
+    (tmp_path / "codes").mkdir()
+    (tmp_path / "codes" / "__init__.py").write_text(CLOSURES)
+    (tmp_path / "run.py").write_text(CLOSURES_RUN)
+    command = [sys.executable, "-m", "numba_lprun", "--hits", "--source", "codes", "run.py"]
+    done = subprocess.run(command, capture_output=True, text=True, timeout=240, cwd=tmp_path)
+    assert done.returncode == 0, done.stderr
+    assert "RESULT [1, 2, 3, 4, 1, 2, 3, 4]" in done.stdout, done.stdout
+    tables = done.stdout.split("Function:   ")[1:]
+    closures = [t for t in tables if t.startswith("_code_of_njit.<locals>.impl")]
+    assert len(closures) == 4, done.stdout
+    for table in closures:  # each closure ran for its strided and its 0-d array
+        (row,) = [line for line in table.splitlines() if line.rstrip().endswith("return code")]
+        assert row.split()[1] == "2", table

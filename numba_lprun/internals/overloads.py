@@ -72,11 +72,12 @@ def cached_dispatchers(template: type) -> list[object]:
 def replace_implementations(
     template: type, twins: Mapping[object, object], set_attribute: Callable[[object, str, object], None]
 ) -> None:
-    """Point ``template``'s implementations at their twins (``twins``: code object -> twin).
+    """Point ``template``'s implementations at their twins (``twins``: Python function -> twin;
+    not its code object, which every closure an ``@overload`` builds shares).
 
     The template's two caches are replaced by copies through ``set_attribute(obj,
     name, value)`` (the caller's undoable setter): implementations whose Python
-    code has a twin are swapped for it; the linked entry points are copied, so
+    function has a twin are swapped for it; the linked entry points are copied, so
     what the run links (the twins') is gone when the caller puts the originals back.
     """
     cache = template.__dict__["_impl_cache"]
@@ -84,8 +85,8 @@ def replace_implementations(
     for key, value in list(cache.items()):
         if isinstance(value, tuple) and len(value) == 2:
             disp, args = value
-            code = getattr(getattr(disp, "py_func", None), "__code__", None)
-            value = (twins.get(code, disp), args)
+            py_func = getattr(disp, "py_func", None)
+            value = (twins.get(py_func, disp) if py_func is not None else disp, args)
         replaced[key] = value
     set_attribute(template, "_impl_cache", replaced)
     set_attribute(template, "_compiled_overloads", dict(template.__dict__["_compiled_overloads"]))

@@ -43,7 +43,7 @@ from .reach import Swap
 from .targets import Target
 
 #: What a holder's strategy is given to swap twins in: the holders, each target's twin dispatcher
-#: by the target's code object, the phase's undo log, the twin kind, and a memo the runner keeps
+#: by the target's Python function, the phase's undo log, the twin kind, and a memo the runner keeps
 #: for the strategy between phases (what is dear to make again, such as compiled properties).
 SwapIn = Callable[[list, Mapping[object, object], Swap, str, dict], None]
 

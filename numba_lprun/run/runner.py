@@ -316,11 +316,9 @@ class Runner:
             callers = self.callers if run.runs_nothing else None
             built = self.build(run.kind, targets, run.namespaces, callers, searched=run.replaying)
             kind = run.kind
-            twins = {
-                t.source.py_func.__code__: t.twins[kind].code
-                for t in self.targets.values()
-                if kind in t.twins
-            }
+            # by Python function, not by code: the closures an ``@overload`` builds per argument
+            # type share one code object, each with its own cells (its own twin)
+            twins = {t.source.py_func: t.twins[kind].code for t in self.targets.values() if kind in t.twins}
             for holder, objects in held:
                 if not holder.after_names:
                     holder.swap_in(objects, twins, run.swap, kind, self.memos[holder.name])

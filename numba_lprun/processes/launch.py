@@ -205,22 +205,14 @@ class Launches:
         if self.dask is not None:
             reached |= self.dask.pids
             self.dask.collect()
-            for text in self.dask.texts:
-                try:
-                    found.append(_read_part(text))
-                except (ValueError, TypeError, KeyError) as exc:  # never silently: its work is missing
-                    missing.append(_unreadable("a Dask worker", f"{type(exc).__name__}: {exc}"))
+            _read_sent_parts(self.dask.texts, "a Dask worker", found, missing)
             refused += self.dask.refused
             missing += self.dask.missing
             self.dask = None
         if self.ray is not None:
             self.ray.finish()
             self.ray.detach()
-            for text in self.ray.texts:
-                try:
-                    found.append(_read_part(text))
-                except (ValueError, TypeError, KeyError) as exc:  # never silently: its work is missing
-                    missing.append(_unreadable("a Ray worker", f"{type(exc).__name__}: {exc}"))
+            _read_sent_parts(self.ray.texts, "a Ray worker", found, missing)
             missing += self.ray.missing
             self.ray = None
         refused += [(part.label, why) for part in found for why in part.profile.missing]
@@ -292,6 +284,16 @@ def _read_part(text: str) -> ProcessPart:
     head, _, body = text.partition("\n")
     label, _, pid = head.rpartition("\t")
     return ProcessPart(label, int(pid), ProfileStats.from_json(body))
+
+
+def _read_sent_parts(texts: list[str], who: str, found: list[ProcessPart], missing: list[str]) -> None:
+    """Read the part texts an engine's workers sent (``who``: "a Dask worker"), each into
+    ``found``, or into ``missing`` where it cannot be read: never silently dropped."""
+    for text in texts:
+        try:
+            found.append(_read_part(text))
+        except (ValueError, TypeError, KeyError) as exc:
+            missing.append(_unreadable(who, f"{type(exc).__name__}: {exc}"))
 
 
 _NOT_COUNTED = "its work is not counted"

@@ -213,25 +213,7 @@ from IPython.testing.globalipapp import start_ipython
 
 ip = start_ipython()
 ip.run_line_magic("load_ext", "numba_lprun")
-ip.run_cell('''
-import numpy as np
-import ray
-from numba import njit
-
-
-@njit
-def kern(a, reps):
-    s = 0.0
-    for r in range(reps):
-        for i in range(a.size):
-            s += a[i] * 0.5
-    return s
-
-
-@ray.remote
-def task(n):
-    return kern(np.ones(n), 3)
-
+ip.run_cell(CELL + '''
 
 @ray.remote
 def leftovers():  # the worker's own dispatcher again: its own class, no twin to call (the twins built
@@ -253,7 +235,9 @@ ip.run_cell("ray.shutdown()")
 
 
 def test_a_notebooks_task_is_counted_and_a_ray_started_before_is_said(tmp_path, scratch):
-    (tmp_path / "notebook.py").write_text(textwrap.dedent(NOTEBOOK).replace("LOCAL", LOCAL))
+    cell = textwrap.dedent(JOB).split("\n\n@ray.remote\nclass")[0]  # the job's kernel and task
+    notebook = textwrap.dedent(NOTEBOOK).replace("LOCAL", LOCAL).replace("CELL", repr(cell))
+    (tmp_path / "notebook.py").write_text(notebook)
     done = _run(tmp_path, scratch, "notebook.py")
     assert done.returncode == 0, done.stderr
     lines = {line.split()[0]: line for line in done.stdout.splitlines() if line.split()}

@@ -188,10 +188,12 @@ _SHOW_VERSIONS = (
 def _test_tools() -> list[str]:
     """The ``test`` extra without numba-cuda, which needs Numba 0.60 or newer and serves only
     the CUDA tests, without numba-mpi (and the MPI it brings), which serves only the MPI
-    tests, and without Ray, which serves only the Ray tests (none among the fast ones)."""
+    tests, without Ray, which serves only the Ray tests, and without JupyterLab and Notebook 7,
+    which serve only the live notebook tests (none among the fast ones)."""
     pyproject = tomllib.loads(Path(__file__).with_name("pyproject.toml").read_text(encoding="utf-8"))
     tools = pyproject["project"]["optional-dependencies"]["test"]
-    return [r for r in tools if not r.startswith(("numba-cuda", "numba-mpi", "mpi4py", "mpich", "ray"))]
+    left_out = ("numba-cuda", "numba-mpi", "mpi4py", "mpich", "ray", "jupyterlab", "notebook")
+    return [r for r in tools if not r.startswith(left_out)]
 
 
 def _install(session: nox.Session, numba: str, *extra: str, cuda: bool = True) -> None:
@@ -226,6 +228,7 @@ SUITE_SECOND_HALF = [
     "tests/test_run_order.py",
     "tests/test_render_width.py",
     "tests/test_html_report.py",
+    "tests/test_live_notebook.py",
     "tests/test_twin_cache.py",
     "tests/test_mpi.py",
     "tests/test_ray.py",

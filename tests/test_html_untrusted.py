@@ -206,21 +206,28 @@ LINE_79 = "        total += weigh(x, k).sum() * 1.0 + weigh(x, k).max() * 0.0 + 
 assert len(LINE_79) == 79
 
 
-@pytest.fixture(scope="module")
-def profile():
+def line_79_profile_json() -> str:
     """The caller and callee of ``tests/render_kernels.py`` (sampled, probes beside), the
-    caller's heaviest line made 79 characters long (PEP 8's limit)."""
+    caller's heaviest line made 79 characters long (PEP 8's limit), as ``ProfileStats`` JSON
+    (what ``%nlprun --load`` reads too: ``tests/test_live_notebook.py``)."""
     data = json.loads((FIXTURES / "sampled_probes.json").read_text(encoding="utf-8"))
     (caller,) = [f for f in data["functions"] if f["source"]["name"] == "caller"]
     lines = caller["source"]["lines"]
     (heavy,) = [i for i, line in enumerate(lines) if "weigh(x, k).sum()" in line]
     lines[heavy] = LINE_79 + "\n"
-    return ProfileStats.from_json(json.dumps(data))
+    return json.dumps(data)
 
 
-#: collects, from each frame, what the checks read (the report itself has no script)
-PROBE = r"""<script>
-function probe(doc, win) {
+@pytest.fixture(scope="module")
+def profile():
+    return ProfileStats.from_json(line_79_profile_json())
+
+
+#: what the checks read from a laid-out document (``doc``, its window ``win``): each report's
+#: cells, code, heads, bars and coloured text (the report itself has no script). The code's
+#: visible extent is what no ancestor that clips (overflow other than visible) nor the window cuts
+#: off: a notebook's output area and panels scroll or clip what is wider than they are.
+PROBE_FUNCTION = r"""function probe(doc, win) {
   const css = (el) => win.getComputedStyle(el);
   const rects = (el) => {  // the boxes of the text in el (not of its elements)
     const out = [], walk = doc.createTreeWalker(el, NodeFilter.SHOW_TEXT);
@@ -259,17 +266,27 @@ function probe(doc, win) {
             gapLeft: text.length ? text[0].left - box.left : null,
             gapRight: text.length ? box.right - Math.max(...text.map((r) => r.right)) : null};
   };
-  const source = (c, box) => {
-    const td = c.closest("td"), text = rects(c), seen = glyphs(c);
+  const visible = (el) => {  // the horizontal band of the window that el's clipping ancestors show
+    let left = 0, right = doc.documentElement.clientWidth;
+    for (let e = el.parentElement; e && e !== doc.documentElement; e = e.parentElement) {
+      if (css(e).overflowX === "visible") continue;
+      const r = e.getBoundingClientRect();
+      left = Math.max(left, r.left + e.clientLeft);
+      right = Math.min(right, r.left + e.clientLeft + e.clientWidth);
+    }
+    return {left, right};
+  };
+  const source = (c) => {
+    const td = c.closest("td"), text = rects(c), seen = glyphs(c), band = visible(c);
     return {text: c.innerText, align: css(c).textAlign, whiteSpace: css(c).whiteSpace, lines: lines(c),
             start: text.length ? text[0].left - td.getBoundingClientRect().left : 0,
             left: Math.min(...seen.map((r) => r.left)), right: Math.max(...seen.map((r) => r.right)),
-            visibleLeft: box.left, visibleRight: Math.min(box.right, doc.documentElement.clientWidth)};
+            visibleLeft: band.left, visibleRight: band.right};
   };
   const report = (root) => {
     const rows = [], code = [], heads = [], bars = [], scrolls = [];
     root.querySelectorAll("table.lines").forEach((table) => {
-      const scroll = table.closest(".scroll"), box = scroll.getBoundingClientRect();
+      const scroll = table.closest(".scroll");
       scrolls.push({overflow: scroll.scrollWidth - scroll.clientWidth});
       table.querySelectorAll("th").forEach((th) => {
         if (shown(th)) heads.push({cls: th.className, text: th.innerText, lines: lines(th)});
@@ -277,20 +294,26 @@ function probe(doc, win) {
       table.querySelectorAll("tbody > tr").forEach((tr) => {
         const cells = [...tr.children].filter(shown).map(cell);
         rows.push({heavy: tr.classList.contains("heavy"), background: css(tr).backgroundColor, cells});
-        code.push(source(tr.querySelector("td.src code"), box));
+        code.push(source(tr.querySelector("td.src code")));
       });
       table.querySelectorAll(".bar > span").forEach((s) => {
         const r = s.getBoundingClientRect();
         bars.push({width: r.width, height: r.height, background: css(s).backgroundColor});
       });
     });
-    const texts = ".src span[class], .ln, .ci, .bang, .key, .folded, .note, dt, dd, td.n";
+    const texts = "td.src code, .src span[class], .ln, .ci, .bang, .key, .folded, .note, dt, dd, td.n";
     const tinted = [...root.querySelectorAll(texts)].filter((el) => shown(el) && el.innerText.trim());
     return {width: root.getBoundingClientRect().width, text: root.innerText, rows, code, heads, bars,
             scrolls, tinted: tinted.map(painted)};
   };
   return {width: doc.documentElement.clientWidth, reports: [...doc.querySelectorAll(".nlprun")].map(report)};
-}
+}"""
+
+#: collects, from each frame, what the checks read
+PROBE = (
+    "<script>"
+    + PROBE_FUNCTION
+    + r"""
 addEventListener("load", () => {
   const out = {};
   document.querySelectorAll("iframe").forEach((f) => {
@@ -302,6 +325,7 @@ addEventListener("load", () => {
   document.body.appendChild(pre);
 });
 </script>"""
+)
 
 
 def notebook_page(profile, template: str, theme: str, untrusted: bool) -> str:
@@ -358,21 +382,23 @@ def source_lines(profile) -> list[str]:
     return [line.text for view in profile_views(profile, None, False) for line in view.lines]
 
 
-def chart_texts(profile) -> list[str]:
-    """The chart's labels and tooltips, in order: what a sanitizer spills from its SVG."""
-    charts = re.findall(r"<svg.*?</svg>", profile_html(profile), re.S)
+def chart_texts(markup: str) -> list[str]:
+    """The labels and tooltips of the report's charts (``markup``: its HTML), in order: what a
+    sanitizer spills from their SVG."""
+    charts = re.findall(r"<svg.*?</svg>", markup, re.S)
     return [t for chart in charts for t in re.findall(r"<(?:text|title)[^>]*>([^<]+)<", chart)]
 
 
-@pytest.mark.parametrize("name", VIEWS)
-def test_code_keeps_its_indentation_left_aligned_and_is_never_hidden(views, profile, name):
-    """Every source line reads as written (its leading blanks kept: ``innerText`` drops the
-    blanks a layout collapses), starts at the cell's left, and all of it lies inside the
-    report, however narrow: a line longer than the room wraps instead of running on behind a
-    scrollbar (the 79-character line was cut at 46 characters in JupyterLab)."""
-    (report,) = views[name]["reports"]
+# --- the checks, on what ``PROBE_FUNCTION`` read from one report (tests/test_live_notebook.py
+# makes them on the live hosts too) ----------------------------------------------------------
+
+
+def check_code(report: dict, lines: list[str], must_wrap: bool) -> None:
+    """Every source line (``lines``) reads as written, left-aligned with its indentation, and
+    lies wholly where no scroller or panel hides it; the 79-character line wraps where
+    ``must_wrap``."""
     texts = [c["text"] for c in report["code"]]
-    assert texts == source_lines(profile)
+    assert texts == lines
     assert LINE_79 in texts
     for cell in report["code"]:
         assert cell["align"] == "left" and cell["whiteSpace"] == "pre-wrap", cell
@@ -380,35 +406,29 @@ def test_code_keeps_its_indentation_left_aligned_and_is_never_hidden(views, prof
         assert cell["visibleLeft"] - 1 <= cell["left"] and cell["right"] <= cell["visibleRight"] + 1, cell
     assert [s["overflow"] for s in report["scrolls"]] == [0, 0]
     (long,) = [c for c in report["code"] if c["text"] == LINE_79]
-    assert long["lines"] >= 2 or VIEWS[name][3] > 1200, long  # it wrapped where it had to
+    assert long["lines"] >= 2 or not must_wrap, long
 
 
-@pytest.mark.parametrize("name", VIEWS)
-def test_numbers_are_right_aligned_whole_and_equal_to_the_text_fallback(views, profile, name):
-    """Every figure sits at its cell's right, on one line ("6.93 / ms" broke over two when the
-    host's stylesheet set the cells' wrapping), the headers too ("Line / #"), and the hits are
-    those of line_profiler's text layout, the text/plain fallback."""
-    (report,) = views[name]["reports"]
+def check_numbers(report: dict, text_plain: str) -> None:
+    """Every figure right-aligned on one line, the headers on one line, and the hits those of
+    ``text_plain``, the report's line_profiler-style text fallback."""
     figures = [c for row in report["rows"] for c in row["cells"] if "n" in c["cls"].split() and c["text"]]
     assert len(figures) > 40
     for cell in figures:
         assert cell["align"] == "right" and cell["lines"] == 1, cell
         assert cell["gapRight"] <= 10 and cell["gapRight"] <= cell["gapLeft"] + 1, cell
-    assert all(h["lines"] == 1 for h in report["heads"]), [h for h in report["heads"] if h["lines"] != 1]
+    worded = [h for h in report["heads"] if h["text"].strip()]  # sanitized, the bars' head is swatches
+    assert len(worded) >= 8 and [h for h in worded if h["lines"] != 1] == []
     shown = {(row["cells"][0]["text"], row["cells"][1]["text"]) for row in report["rows"]}
-    fallback = re.findall(r"^ +(\d+) +(\d+) ", profile_text(profile), re.M)
+    fallback = re.findall(r"^ +(\d+) +(\d+) ", text_plain, re.M)
     assert len(fallback) == 10 and {(n, h) for n, h in fallback} == {(n, h) for n, h in shown if h}
 
 
-@pytest.mark.parametrize("name", VIEWS)
-def test_no_chart_text_spills_and_no_notice_claims_a_fold_that_did_not_happen(views, profile, name):
-    """Untrusted, the SVG is unwrapped and its labels and tooltips would read "0 ns5 ms10
-    msline 28: sampled 0 ns...": its box is hidden inline, and only the stylesheet shows it.
-    A "narrow window" notice shows exactly where the columns it names are hidden."""
-    (report,) = views[name]["reports"]
+def check_chart_and_notices(report: dict, said: list[str], untrusted: bool) -> None:
+    """None of the chart's labels and tooltips (``said``) runs on as text; the chart shows with
+    the stylesheet only; a "narrow window" notice shows exactly where the columns it names are
+    hidden (the widest fold hides a column at a report width of 1100 px or less)."""
     text = report["text"]
-    untrusted = VIEWS[name][2]
-    said = chart_texts(profile)
     assert len(said) > 20
     spilled = [t for t in said if t.startswith("line ") and t in text]
     spilled += [a + b for a, b in zip(said, said[1:], strict=False) if a + b in text]
@@ -422,11 +442,8 @@ def test_no_chart_text_spills_and_no_notice_claims_a_fold_that_did_not_happen(vi
     assert bool(notices) is (not untrusted and report["width"] <= 1100), (report["width"], notices)
 
 
-@pytest.mark.parametrize("name", [n for n, v in VIEWS.items() if v[2]])
-def test_bars_and_the_heaviest_rows_survive_the_sanitizer(views, name):
-    """The bars, the whiskers and the heaviest rows' background are inline styles (they vanished
-    with the stylesheet)."""
-    (report,) = views[name]["reports"]
+def check_inline_bars(report: dict) -> None:
+    """The bars, the whiskers and the heaviest rows' background, drawn by inline styles alone."""
     fills = report["bars"]
     assert len(fills) == 20 and all(b["height"] >= 4 for b in fills)
     assert {b["background"] for b in fills} == {"rgb(242, 142, 43)", "rgb(78, 121, 167)"}
@@ -445,12 +462,9 @@ def backdrop(backgrounds: list[str]):
     return colour
 
 
-@pytest.mark.parametrize("name", VIEWS)
-def test_text_colours_read_at_aa_contrast_where_they_are_drawn(views, name):
-    """Every coloured or dimmed piece of text (syntax roles, marks, line numbers, intervals, the
-    key, notes, labels, figures) against what is behind it in the laid-out page, trusted or not,
-    in the light and the dark theme: 4.5:1 or more."""
-    (report,) = views[name]["reports"]
+def check_contrast(report: dict, untrusted: bool) -> None:
+    """Every piece of code, figure, note, label and mark against what is behind it: 4.5:1 or
+    more; with the stylesheet, each syntax role and mark is among them."""
     measured = []
     for element in report["tinted"]:
         behind = backdrop(element["backgrounds"])
@@ -459,6 +473,52 @@ def test_text_colours_read_at_aa_contrast_where_they_are_drawn(views, name):
             (round(contrast(over(colour, alpha, behind), behind), 2), element["cls"], element["text"])
         )
     roles = {role for m in measured for role in m[1].split()}
-    assert {"k", "b", "f", "m", "c", "ln", "bang", "key", "note", "dt"} <= roles or VIEWS[name][2], roles
+    assert {"code", "n", "note", "dd"} <= roles, roles
+    assert {"k", "b", "f", "m", "c", "ln", "bang", "key", "dt"} <= roles or untrusted, roles
     low = [m for m in measured if m[0] < 4.5]
     assert low == [], low
+
+
+@pytest.mark.parametrize("name", VIEWS)
+def test_code_keeps_its_indentation_left_aligned_and_is_never_hidden(views, profile, name):
+    """Every source line reads as written (its leading blanks kept: ``innerText`` drops the
+    blanks a layout collapses), starts at the cell's left, and all of it lies inside the
+    report, however narrow: a line longer than the room wraps instead of running on behind a
+    scrollbar (the 79-character line was cut at 46 characters in JupyterLab)."""
+    (report,) = views[name]["reports"]
+    check_code(report, source_lines(profile), must_wrap=VIEWS[name][3] <= 1200)
+
+
+@pytest.mark.parametrize("name", VIEWS)
+def test_numbers_are_right_aligned_whole_and_equal_to_the_text_fallback(views, profile, name):
+    """Every figure sits at its cell's right, on one line ("6.93 / ms" broke over two when the
+    host's stylesheet set the cells' wrapping), the headers too ("Line / #"), and the hits are
+    those of line_profiler's text layout, the text/plain fallback."""
+    (report,) = views[name]["reports"]
+    check_numbers(report, profile_text(profile))
+
+
+@pytest.mark.parametrize("name", VIEWS)
+def test_no_chart_text_spills_and_no_notice_claims_a_fold_that_did_not_happen(views, profile, name):
+    """Untrusted, the SVG is unwrapped and its labels and tooltips would read "0 ns5 ms10
+    msline 28: sampled 0 ns...": its box is hidden inline, and only the stylesheet shows it.
+    A "narrow window" notice shows exactly where the columns it names are hidden."""
+    (report,) = views[name]["reports"]
+    check_chart_and_notices(report, chart_texts(profile_html(profile)), untrusted=VIEWS[name][2])
+
+
+@pytest.mark.parametrize("name", [n for n, v in VIEWS.items() if v[2]])
+def test_bars_and_the_heaviest_rows_survive_the_sanitizer(views, name):
+    """The bars, the whiskers and the heaviest rows' background are inline styles (they vanished
+    with the stylesheet)."""
+    (report,) = views[name]["reports"]
+    check_inline_bars(report)
+
+
+@pytest.mark.parametrize("name", VIEWS)
+def test_text_colours_read_at_aa_contrast_where_they_are_drawn(views, name):
+    """Every coloured or dimmed piece of text (syntax roles, marks, line numbers, intervals, the
+    key, notes, labels, figures) against what is behind it in the laid-out page, trusted or not,
+    in the light and the dark theme: 4.5:1 or more."""
+    (report,) = views[name]["reports"]
+    check_contrast(report, untrusted=VIEWS[name][2])

@@ -76,20 +76,27 @@ def scoped(css: str) -> str:
 
 # Inline styles: the layout that must survive a sanitizer (plain values only, see above).
 
+_FIGURES = "text-align:right;white-space:nowrap;border-collapse:collapse;table-layout:auto"
 #: a table of figures: cells right-aligned and unbroken unless they say otherwise (a host's
 #: cell rules outweigh what cells inherit, so figures keep their words together with ``&nbsp;``),
 #: a little apart (``cellpadding``: any stylesheet's padding outweighs it)
-FIGURES = (
-    'cellpadding="3" style="text-align:right;white-space:nowrap;border-collapse:collapse;table-layout:auto"'
-)
+FIGURES = f'cellpadding="3" style="{_FIGURES}"'
+#: The per-line table is made compact inline, for the sanitized view: nothing folds there, and
+#: the source column has what its nine columns of figures leave. In JupyterLab beside its file
+#: browser (an 830 px output at 1280 px), with the host's 13 px figures, its half-em cell padding
+#: and bars 110 px wide, that was 15 characters: the 79-character line broke every few characters
+#: under its hanging indent. So its figures are 12 px (the host's padding shrinks with them; the
+#: stylesheet sets the report's 13 px back), and the bars' column is 64 px, its head the swatches
+#: without their names (the stylesheet makes it 110 px and names them): 32 characters there.
+LINES_TABLE = f'cellpadding="3" style="{_FIGURES};font-size:12px"'
 LEFT = "text-align:left"  # a cell of words in a table of figures
 #: the source column's head and cells: left-aligned, a little apart from the bars
 SOURCE_HEAD = "text-align:left;white-space:nowrap;padding-left:8px"
 SOURCE_CELL = "text-align:left;padding-left:8px"
 SCROLL = "overflow-x:auto;margin:8px 0"  # a table too wide for the report scrolls, not the page
 HIDDEN = "display:none"  # shown by the stylesheet only (the chart, the narrow-window notices)
-BARS_CELL = "width:110px;min-width:64px"
-BARS_HEAD = BARS_CELL + ";white-space:nowrap;font-weight:normal"  # its swatches and their names
+BARS_CELL = "min-width:64px"
+BARS_HEAD = BARS_CELL + ";white-space:nowrap;font-weight:normal;font-size:11px"  # its swatches and names
 CHAR_EM = 0.6  # a monospace character's width, in em (DejaVu Sans Mono, Menlo: 0.602)
 CONTINUED = 4  # how much further than its line's indentation a wrapped line's rest starts
 
@@ -194,6 +201,9 @@ STYLE = scoped(
 .nlprun .bang { font-weight: 700; }
 .nlprun .mark { cursor: help; text-decoration: underline dotted; }
 .nlprun th.bars { font-size: 11px; }
+.nlprun td.bars, .nlprun th.bars { width: 110px; }
+.nlprun th.bars .said { display: inline !important; }
+.nlprun table.lines { font-size: inherit !important; }
 .nlprun td.src, .nlprun th.src { text-align: left; padding-left: 8px; }
 .nlprun td.src { font: 12px/1.45 ui-monospace, Menlo, 'DejaVu Sans Mono', Consolas, monospace; }
 .nlprun td.src code { font: inherit; color: inherit; word-break: normal !important; overflow-wrap: anywhere; }

@@ -26,7 +26,9 @@ from .html_style import (
     BARS_HEAD,
     FIGURES,
     HEAVY,
+    HIDDEN,
     INSTRUMENTED,
+    LINES_TABLE,
     SAMPLED,
     SCROLL,
     SOURCE_CELL,
@@ -184,8 +186,14 @@ def _heads(view: FunctionView, human: bool) -> str:
         swatches = [("Time", SAMPLED if view.sampled else INSTRUMENTED)] + (
             [("Probes", INSTRUMENTED)] if view.probes_beside else []
         )
-        label = "".join(f'<b style="{swatch(c, 8, 8, "0 2px 0 4px")}"></b>{n}' for n, c in swatches)
-        said = "shares as bars on one 0-100% scale"
+        # the swatches' names only with the stylesheet: sanitized, the column is as narrow as its
+        # bars allow (the key under the table names the colours in either view)
+        label = "".join(
+            f'<b style="{swatch(c, 8, 8, "0 2px 0 4px")}"></b><span class="said" style="{HIDDEN}">{n}</span>'
+            for n, c in swatches
+        )
+        colours = {SAMPLED: "orange", INSTRUMENTED: "blue"}
+        said = "shares as bars on one 0-100% scale: " + ", ".join(f"{colours[c]} {n}" for n, c in swatches)
         head_html += f'<th class="bars" style="{BARS_HEAD}" title="{said}">{label}</th>'
     return head_html + f'<th class="src" style="{SOURCE_HEAD}">Line Contents</th>'
 
@@ -221,7 +229,6 @@ def function_table(view: FunctionView, human: bool = False) -> str:
         rows[-1] += "".join(cells) + "</tr>"
     body = "\n".join(rows)
     heads = _heads(view, human)
-    table = (
-        f'<table class="lines" {FIGURES}><thead><tr>{heads}</tr></thead>\n<tbody>\n{body}\n</tbody></table>'
-    )
+    table = f'<table class="lines" {LINES_TABLE}><thead><tr>{heads}</tr></thead>\n<tbody>\n{body}\n</tbody>'
+    table += "</table>"
     return f'<div class="scroll" style="{SCROLL}">{table}</div>'

@@ -39,7 +39,7 @@ def kern(a, reps):
 
 
 rank = int(os.environ["PMI_RANK"])
-print("rank", rank, kern(np.ones(1000), 10 * (rank + 1)))
+print(f"rank {rank} {kern(np.ones(1000), 10 * (rank + 1))}", flush=True)
 if rank == 2:
     raise ValueError("rank 2 fails after its work")
 """
@@ -70,13 +70,15 @@ rank = MPI.COMM_WORLD.Get_rank()
 MPI.COMM_WORLD.Barrier()
 for _ in range(3):
     r = step(np.ones(100_000), 100 * (3 if rank == 1 else 1))
-print("rank", rank, r)
+print(f"rank {rank} {r}", flush=True)
 """
 
 
 def _job(tmp_path, n: int, *args: str) -> subprocess.CompletedProcess:
-    # unbuffered: a rank's own lines reach the launcher before a rank that raises ends the job
-    env = dict(os.environ, NUMBA_LPRUN_RANK_WAIT="60", PYTHONUNBUFFERED="1")
+    # the jobs print each line whole and flushed (one write: it reaches the launcher before a rank
+    # that raises ends the job); not PYTHONUNBUFFERED, which writes print's every piece apart, so
+    # the ranks' pieces interleave in the launcher's output ("rank rank 1 2 ...": CI lost lines)
+    env = dict(os.environ, NUMBA_LPRUN_RANK_WAIT="60")
     return subprocess.run(
         [MPIEXEC, "-n", str(n), *args], cwd=tmp_path, env=env, capture_output=True, text=True, timeout=300
     )

@@ -48,10 +48,12 @@ def pytest_unconfigure(config):
 #: files fill in at the end. Order within a file is unchanged, and no test depends on another
 #: file having run.
 LONGEST_FIRST = (
+    "test_ray.py",  # real Ray clusters: about 2 minutes (2026-12-05); collected last, it ran alone
     "test_attribution_corpus.py",
     "test_dask_clusters.py",
     "test_package_outcomes.py",
     "test_numba_suite.py",
+    "test_live_notebook.py",
     "test_one_run.py",
     "test_kinds.py",
     "test_disk_cache.py",

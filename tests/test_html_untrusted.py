@@ -374,7 +374,12 @@ def views(profile, tmp_path_factory):
         for page in [notebook_page(profile, *view)]
     )
     page = tmp / "views.html"
-    page.write_text(f"<!DOCTYPE html><html><body>{frames}{PROBE}</body></html>", encoding="utf-8")
+    # The charset said, not guessed: a file:// page without one is decoded by chromium's
+    # sniffer, which sometimes read this UTF-8 as Latin-1 ("Total\u00c2\u00a0time") under load.
+    page.write_text(
+        f'<!DOCTYPE html><html><head><meta charset="utf-8"></head><body>{frames}{PROBE}</body></html>',
+        encoding="utf-8",
+    )
     return probed(browse(chromium, page.as_uri(), tmp, 1400), "views")
 
 

@@ -154,6 +154,50 @@ def kde(points, grid, h):
     return out
 
 
+@njit
+def epanechnikov(x, y, h):
+    u = (x - y) / h
+    if abs(u) >= 1.0:
+        return 0.0
+    return 0.75 * (1.0 - u * u) / h
+
+
+@njit(parallel=True)
+def kde_compact(points, grid, h):
+    out = np.zeros(grid.size)
+    for i in prange(grid.size):
+        s = 0.0
+        for j in range(points.size):
+            s += epanechnikov(grid[i], points[j], h)
+        out[i] = s / points.size
+    return out
+
+
+@njit
+def collatz_steps(n):
+    total = 0
+    for start in range(1, n):
+        k = start
+        while k != 1:
+            if k % 2 == 0:
+                k //= 2
+            else:
+                k = 3 * k + 1
+            total += 1
+    return total
+
+
+@njit
+def scatter_add(out, idx, v):
+    for i in range(idx.size):
+        out[idx[i]] += v[i]
+    return out
+
+
+def scatter_args(rng, n=5_000_000):
+    return np.zeros(1000), rng.integers(0, 1000, n), rng.random(n)
+
+
 def option_args(n, rng):
     return (
         rng.uniform(5, 30, n),
@@ -167,7 +211,12 @@ def option_args(n, rng):
 
 
 #: The kernels whose jitted helpers are profiled with them (the helper's counters cost too).
-HELPERS = {"black-scholes": (normal_cdf,), "stencil": (four_point,), "kde (prange + helper)": (gaussian,)}
+HELPERS = {
+    "black-scholes": (normal_cdf,),
+    "stencil": (four_point,),
+    "kde (prange + helper)": (gaussian,),
+    "kde, early-return helper": (epanechnikov,),
+}
 
 
 def make_kernels():
@@ -184,6 +233,9 @@ def make_kernels():
         "black-scholes": (black_scholes, option_args(2_000_000, rng)),
         "stencil": (relax, (rng.random((1000, 1000)), 20)),
         "kde (prange + helper)": (kde, (rng.random(4000), np.linspace(0.0, 1.0, 1000), 0.1)),
+        "kde, early-return helper": (kde_compact, (rng.random(4000), np.linspace(0.0, 1.0, 1000), 0.1)),
+        "branchy while (collatz)": (collatz_steps, (100_000,)),
+        "scatter-add": (scatter_add, scatter_args(rng)),
     }
 
 

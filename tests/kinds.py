@@ -245,6 +245,24 @@ def gauss_weight(d):
     return w
 
 
+@njit
+def checked_weight(d):
+    if d > 100.0:
+        raise ValueError("a distance over 100")
+    return math.exp(-0.5 * d * d)
+
+
+@njit(parallel=True)
+def parallel_checked_density(x, points):
+    out = np.zeros(points.size)
+    for j in prange(points.size):
+        s = 0.0
+        for i in range(x.size):
+            s += checked_weight(points[j] - x[i])
+        out[j] = s
+    return out
+
+
 @njit(parallel=True)
 def parallel_density(x, points):
     out = np.zeros(points.size)

@@ -2,6 +2,8 @@
 
 import threading
 
+import line_profiler
+import numba
 import numpy as np
 import pytest
 from numba import njit, stencil
@@ -116,6 +118,59 @@ def test_helper_of_profiled_parallel_caller_counts_exact(density_expected):
         prof = numba_lprun.LineProfiler(kinds.parallel_density, kinds.gauss_weight, timing=False)
         assert np.array_equal(prof.runcall(kinds.parallel_density, DENSITY_X, DENSITY_POINTS), result)
         assert hits_of(prof.get_stats(), "gauss_weight") == lines
+
+
+def python_helper_hits(caller, helper, *args) -> dict[int, int]:
+    """line_profiler's hits of ``helper`` in ``caller``'s Python function (``prange`` is
+    ``range`` there), the raise that ends it caught."""
+    prof = line_profiler.LineProfiler(helper.py_func)
+    names = caller.py_func.__globals__
+    bound = [name for name, value in names.items() if value is helper]
+    for name in bound:
+        names[name] = helper.py_func
+    try:
+        prof.runcall(caller.py_func, *args)
+    except ValueError:
+        pass
+    finally:
+        for name in bound:
+            names[name] = helper
+    return hits_of(prof.get_stats(), helper.py_func.__name__)
+
+
+def outcome(call, *args) -> object:
+    """What ``call(*args)`` returned (an array's bytes) or raised."""
+    try:
+        return call(*args).tobytes()
+    except ValueError as error:
+        return error
+
+
+def test_a_helper_that_raises_in_a_prange_loop_keeps_every_hit():
+    """A helper of a ``prange`` loop raises on bad data: the hits its workers held when the
+    error ended their chunk reach the table (the flush at the function's exit). Numba ends the
+    chunk where the error was raised, and then raises it to the caller or not (the rest of that
+    chunk's output stays zero), which the profiled call must do alike; the chunk that raised
+    stops at the bad point and the others run whole, so on one thread or two the helper's hits
+    are line_profiler's up to the raise."""
+    x, points = np.linspace(0.0, 1.0, 200), np.linspace(0.0, 1.0, 50)
+    points[31] = 1e6
+    expected = python_helper_hits(kinds.parallel_checked_density, kinds.checked_weight, x, points)
+    first = kinds.checked_weight.py_func.__code__.co_firstlineno
+    assert expected[first + 3] == 1 and expected[first + 2] == 31 * 200 + 1  # the raise, the test
+    threads = numba.get_num_threads()
+    try:
+        for count in sorted({1, min(2, threads)}):
+            numba.set_num_threads(count)
+            plain = outcome(kinds.parallel_checked_density, x, points)
+            prof = numba_lprun.LineProfiler(
+                kinds.parallel_checked_density, kinds.checked_weight, timing=False
+            )
+            profiled = outcome(prof.runcall, kinds.parallel_checked_density, x, points)
+            assert type(profiled) is type(plain) and str(profiled) == str(plain), (profiled, plain)
+            assert hits_of(prof.get_stats(), "checked_weight") == expected, count
+    finally:
+        numba.set_num_threads(threads)
 
 
 def test_atomic_counters_only_where_threads_meet():

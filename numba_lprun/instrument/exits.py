@@ -35,7 +35,7 @@ def exits_flushed(context: object) -> bool:
 
 
 def flush_on_exit(function: ir.Function, key: object, flush: Flush) -> None:
-    """Have ``flush(builder)`` emitted before every ``ret`` of ``function`` (once per ``key``)."""
+    """Have ``flush(builder)`` emitted before the exit of ``function`` (once per ``key``)."""
     flushes = getattr(function, _EXITS, None)
     if flushes is None:
         flushes = {}
@@ -54,38 +54,38 @@ def _flush_exits(module: ir.Module) -> None:
         setattr(function, _EXITS, {})  # done: a request made after this adds to the next run
         builder = ir.IRBuilder()
         rets = [block for block in function.blocks if isinstance(block.terminator, ir.Ret)]
-        ok = [block for block in rets if _returns_ok(block.terminator)]
-        failed = [block for block in rets if block not in ok]
-        if len(failed) > 1:
-            failed = [_one_exit(function, failed)]
-        for block in ok + failed:
-            builder.position_before(block.terminator)
-            for flush in flushes.values():
-                flush(builder)
-
-
-def _returns_ok(ret: ir.Ret) -> bool:
-    """Whether ``ret`` returns Numba's OK status (a constant 0) or nothing: a normal return,
-    where ``leave`` has flushed and zeroed the slot and LLVM folds the second flush away."""
-    operands = ret.operands
-    return not operands or (isinstance(operands[0], ir.Constant) and operands[0].constant == 0)
+        exit_block = _one_exit(function, rets) if len(rets) > 1 else rets[0]
+        builder.position_before(exit_block.terminator)
+        for flush in flushes.values():
+            flush(builder)
 
 
 def _one_exit(function: ir.Function, blocks: list[ir.Block]) -> ir.Block:
-    """The error returns of ``function`` (``blocks``) made branches to one new block that
-    returns their status, so that they share one flush. Numba's code has an error return
-    after each call that may raise: a 280-line function had 29 returns, and a flush copied
-    before each was a third of the compile (0.34 s of 1.55 s)."""
-    exit_block = function.append_basic_block("nlp.error_exit")
+    """The returns of ``function`` (``blocks``) made branches to one new block that returns
+    their status, so that they share one flush.
+
+    Why one: Numba's code has an error return after each call that may raise (a 280-line
+    function had 29, and a flush copied before each was a third of its compile: 0.34 s of
+    1.55 s), and a return for each ``return`` of the source. One flush per call, on every
+    path, keeps a small helper's twin small enough for LLVM to inline where it inlines the
+    plain helper, and is a store on every iteration of a loop the helper is inlined into,
+    which LLVM can keep in a register until the loop ends; a flush at each return is a
+    store on some iterations only, which it cannot."""
+    exit_block = function.append_basic_block("nlp.exit")
     builder = ir.IRBuilder(exit_block)
-    status = builder.phi(blocks[0].terminator.operands[0].type, name="nlp.status")
+    operands = blocks[0].terminator.operands
+    status = builder.phi(operands[0].type, name="nlp.status") if operands else None
     for block in blocks:
         ret = block.terminator
         block.instructions.remove(ret)
         block.terminator = None  # llvmlite keeps the terminator apart from the instructions too
         ir.IRBuilder(block).branch(exit_block)
-        status.add_incoming(ret.operands[0], block)
-    builder.ret(status)
+        if status is not None:
+            status.add_incoming(ret.operands[0], block)
+    if status is None:
+        builder.ret_void()
+    else:
+        builder.ret(status)
     return exit_block
 
 

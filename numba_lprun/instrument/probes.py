@@ -41,7 +41,7 @@ from .counter_slots import (  # noqa: F401  (the symbol helpers, re-exported for
 )
 from .exits import exits_flushed, flush_on_exit
 from .probe_intrinsics import line_intrinsic, no_arg_intrinsic
-from .stripes import STRIPES, CounterTable, emit_own_stripe, layout, stripes_supported
+from .stripes import STRIPES, CounterTable, emit_held_stripe, emit_own_stripe, layout, stripes_supported
 
 _I64 = ir.IntType(64)
 _I32 = ir.IntType(32)
@@ -252,17 +252,69 @@ class _Emitter:
             self.set(builder, slot, field, ir.Constant(_I64, 0))
 
     def flush_striped(self, builder: ir.IRBuilder, slot: ir.Value, rows: list[int]) -> None:
-        """The flush of concurrent counters with stripes: plain adds to the thread's own stripe,
-        or atomic adds to the shared one where its slot is another thread's (``stripes``)."""
+        """The flush of concurrent counters with stripes, where any hit is held: plain adds to
+        the thread's own stripe where it holds one (every flush but a thread's first), inline;
+        otherwise a call out of line (``first_flush``) claims the stripe or adds atomically to
+        the shared one.
+
+        Why out of line: the claim and the atomic adds inline made a one-line helper's twin
+        (a Gaussian called from a ``prange`` loop) about 120 instructions, which LLVM called
+        instead of inlining it as it does the plain helper (the counting run was 1.8x the
+        plain one). Why tested for hits: a flush of a slot known empty (a ``prange``
+        iteration's, then the exit's) folds away."""
+        values = [self.get(builder, slot, field) for field in range(LOCAL_HITS, LOCAL_HITS + len(rows))]
+        if not values:  # nothing counted (a plain twin's call-only probes)
+            return
         with branching_here(builder):
-            owners = layout(self.cfg.n_lines, self.cfg.stripes)[2]
-            stripe = emit_own_stripe(builder, self.base(builder), owners, self.cfg.stripes)
-            owned = builder.icmp_unsigned("!=", stripe, ir.Constant(_I64, 0))
-            with builder.if_else(owned, likely=True) as (mine, shared):
-                with mine:
-                    self.add_rows(builder, slot, rows, stripe)
-                with shared:
-                    self.add_rows(builder, slot, rows)
+            held = values[0]
+            for value in values[1:]:
+                held = builder.or_(held, value)
+            with builder.if_then(builder.icmp_unsigned("!=", held, ir.Constant(_I64, 0))):
+                owners = layout(self.cfg.n_lines, self.cfg.stripes)[2]
+                stripe, own = emit_held_stripe(builder, self.base(builder), owners, self.cfg.stripes)
+                with builder.if_else(own, likely=True) as (mine, first):
+                    with mine:
+                        for row, value in zip(rows, values, strict=True):
+                            self.add(builder, row, 0, value, stripe)
+                    with first:
+                        self.call_first_flush(builder, values, rows)
+
+    def call_first_flush(self, builder: ir.IRBuilder, values: list[ir.Value], rows: list[int]) -> None:
+        """``first_flush`` called with ``values`` (spilled to a stack array of its own: the slot's
+        address is never taken, so LLVM keeps the slot in registers)."""
+        with builder.goto_entry_block():
+            spill = builder.alloca(ir.ArrayType(_I64, len(rows)), name="nlp.spill")
+        for field, value in enumerate(values):
+            self.set(builder, spill, field, value)
+        builder.call(self.first_flush(builder.module, rows), [builder.bitcast(spill, _I64.as_pointer())])
+
+    def first_flush(self, module: ir.Module, rows: list[int]) -> ir.Function:
+        """The out-of-line flush of ``rows``' hits (an array of them, its argument) by a thread
+        that does not hold its stripe yet: claimed, its stripe takes plain adds; held by another
+        thread, the shared stripe takes atomic ones. One per module and counters."""
+        name = f"nlp.first_flush.{self.slot.name}.{len(rows)}"
+        function = module.globals.get(name)
+        if function is not None:
+            return function
+        function = ir.Function(module, ir.FunctionType(ir.VoidType(), [_I64.as_pointer()]), name=name)
+        function.linkage = "internal"
+        function.attributes.add("noinline")
+        function.attributes.add("cold")
+        builder = ir.IRBuilder(function.append_basic_block("entry"))
+        owners = layout(self.cfg.n_lines, self.cfg.stripes)[2]
+        stripe = emit_own_stripe(builder, self.base(builder), owners, self.cfg.stripes)
+        owned = builder.icmp_unsigned("!=", stripe, ir.Constant(_I64, 0))
+        spilled = function.args[0]
+        values = [builder.load(builder.gep(spilled, [ir.Constant(_I64, k)])) for k in range(len(rows))]
+        with builder.if_else(owned, likely=True) as (mine, shared):
+            with mine:
+                for row, value in zip(rows, values, strict=True):
+                    self.add(builder, row, 0, value, stripe)
+            with shared:
+                for row, value in zip(rows, values, strict=True):
+                    self.add(builder, row, 0, value)
+        builder.ret_void()
+        return function
 
     def add_rows(self, builder: ir.IRBuilder, slot: ir.Value, rows: list[int], stripe=None) -> None:
         """The hits held in the slot's fields, added to ``rows``' counters (see ``add``)."""
@@ -270,11 +322,15 @@ class _Emitter:
             self.add(builder, row, 0, self.get(builder, slot, field), stripe)
 
     def leave(self, builder: ir.IRBuilder, context: object) -> None:
-        """A return: the hits held in registers go to memory, the last line is charged; the
-        call itself is closed at the function's exits (``close_call``), or here. A stencil
-        kernel's return ends one point of the loop nest it is inlined into: its hits stay in
-        the slot until the loop nest exits (a store per point would keep the loop scalar)."""
-        if not (self.cfg.per_point and exits_flushed(context)):
+        """A return: the last line is charged; the hits held in registers go to memory here only
+        in code built without the exit flushes (``exits``), which otherwise move them once, at
+        the function's one normal exit, however many returns it has: one flush per call that
+        LLVM can keep in registers across a loop the function is inlined into, where a flush
+        at each return is a store on some iterations only, which it cannot. The call itself is
+        closed at the function's exits (``close_call``), or here. A stencil kernel's return
+        ends one point of the loop nest it is inlined into: its hits stay in the slot until the
+        loop nest exits (a store per point would keep the loop scalar)."""
+        if not exits_flushed(context):  # else the function's one normal exit flushes (``exits``)
             self.flush(builder)
         slot = self.state(builder)
         closes_here = self.cfg.clocks_calls and not self.closes_at_exits(context)

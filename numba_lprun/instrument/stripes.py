@@ -82,11 +82,8 @@ class CounterTable:
         return calls, ticks
 
 
-def emit_own_stripe(builder: ir.IRBuilder, base: ir.Value, owners_cell: int, stripes: int) -> ir.Value:
-    """The calling thread's stripe (1..stripes), or 0 where its slot is another thread's.
-
-    The fast path is a load and a compare: a slot held by this thread. A free slot is
-    claimed with a compare-and-swap, once per thread; the owner table is never reset."""
+def _slot_of_thread(builder: ir.IRBuilder, base: ir.Value, owners_cell: int, stripes: int):
+    """(the thread pointer, its slot of the owner table, that slot's cell, who holds it)."""
     pointer_type = ir.PointerType(_I64, addrspace=_FS)
     thread = builder.load(builder.inttoptr(ir.Constant(_I64, 0), pointer_type), name="nlp.thread")
     thread.set_metadata("invariant.load", builder.module.add_metadata([]))  # a thread's own, for life
@@ -95,6 +92,37 @@ def emit_own_stripe(builder: ir.IRBuilder, base: ir.Value, owners_cell: int, str
     slot = builder.lshr(mixed, ir.Constant(_I64, 64 - bits)) if bits else ir.Constant(_I64, 0)
     owner = builder.gep(base, [builder.add(slot, ir.Constant(_I64, owners_cell))])
     held = builder.load_atomic(owner, "unordered", 8)  # unordered: LLVM may hoist it out of a loop
+    return thread, slot, owner, held
+
+
+def _invariant_for_this_thread(builder: ir.IRBuilder, held: ir.Value) -> None:
+    """Mark the owner-table read ``held`` invariant: LLVM may then read it once before a loop
+    that flushes at each iteration (a helper inlined into it), and split the loop on it.
+
+    Sound here although the cell changes once (free, then claimed): a thread that holds its
+    slot holds it for life, so an earlier read that says "mine" is still true, and one that
+    does not sends the flush out of line, where the cell is read again (``first_flush``):
+    whichever value a read is given, every hit lands on a stripe the thread may write."""
+    held.set_metadata("invariant.load", builder.module.add_metadata([]))
+
+
+def emit_held_stripe(
+    builder: ir.IRBuilder, base: ir.Value, owners_cell: int, stripes: int
+) -> tuple[ir.Value, ir.Value]:
+    """(the calling thread's stripe, whether the thread holds it already): the fast path alone,
+    a load and a compare, for code inlined into a caller's loop; where it does not hold it,
+    ``emit_own_stripe`` (out of line) claims it or finds it another's."""
+    thread, slot, _, held = _slot_of_thread(builder, base, owners_cell, stripes)
+    _invariant_for_this_thread(builder, held)
+    return builder.add(slot, ir.Constant(_I64, 1)), builder.icmp_unsigned("==", held, thread)
+
+
+def emit_own_stripe(builder: ir.IRBuilder, base: ir.Value, owners_cell: int, stripes: int) -> ir.Value:
+    """The calling thread's stripe (1..stripes), or 0 where its slot is another thread's.
+
+    The fast path is a load and a compare: a slot held by this thread. A free slot is
+    claimed with a compare-and-swap, once per thread; the owner table is never reset."""
+    thread, slot, owner, held = _slot_of_thread(builder, base, owners_cell, stripes)
     mine = builder.icmp_unsigned("==", held, thread)
     free = builder.icmp_unsigned("==", held, ir.Constant(_I64, 0))
     start = builder.block

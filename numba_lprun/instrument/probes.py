@@ -168,7 +168,12 @@ class _Emitter:
                     self.set(builder, slot, LOCAL_HITS + row, ir.Constant(_I64, 0))
             slots[key] = slot
             if self.cfg.local_hits:  # hits held in the slot: flushed on every exit, errors too
-                flush_on_exit(fn, key, self.flush)
+                flush_on_exit(fn, key, self.flush)  # (builder, failing)
+                # the flush is code the plain function does not have: the hint gives LLVM's
+                # inliner the room it takes back (its threshold 250 -> 325), so a small
+                # helper's twin is inlined where the plain helper is
+                if "alwaysinline" not in fn.attributes and "noinline" not in fn.attributes:
+                    fn.attributes.add("inlinehint")
         return slots[key]
 
     @staticmethod
@@ -211,7 +216,7 @@ class _Emitter:
         builder.atomic_rmw("sub", ptr, now, "monotonic")
         flush_on_exit(builder.function, ("close", self.slot.name), self.close_call)
 
-    def close_call(self, builder: ir.IRBuilder) -> None:
+    def close_call(self, builder: ir.IRBuilder, failing: bool = False) -> None:
         """At every exit of a function that ``enter``-ed (returns and exceptions alike): the
         call counts, and its time is the exit time added to the entry time's negative.
 
@@ -238,33 +243,37 @@ class _Emitter:
         self.set(builder, slot, PREV_ROW, ir.Constant(_I64, row))
         self.set(builder, slot, PREV_T, now)
 
-    def flush(self, builder: ir.IRBuilder) -> None:
-        """Move the hits counted in the stack slot (hits-only mode) to the counters."""
+    def flush(self, builder: ir.IRBuilder, failing: bool = False) -> None:
+        """Move the hits counted in the stack slot (hits-only mode) to the counters; at the error
+        exit (``failing``), out of line (``flush_out_of_line``)."""
         if not self.cfg.local_hits:
             return
         slot = self.state(builder)
         rows = list(range(self.cfg.n_lines)) + ([self.cfg.totals_row] if self.cfg.local_calls else [])
-        if self.cfg.atomic and self.cfg.stripes:  # a thread's own stripe takes plain adds
-            self.flush_striped(builder, slot, rows)
+        values = [self.get(builder, slot, field) for field in range(LOCAL_HITS, LOCAL_HITS + len(rows))]
+        if not values:  # nothing counted (a plain twin's call-only probes)
+            return
+        if failing:
+            self.call_out_of_line(builder, values, rows)
+        elif self.cfg.atomic and self.cfg.stripes:  # a thread's own stripe takes plain adds
+            self.flush_striped(builder, values, rows)
         else:
-            self.add_rows(builder, slot, rows)
+            for row, value in zip(rows, values, strict=True):
+                self.add(builder, row, 0, value)
         for field in range(LOCAL_HITS, LOCAL_HITS + len(rows)):
             self.set(builder, slot, field, ir.Constant(_I64, 0))
 
-    def flush_striped(self, builder: ir.IRBuilder, slot: ir.Value, rows: list[int]) -> None:
+    def flush_striped(self, builder: ir.IRBuilder, values: list[ir.Value], rows: list[int]) -> None:
         """The flush of concurrent counters with stripes, where any hit is held: plain adds to
         the thread's own stripe where it holds one (every flush but a thread's first), inline;
-        otherwise a call out of line (``first_flush``) claims the stripe or adds atomically to
-        the shared one.
+        otherwise a call out of line (``flush_out_of_line``) claims the stripe or adds
+        atomically to the shared one.
 
         Why out of line: the claim and the atomic adds inline made a one-line helper's twin
         (a Gaussian called from a ``prange`` loop) about 120 instructions, which LLVM called
         instead of inlining it as it does the plain helper (the counting run was 1.8x the
         plain one). Why tested for hits: a flush of a slot known empty (a ``prange``
         iteration's, then the exit's) folds away."""
-        values = [self.get(builder, slot, field) for field in range(LOCAL_HITS, LOCAL_HITS + len(rows))]
-        if not values:  # nothing counted (a plain twin's call-only probes)
-            return
         with branching_here(builder):
             held = values[0]
             for value in values[1:]:
@@ -277,22 +286,25 @@ class _Emitter:
                         for row, value in zip(rows, values, strict=True):
                             self.add(builder, row, 0, value, stripe)
                     with first:
-                        self.call_first_flush(builder, values, rows)
+                        self.call_out_of_line(builder, values, rows)
 
-    def call_first_flush(self, builder: ir.IRBuilder, values: list[ir.Value], rows: list[int]) -> None:
-        """``first_flush`` called with ``values`` (spilled to a stack array of its own: the slot's
-        address is never taken, so LLVM keeps the slot in registers)."""
-        with builder.goto_entry_block():
-            spill = builder.alloca(ir.ArrayType(_I64, len(rows)), name="nlp.spill")
+    def call_out_of_line(self, builder: ir.IRBuilder, values: list[ir.Value], rows: list[int]) -> None:
+        """``flush_out_of_line`` called with ``values`` (spilled to a stack array of its own:
+        the slot's address is never taken, so LLVM keeps the slot in registers)."""
+        entry = ir.IRBuilder(builder.function.entry_basic_block)  # the builder stays where it is
+        entry.position_at_start(builder.function.entry_basic_block)  # (before an exit's ret)
+        spill = entry.alloca(ir.ArrayType(_I64, len(rows)), name="nlp.spill")
         for field, value in enumerate(values):
             self.set(builder, spill, field, value)
-        builder.call(self.first_flush(builder.module, rows), [builder.bitcast(spill, _I64.as_pointer())])
+        function = self.flush_out_of_line(builder.module, rows)
+        builder.call(function, [builder.bitcast(spill, _I64.as_pointer())])
 
-    def first_flush(self, module: ir.Module, rows: list[int]) -> ir.Function:
-        """The out-of-line flush of ``rows``' hits (an array of them, its argument) by a thread
-        that does not hold its stripe yet: claimed, its stripe takes plain adds; held by another
-        thread, the shared stripe takes atomic ones. One per module and counters."""
-        name = f"nlp.first_flush.{self.slot.name}.{len(rows)}"
+    def flush_out_of_line(self, module: ir.Module, rows: list[int]) -> ir.Function:
+        """A function (cold, never inlined) adding ``rows``' hits (an array of them, its
+        argument) to the counters: for the error exit, and for a thread's first flush to
+        striped counters, which claims its stripe (claimed, the stripe takes plain adds; held
+        by another thread, the shared stripe takes atomic ones). One per module and counters."""
+        name = f"nlp.flush.{self.slot.name}.{len(rows)}"
         function = module.globals.get(name)
         if function is not None:
             return function
@@ -301,25 +313,24 @@ class _Emitter:
         function.attributes.add("noinline")
         function.attributes.add("cold")
         builder = ir.IRBuilder(function.append_basic_block("entry"))
-        owners = layout(self.cfg.n_lines, self.cfg.stripes)[2]
-        stripe = emit_own_stripe(builder, self.base(builder), owners, self.cfg.stripes)
-        owned = builder.icmp_unsigned("!=", stripe, ir.Constant(_I64, 0))
         spilled = function.args[0]
         values = [builder.load(builder.gep(spilled, [ir.Constant(_I64, k)])) for k in range(len(rows))]
-        with builder.if_else(owned, likely=True) as (mine, shared):
-            with mine:
-                for row, value in zip(rows, values, strict=True):
-                    self.add(builder, row, 0, value, stripe)
-            with shared:
-                for row, value in zip(rows, values, strict=True):
-                    self.add(builder, row, 0, value)
+        if self.cfg.atomic and self.cfg.stripes:
+            owners = layout(self.cfg.n_lines, self.cfg.stripes)[2]
+            stripe = emit_own_stripe(builder, self.base(builder), owners, self.cfg.stripes)
+            owned = builder.icmp_unsigned("!=", stripe, ir.Constant(_I64, 0))
+            with builder.if_else(owned, likely=True) as (mine, shared):
+                with mine:
+                    for row, value in zip(rows, values, strict=True):
+                        self.add(builder, row, 0, value, stripe)
+                with shared:
+                    for row, value in zip(rows, values, strict=True):
+                        self.add(builder, row, 0, value)
+        else:
+            for row, value in zip(rows, values, strict=True):
+                self.add(builder, row, 0, value)
         builder.ret_void()
         return function
-
-    def add_rows(self, builder: ir.IRBuilder, slot: ir.Value, rows: list[int], stripe=None) -> None:
-        """The hits held in the slot's fields, added to ``rows``' counters (see ``add``)."""
-        for field, row in enumerate(rows, LOCAL_HITS):
-            self.add(builder, row, 0, self.get(builder, slot, field), stripe)
 
     def leave(self, builder: ir.IRBuilder, context: object) -> None:
         """A return: the last line is charged; the hits held in registers go to memory here only

@@ -79,6 +79,7 @@ def _job(tmp_path, n: int, *args: str) -> subprocess.CompletedProcess:
     # that raises ends the job); not PYTHONUNBUFFERED, which writes print's every piece apart, so
     # the ranks' pieces interleave in the launcher's output ("rank rank 1 2 ...": CI lost lines)
     env = dict(os.environ, NUMBA_LPRUN_RANK_WAIT="60")
+    env.pop("PYTHONUNBUFFERED", None)  # pytest-xdist's workers set it, and the ranks inherited it
     return subprocess.run(
         [MPIEXEC, "-n", str(n), *args], cwd=tmp_path, env=env, capture_output=True, text=True, timeout=300
     )

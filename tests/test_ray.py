@@ -114,7 +114,7 @@ def _table_hits(stdout: str) -> dict[int, int]:
 SPACE_IN_PYTHON = any(c.isspace() for c in sys.executable)
 
 
-def _check(tmp_path: Path, scratch: Path, address: str, joined: bool = False) -> None:
+def _check(tmp_path: Path, scratch: Path, address: str) -> None:
     (tmp_path / "job.py").write_text(textwrap.dedent(JOB).replace("ADDRESS", address))
     done = _run(tmp_path, scratch, "-m", "numba_lprun", "-f", "kern", "job.py")
     assert done.returncode == 0, done.stderr
@@ -122,10 +122,6 @@ def _check(tmp_path: Path, scratch: Path, address: str, joined: bool = False) ->
     said = [line for line in done.stdout.splitlines() if line.startswith(("tasks", "actor"))]
     assert said == [f"tasks {sum(reps * n / 2 for n, reps in CALLS[:4])}", f"actor {3 * 2 * 50 / 2}"]
     text = " ".join(done.stdout.split())
-    if joined and SPACE_IN_PYTHON:  # a joined cluster takes the hook in a runtime environment only
-        assert "breaks on a space in Python's path" in text, done.stdout
-        assert "no call counted in this process or in the processes that sent their parts" in text
-        return
     assert "in the workers: 7 of 7 calls" in text and "ray worker (pid" in text, done.stdout
     assert "not counted" not in text and "not called" not in text, done.stdout
     assert _table_hits(done.stdout) == _reference()
@@ -136,6 +132,12 @@ def test_tasks_and_an_actor_on_a_local_cluster_are_counted_exactly(tmp_path, scr
     _check(tmp_path, scratch, LOCAL)
 
 
+@pytest.mark.skipif(
+    SPACE_IN_PYTHON,
+    reason="a joined cluster takes the hook through a runtime environment, which Ray cannot start "
+    "with a space in Python's path: the run says so, and counts nothing there (a minute of CI "
+    "for that one sentence)",
+)
 def test_a_cluster_started_apart_is_joined_and_counted(tmp_path, scratch):
     ray_cli = os.path.join(os.path.dirname(sys.executable), "ray")
     env = _env(scratch)
@@ -145,7 +147,7 @@ def test_a_cluster_started_apart_is_joined_and_counted(tmp_path, scratch):
     )
     try:
         assert started.returncode == 0, started.stderr
-        _check(tmp_path, scratch, 'address="auto", logging_level="ERROR"', joined=True)
+        _check(tmp_path, scratch, 'address="auto", logging_level="ERROR"')
     finally:
         _stop_by_pid(scratch)
 

@@ -2,13 +2,13 @@
 
 Why: a counting twin keeps its hits in a per-call stack slot (registers, so the
 loop stays as fast as the plain one) and adds them to the counters when the call
-returns (the ``leave`` probe, placed before each ``return`` of the source). A
-call that raises, itself or in a callee, leaves through Numba's error return
-instead and would lose every hit of the call: the profile of a statement that
-fails would show nothing of the lines that ran before the error. Numba lowers
-every exit of a function to an LLVM ``ret`` (a status code), so after lowering,
-the flush is emitted once more before each ``ret``. On the normal path ``leave``
-has already flushed and zeroed the slot, and LLVM folds the second flush away.
+ends. A call that raises, itself or in a callee, leaves through Numba's error
+return, and must lose none of them: the profile of a statement that fails shows
+the lines that ran before the error. Numba lowers every exit of a function to an
+LLVM ``ret`` (a status code), so after lowering, the normal returns are made to
+share one exit block and the error returns another (``_one_exit``), and the
+flush is emitted before each of the two; the ``leave`` probe at each ``return``
+of the source flushes nothing where this runs.
 
 Numba calls its target context's ``post_lowering(module, library)`` after lowering
 each function (and each ``prange`` body's gufunc), before the module is

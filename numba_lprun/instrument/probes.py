@@ -258,8 +258,7 @@ class _Emitter:
         elif self.cfg.atomic and self.cfg.stripes:  # a thread's own stripe takes plain adds
             self.flush_striped(builder, values, rows)
         else:
-            for row, value in zip(rows, values, strict=True):
-                self.add(builder, row, 0, value)
+            self.add_values(builder, rows, values)
         for field in range(LOCAL_HITS, LOCAL_HITS + len(rows)):
             self.set(builder, slot, field, ir.Constant(_I64, 0))
 
@@ -283,8 +282,7 @@ class _Emitter:
                 stripe, own = emit_held_stripe(builder, self.base(builder), owners, self.cfg.stripes)
                 with builder.if_else(own, likely=True) as (mine, first):
                     with mine:
-                        for row, value in zip(rows, values, strict=True):
-                            self.add(builder, row, 0, value, stripe)
+                        self.add_values(builder, rows, values, stripe)
                     with first:
                         self.call_out_of_line(builder, values, rows)
 
@@ -321,16 +319,18 @@ class _Emitter:
             owned = builder.icmp_unsigned("!=", stripe, ir.Constant(_I64, 0))
             with builder.if_else(owned, likely=True) as (mine, shared):
                 with mine:
-                    for row, value in zip(rows, values, strict=True):
-                        self.add(builder, row, 0, value, stripe)
+                    self.add_values(builder, rows, values, stripe)
                 with shared:
-                    for row, value in zip(rows, values, strict=True):
-                        self.add(builder, row, 0, value)
+                    self.add_values(builder, rows, values)
         else:
-            for row, value in zip(rows, values, strict=True):
-                self.add(builder, row, 0, value)
+            self.add_values(builder, rows, values)
         builder.ret_void()
         return function
+
+    def add_values(self, builder: ir.IRBuilder, rows: list[int], values: list[ir.Value], stripe=None) -> None:
+        """``values`` added to the hits of ``rows`` (see ``add``: of ``stripe``, or stripe 0)."""
+        for row, value in zip(rows, values, strict=True):
+            self.add(builder, row, 0, value, stripe)
 
     def leave(self, builder: ir.IRBuilder, context: object) -> None:
         """A return: the last line is charged; the hits held in registers go to memory here only

@@ -173,6 +173,52 @@ def test_a_helper_that_raises_in_a_prange_loop_keeps_every_hit():
         numba.set_num_threads(threads)
 
 
+EARLY_RETURN_HELPER = """\
+@njit
+def cut_weight(d):
+    if abs(d) > 0.3:
+        return 0.0
+    return math.exp(-0.5 * d * d)
+"""
+PARALLEL_CALLER = """\
+@njit(parallel=True)
+def cut_density(x, points):
+    out = np.zeros(points.size)
+    for j in prange(points.size):
+        s = 0.0
+        for i in range(x.size):
+            s += cut_weight(points[j] - x[i])
+        out[j] = s
+    return out
+r = cut_density(x, points)
+"""
+
+
+@pytest.mark.parametrize("defined", ["before", "with"])
+def test_a_helper_whose_parallel_caller_a_magic_cell_defines_keeps_every_hit(ipshell, defined):
+    """The helper's twin was built before its ``prange`` caller existed (defined by the cell,
+    later in the run, profiled or not): built with serial counters, two threads added their
+    held hits over each other and half the helper's calls were lost, silently. Its twin is
+    built again, atomic, when the parallel caller is defined (profiled: ``Runner.build``) or
+    compiled (not profiled: ``Runner.widen_for``)."""
+    ns = ipshell.user_ns
+    ipshell.run_cell("import math\nimport numpy as np\nfrom numba import njit, prange\n")
+    ns.update(x=np.linspace(0.0, 1.0, 300), points=np.linspace(0.0, 1.0, 40))
+    try:
+        if defined == "before":  # the helper exists, the cell defines its caller: -f the helper
+            ipshell.run_cell(EARLY_RETURN_HELPER)
+            prof = ipshell.run_cell_magic("nlprun", "--hits -r -f cut_weight", PARALLEL_CALLER)
+        else:  # the cell defines both, helper first: both profiled
+            prof = ipshell.run_cell_magic("nlprun", "--hits -r", EARLY_RETURN_HELPER + PARALLEL_CALLER)
+        expected = python_helper_hits(ns["cut_density"], ns["cut_weight"], ns["x"], ns["points"])
+        assert sum(expected.values()) == 300 * 40 * 2  # the test, then one of the returns
+        assert hits_of(prof.get_stats(), "cut_weight") == expected
+        assert np.array_equal(ns["r"], ns["cut_density"].py_func(ns["x"], ns["points"]))
+    finally:
+        for name in ("cut_weight", "cut_density", "r", "x", "points"):
+            ns.pop(name, None)
+
+
 def test_atomic_counters_only_where_threads_meet():
     """A helper that only serial code reaches keeps plain (non-atomic) counters: atomics cost, so
     they go only where code can run on several threads at once (any parallel function that

@@ -55,6 +55,19 @@ class CounterTable:
         self.rows, cells, _ = layout(n_lines, stripes)
         owner_blocks = -(-stripes // cells)
         self.array = np.zeros((1 + stripes + owner_blocks, cells // 2, 2), dtype=np.int64)
+        self.earlier: tuple[CounterTable, ...] = ()  # tables this one succeeds (``succeeded``)
+
+    def succeeded(self, stripes: int) -> CounterTable:
+        """A table with ``stripes`` stripes that takes over from this one, which stays alive and
+        counted: a twin rebuilt with other counters mid-run (a parallel caller defined after its
+        helper's twin was built) leaves compiled code that still adds here, and the counts
+        already made."""
+        table = CounterTable(self.n_lines, stripes)
+        table.earlier = (self, *self.earlier)
+        return table
+
+    def _tables(self) -> tuple[CounterTable, ...]:
+        return (self, *self.earlier)
 
     @property
     def address(self) -> int:
@@ -67,18 +80,23 @@ class CounterTable:
         return self.array[0, : self.rows]
 
     def read(self) -> np.ndarray:
-        """Every row summed over the stripes (a copy, shaped ``(rows, 2)``)."""
-        return self.array[: 1 + self.stripes, : self.rows].sum(axis=0)
+        """Every row summed over the stripes and the tables this one succeeded (a copy, shaped
+        ``(rows, 2)``)."""
+        return sum(t.array[: 1 + t.stripes, : t.rows].sum(axis=0) for t in self._tables())
 
     def zero(self) -> None:
         """Counts back to 0 (the owner table is kept: a thread keeps its stripe)."""
-        self.array[: 1 + self.stripes] = 0
+        for table in self._tables():
+            table.array[: 1 + table.stripes] = 0
 
     def take_totals(self) -> tuple[int, int]:
         """The totals row (calls, ticks) summed over the stripes, then zeroed there."""
-        totals = self.array[: 1 + self.stripes, self.rows - 1]
-        calls, ticks = (int(v) for v in totals.sum(axis=0))
-        totals[:] = 0
+        calls = ticks = 0
+        for table in self._tables():
+            totals = table.array[: 1 + table.stripes, table.rows - 1]
+            more_calls, more_ticks = (int(v) for v in totals.sum(axis=0))
+            calls, ticks = calls + more_calls, ticks + more_ticks
+            totals[:] = 0
         return calls, ticks
 
 

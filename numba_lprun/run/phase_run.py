@@ -35,6 +35,7 @@ class PhaseRun:
     replaying: bool = False  # replays the user's run's calls: its callers stand (``Runner.build``)
     unprofiled: dict[str, str] = field(default_factory=dict)  # made meanwhile, not profilable: name -> why
     cache_refused: list[str] = field(default_factory=list)  # the program's cache entries it did not write
+    threaded: list[object] = field(default_factory=list)  # compiled meanwhile, on threads (``widen_for``)
 
     def compiling_since(self, since: float) -> float:
         """Seconds this phase spent compiling from ``since`` on (left out of a run's time)."""

@@ -149,10 +149,16 @@ class Runner:
         namespaces: list[dict],
         callers: list | None = None,
         searched: bool = False,
+        threaded: Iterable[object] = (),
     ) -> list[tuple[Twin, FunctionSource | None]]:
         """Twins of ``targets`` and of every jitted caller that reaches one (``callers``, or
         those found in ``namespaces`` and among the live objects: ``searched``, the last search's
-        callers stand for these, as in a replay of the same calls), linked."""
+        callers stand for these, as in a replay of the same calls), linked. ``threaded``: code
+        that runs on several threads, compiled during the phase (``widen_for``).
+
+        A target built earlier whose code now runs on several threads (its parallel caller
+        was defined after it) is built again with atomic counters: its hits from two threads
+        would otherwise be added over each other (half a ``prange`` helper's calls lost)."""
         built: list[tuple[Twin, FunctionSource | None]] = []
         originals = [t.original for t in self.targets.values()]
         holders = self._held()
@@ -165,8 +171,13 @@ class Runner:
             entries = [d for holder, held in holders for d in holder.entry_points(held)]
             callers += [d for d in entries if d not in profiled]  # a held class's code: relinked
             callers = self.callers = list(dict.fromkeys(callers))
-        specs = self._specs(callers, names)
+        specs = self._specs(callers + list(threaded), names)
         targets = list(targets)
+        targets += [
+            t
+            for t in self.targets.values()
+            if kind in t.twins and t not in targets and specs[t].concurrent and not t.atomic.get(kind)
+        ]
         for target in targets:
             if not target.built_as(kind, specs[target]):  # kept from another kind of profile
                 target.twins[kind] = build_twin(target, kind, self.clock, specs[target])
@@ -263,7 +274,7 @@ class Runner:
         )
         self.used.add(kind)
         self.generation += 1
-        watcher = run.compiles = CompileWatcher(kind, progress, paused)
+        watcher = run.compiles = CompileWatcher(kind, progress, paused, lambda d: self.widen_for(run, d))
         # the program's own Numba cache takes nothing linked against a twin, and loads nothing
         # that would bypass one (``internals.program_cache``)
         guard = guarded_program_caches(SYMBOL_PREFIX, lambda f: _must_compile(f, run), run.cache_refused)
@@ -297,7 +308,7 @@ class Runner:
                 with contextlib.suppress(Exception):
                     forget_profiler_code(dispatcher, SYMBOL_PREFIX)
 
-    def switch(self, run: PhaseRun, targets: list[Target]) -> None:
+    def switch(self, run: PhaseRun, targets: list[Target], search: bool = True) -> None:
         """Make calls of ``targets`` (and of everything that reaches them) reach their twins.
 
         At a phase's start for every target, and again for functions a statement
@@ -313,8 +324,8 @@ class Runner:
                         run.internal.append(ns)
                         run.namespaces.append(ns)
             self._forget()
-            callers = self.callers if run.runs_nothing else None
-            built = self.build(run.kind, targets, run.namespaces, callers, searched=run.replaying)
+            callers = self.callers if run.runs_nothing or not search else None
+            built = self.build(run.kind, targets, run.namespaces, callers, run.replaying, run.threaded)
             kind = run.kind
             # by Python function, not by code: the closures an ``@overload`` builds per argument
             # type share one code object, each with its own cells (its own twin)
@@ -326,6 +337,22 @@ class Runner:
             for holder, objects in held:
                 if holder.after_names:
                     holder.swap_in(objects, twins, run.swap, kind, self.memos[holder.name])
+
+    def widen_for(self, run: PhaseRun, dispatcher: object) -> None:
+        """Before ``dispatcher`` compiles during ``run``: where it runs on several threads and
+        its code reaches a target whose twin counts without atomic counters (a ``prange``
+        caller defined or loaded after its helper's twin was built), build that twin again
+        with them, so the caller's typing links the new one (``build``'s ``threaded``)."""
+        if is_twin(dispatcher) or not runs_concurrently(dispatcher):
+            return
+        py_func = getattr(dispatcher, "py_func", None)
+        kind = run.kind
+        targets = self.targets.values()
+        serial = {id(t.original): t for t in targets if kind in t.twins and not t.atomic.get(kind)}
+        if py_func is None or not serial or not reaches_through_names(py_func, serial):
+            return
+        run.threaded.append(dispatcher)
+        self.switch(run, [], search=False)  # the callers known stand: a search would relink this one
 
     def adopt(self, run: PhaseRun, dispatchers: Iterable[CPUDispatcher]) -> None:
         """Profile ``dispatchers``, which a statement defined while ``run`` ran (they have not

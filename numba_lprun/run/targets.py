@@ -267,7 +267,7 @@ def build_twin(target: Target, kind: str, clock: str, spec: TwinSpec) -> Twin:
     atomic = spec.concurrent or runs_concurrently(target.original)
     counters = target.counters[kind]
     if counters.stripes != P.stripes_for(atomic):  # per-thread stripes where concurrent
-        counters = target.counters[kind] = P.new_counters(counters.n_lines, atomic)
+        counters = target.counters[kind] = counters.succeeded(P.stripes_for(atomic))
     timing, call_clock = _clocks(target, kind, spec)
     target.atomic[kind], target.clocks[kind] = spec.concurrent, (timing, call_clock)
     cfg = P.ProbeConfig(

@@ -245,7 +245,7 @@ def _run_plain(program: _Program) -> int:
     try:
         with kernprof_builtin():
             program.last_namespace = program.main.make()
-            exec(compile(program.source, program.filename, "exec"), program.last_namespace)
+            exec(compile(program.source, program.filename, "exec", dont_inherit=True), program.last_namespace)
     except SystemExit as exc:
         return _exit_status(exc.code)
     except BaseException:

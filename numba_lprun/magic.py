@@ -244,7 +244,9 @@ class NlprunMagics(Magics):
         selection = Selection(filename, packages, chosen=chosen, plain=compiled)
         ns = self.shell.user_ns
         interrupted, error, progress = self._run(
-            lambda progress: prof.runsource(statement, filename, ns, selection, progress=progress)
+            lambda progress: prof.runsource(
+                statement, filename, ns, selection, progress=progress, flags=self.shell.compile.flags
+            )
         )
         if prof.last_source is not None:
             for expr, _, why in (p for p in plain if p[1] in prof.last_source.plain_unmatched):
@@ -256,7 +258,7 @@ class NlprunMagics(Magics):
         stand-in that profiles its launches (``numba_lprun.cuda``), then put back."""
         prof = CudaLineProfiler(*kernels, **cuda_profiler_kwargs(args))
         ns = self.shell.user_ns
-        code = compile(statement, filename, "exec")
+        code = compile(statement, filename, "exec", flags=self.shell.compile.flags, dont_inherit=True)
 
         def execute(progress) -> None:
             with bound_kernels(prof, namespaces_of(kernels, [ns])):

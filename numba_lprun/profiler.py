@@ -170,13 +170,13 @@ class LineProfiler:
         selection: Selection | None = None,
         progress: Callable[[str], None] | None = None,
         once: str | None = None,
+        flags: int = 0,
     ) -> LineProfiler:
-        """Execute module-like ``source`` statement by statement, profiling what ``selection``
-        accepts of what it defines (``run.statements``; by default all the source's own);
-        ``once``: why it runs only once (a script). ``last_source`` then says what was found."""
+        """Run module-like ``source`` by statement (``run.statements``), profiling what ``selection``
+        accepts of what it defines; ``once``: why it runs only once (a script)."""
         __tracebackhide__ = True
         self.last_source = SourceRun(selection or Selection(filename))
-        execute, namespaces, reach = statement_run(source, filename, namespace, self.last_source)
+        execute, namespaces, reach = statement_run(source, filename, namespace, self.last_source, flags)
         self.run_call(execute, namespaces, reach, progress, once)
         return self
 

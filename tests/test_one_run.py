@@ -165,18 +165,25 @@ def test_magic_statement_calling_py_func_behaves_as_unprofiled(ipshell, capsys):
 
 
 def test_cache_true_function_is_profiled_and_its_cache_left_alone(tmp_path):
+    """The script runs as Python runs it: statement by statement, each compiled to the bytecode
+    it has in the whole module (``math.floor(...)`` was a method call when compiled alone: other
+    bytecode, so Numba's cache found no entry and the profile wrote a second one), without
+    the profiler's own ``from __future__ import annotations`` (the script's annotations
+    were strings)."""
     script = tmp_path / "cached.py"
     script.write_text(
-        "from numba import njit\n\n@njit(cache=True)\ndef twice(n):\n    s = 0\n"
-        "    for i in range(n):\n        s += 2 * i\n    return s\n\nprint(twice(10))\n",
+        "import math\nfrom numba import njit\n\n@njit(cache=True)\ndef twice(n: int):\n    s = 0\n"
+        "    for i in range(n):\n        s += 2 * math.floor(i)\n    return s\n\n"
+        "print(twice(10), twice.py_func.__annotations__)\n",
         encoding="utf-8",
     )
     first = script_output(str(script), cwd=tmp_path)
     cache = sorted(p.name for p in (tmp_path / "__pycache__").iterdir())
     profiled = script_output("-m", "numba_lprun", str(script), cwd=tmp_path)
-    assert first.stdout == "90\n" and profiled.stdout.startswith("90\n"), profiled.stderr
-    assert "s += 2 * i" in profiled.stdout
-    assert sorted(p.name for p in (tmp_path / "__pycache__").iterdir()) == cache  # no twin written
+    shown = "90 {'n': <class 'int'>}\n"
+    assert first.stdout == shown and profiled.stdout.startswith(shown), profiled.stderr
+    assert "s += 2 * math.floor(i)" in profiled.stdout
+    assert sorted(p.name for p in (tmp_path / "__pycache__").iterdir()) == cache  # nothing written
 
 
 @pytest.mark.parametrize(

@@ -11,12 +11,14 @@ adopted as the decorator makes them (``new_dispatchers``).
 """
 
 from __future__ import annotations
+import __future__
 
 import ast
 import contextlib
 import linecache
 import sys
 from collections.abc import Callable, Iterator
+from types import CodeType
 
 from ..errors import NotProfilableError
 from ..instrument.profilable import dispatcher_class, resolve
@@ -28,18 +30,19 @@ from .snapshot import Reach, statement_reach
 
 
 def statement_run(
-    source: str, filename: str, namespace: dict | MainModule, judged: SourceRun
+    source: str, filename: str, namespace: dict | MainModule, judged: SourceRun, flags: int = 0
 ) -> tuple[Callable[[PhaseRun], None], list[dict], Reach]:
     """What a phase runs for ``source``, the namespaces to look in, and the state it reaches.
 
     ``namespace`` may be a ``MainModule``, made fresh for each run (nothing to
     restore in it then). The source is registered in linecache under ``filename``
-    so its functions' source can be read back. ``judged`` says what is adopted.
+    so its functions' source can be read back. ``judged`` says what is adopted;
+    ``flags``: the compiler flags the source runs under (IPython's, for a cell: the
+    ``__future__`` imports of earlier cells), beside its own ``__future__`` imports.
     """
     lines = source.splitlines(keepends=True)
     linecache.cache[filename] = (len(source), None, lines, filename)
-    tree = ast.parse(source, filename)
-    codes = [compile(ast.Module(body=[stmt], type_ignores=[]), filename, "exec") for stmt in tree.body]
+    codes = statement_codes(source, filename, flags)
     fixed = namespace if isinstance(namespace, dict) else None
 
     def execute(run: PhaseRun) -> None:
@@ -67,6 +70,55 @@ def statement_run(
 
     reach = statement_reach(codes, [fixed]) if fixed is not None else Reach()
     return execute, [fixed] if fixed is not None else [], reach
+
+
+def statement_codes(source: str, filename: str, flags: int = 0) -> list[CodeType]:
+    """``source``'s top-level statements, each compiled to the bytecode Python gives it in
+    the whole module.
+
+    Two things of the whole module change a statement's code: its ``__future__`` imports
+    (a statement compiled alone would take this module's own instead), and the names
+    its imports bind, for which CPython calls ``math.exp(x)`` as an attribute, not a
+    method. A function compiled otherwise has other bytecode than in a plain run, and
+    Numba keys its cache by the bytecode: a profile found no warm entry and left new
+    ones in the program's cache. So each statement is compiled behind the module's
+    imports, in a block that never runs (``if False:``), with the module's flags."""
+    tree = ast.parse(source, filename)
+    flags |= _future_flags(tree)
+    compile(tree, filename, "exec", flags=flags, dont_inherit=True)  # the module's SyntaxErrors, as Python
+    imports = _imports(tree.body)
+    codes = []
+    for stmt in tree.body:
+        unrun = ast.copy_location(ast.If(test=ast.Constant(False), body=imports, orelse=[]), stmt)
+        future = isinstance(stmt, ast.ImportFrom) and stmt.module == "__future__"  # first, or an error
+        body = [unrun, stmt] if imports and not future else [stmt]
+        module = ast.fix_missing_locations(ast.Module(body=body, type_ignores=[]))
+        codes.append(compile(module, filename, "exec", flags=flags, dont_inherit=True))
+    return codes
+
+
+def _future_flags(tree: ast.Module) -> int:
+    """The compiler flags of the module's ``from __future__ import`` statements."""
+    flags = 0
+    for node in tree.body:
+        if isinstance(node, ast.ImportFrom) and node.module == "__future__":
+            for alias in node.names:
+                flags |= getattr(__future__, alias.name).compiler_flag
+    return flags
+
+
+def _imports(body: list) -> list[ast.stmt]:
+    """The module-level import statements (inside ``if``, ``try``, ``with`` blocks too; not
+    inside functions and classes, which have scopes of their own), ``__future__``'s left out."""
+    found: list[ast.stmt] = []
+    for node in body:
+        if isinstance(node, (ast.Import, ast.ImportFrom)):
+            if getattr(node, "module", None) != "__future__":
+                found.append(node)
+        elif not isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            for name in ("body", "orelse", "finalbody", "handlers", "cases"):
+                found += _imports(getattr(node, name, None) or [])
+    return found
 
 
 def _profilable(value: object) -> list:

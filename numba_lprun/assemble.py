@@ -114,10 +114,11 @@ def assemble(
     allocations = fold(record.of(Allocations))
     sampling = _sampling(record, settings)
     unavailable = sampling.unavailable if sampling is not None else settings.sampler_unavailable
+    ran = sampling.total if sampling is not None else 0  # the run's samples
     functions = []
     for fact in record.facts:
         measured = _measured(fact, record, settings, sampling)
-        verdict = diagnose(measured, settings.unit, settings.threshold, settings.corrected, unavailable)
+        verdict = diagnose(measured, settings.unit, settings.threshold, settings.corrected, unavailable, ran)
         machine = _machine(measured, verdict, (readings or {}).get(fact.key), allocations, record)
         parts = (measured.counts, measured.samples, measured.probes, measured.distortion, machine)
         functions.append(FunctionStats(measured.source, *parts, diagnosis=verdict))

@@ -63,8 +63,10 @@ def diagnose(
     threshold: float = DEFAULT_THRESHOLD,
     correct: bool = True,
     sampling_unavailable: str | None = None,
+    run_samples: int = 0,
 ) -> Diagnosis:
-    """Notes, marks and hot lines for what was ``measured`` of one function."""
+    """Notes, marks and hot lines for what was ``measured`` of one function (``run_samples``:
+    the samples of the whole run, every function's and the rest)."""
     counts, samples, probes = measured.counts, measured.samples, measured.probes
     notes: list[Note] = []
     if not counts.calls and not counts.hits and measured.source.compile_error:  # called, never ran
@@ -74,7 +76,7 @@ def diagnose(
         notes.append(Note("warning", unreached_note(measured.source.unreached)))
     elif not counts.calls and not counts.hits:
         notes.append(Note("info", "not called during the run"))
-    notes += _time_notes(counts, samples, sampling_unavailable, measured.source.unsampled)
+    notes += _time_notes(counts, samples, sampling_unavailable, measured.source.unsampled, run_samples)
     notes += _overhead_notes(measured, threshold, unit)
     below = _below_resolution(probes)
     if below:
@@ -136,10 +138,15 @@ def hottest(counts: Counts, samples: LineSamples, probes: Probes) -> tuple[int, 
 
 
 def _time_notes(
-    counts: Counts, samples: LineSamples, sampling_unavailable: str | None, unsampled: str
+    counts: Counts, samples: LineSamples, sampling_unavailable: str | None, unsampled: str, run_samples: int
 ) -> list[Note]:
     """Where the Time column comes from, when that needs saying, and how sure it is
-    (``unsampled``: why the function's kind puts no sample on its lines, ``Source.unsampled``)."""
+    (``unsampled``: why the function's kind puts no sample on its lines, ``Source.unsampled``).
+
+    A function that counted hits but got none of a run's many samples was either brief, or
+    ran inside code whose lines are not the profile's: a helper inlined into a jitted caller
+    that is not profiled (compiled from the user's code, whose machine code maps no sample to
+    the helper's lines). The note says both, not "the run was too short"."""
     if not counts.hits:
         return []
     if counts.time_source is None:
@@ -158,6 +165,16 @@ def _time_notes(
             )
         return [Note("info", f"times come from clock probes ({why}); they include the probes' distortion")]
     n = samples.total
+    if n == 0 and run_samples >= MIN_SAMPLES:
+        return [
+            Note(
+                "caution",
+                f"none of the run's {run_samples} samples landed in this function, so its times are not "
+                f"known: it ran for under about 1/{run_samples} of the sampled time, or inside a jitted "
+                "caller that is not profiled (inlined there, its lines are the caller's code): profile "
+                "its callers too (-f), or time it with clock probes (--probes)",
+            )
+        ]
     if n == 0:
         return [
             Note(

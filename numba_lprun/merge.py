@@ -68,7 +68,8 @@ def merged(
     sampling = _sampling(main.sampling, [p.profile.sampling for p in parts])
     unavailable = sampling.unavailable if sampling is not None else None
     lost = tuple(Note("warning", why) for why in missing)
-    functions = tuple(_diagnosed(s, main, corrected, unavailable, lost) for s in sums)
+    run_samples = sampling.total if sampling is not None else 0
+    functions = tuple(_diagnosed(s, main, corrected, unavailable, lost, run_samples) for s in sums)
     unprofiled = tuple(dict.fromkeys(main.unprofiled + tuple(u for p in parts for u in p.profile.unprofiled)))
     kept = tuple(dict.fromkeys(main.cache_kept + tuple(k for p in parts for k in p.profile.cache_kept)))
     return replace(
@@ -234,11 +235,16 @@ WORKERS_UNTIMED = (
 
 
 def _diagnosed(
-    summed: Summed, main: ProfileStats, corrected: bool, unavailable: str | None, lost: tuple[Note, ...]
+    summed: Summed,
+    main: ProfileStats,
+    corrected: bool,
+    unavailable: str | None,
+    lost: tuple[Note, ...],
+    run_samples: int,
 ) -> FunctionStats:
     """The function's profile of every process: its sums, and a diagnosis of them."""
     measured = summed.measured
-    verdict = diagnose(measured, main.unit, main.threshold, corrected, unavailable)
+    verdict = diagnose(measured, main.unit, main.threshold, corrected, unavailable, run_samples)
     kept = (Note("caution", WORKERS_UNTIMED),) if summed.untimed else ()
     if summed.imbalance is not None:
         kept += (summed.imbalance,)

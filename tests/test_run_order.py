@@ -213,3 +213,18 @@ def test_plain_runs_that_paid_a_compile_or_fresh_memory_are_left_out_of_the_figu
         replace(_stats_with(1.1, None), distortion=Distortion(1.1, 1e6, (1.0, 1.0), plain_left_out=1))
     )
     assert "one that paid a compile or fresh memory left out" in note
+
+
+def test_a_function_none_of_many_samples_reached_is_not_called_too_short_a_run():
+    """A helper inlined into a jitted caller that is not profiled counts its hits, but its
+    lines are the caller's code, so no sample lands on them however long the run: with a
+    run's many samples elsewhere, the note says so and names the way out (profile the callers),
+    and says "too short" only where the run itself got few samples."""
+    from numba_lprun.stats_parts import SAMPLES
+
+    base = _stats_with(1.0, None)
+    stats = replace(base, counts=replace(base.counts, time_source=SAMPLES))
+    (many,) = [n.text for n in diagnose(stats, 1e-9, run_samples=404).notes if "samples" in n.text]
+    assert "none of the run's 404 samples" in many and "profile its callers too (-f)" in many
+    (few,) = [n.text for n in diagnose(stats, 1e-9, run_samples=30).notes if "samples" in n.text]
+    assert "the run was too short" in few

@@ -46,6 +46,7 @@ from .session import (
     could_have_profiled,
     cut_short,
     load,
+    names_made_by,
     nothing_ran,
     report,
     split_cpu_cuda,
@@ -208,8 +209,9 @@ class NlprunMagics(Magics):
             compile(statement, filename, "exec")
         except SyntaxError as exc:
             raise UsageError(f"nlprun: syntax error in the statement, line {exc.lineno}: {exc.msg}") from None
+        later = names_made_by(args.functions, statement) if cell is not None else []
         try:
-            functions, plain, kernels = self._functions(args)
+            functions, plain, kernels = self._functions(args, later)
         except RequestError as exc:
             raise UsageError(f"nlprun: {exc}") from None
         if kernels:
@@ -236,12 +238,12 @@ class NlprunMagics(Magics):
         for func in imported_from(packages):
             prof.add_function(func)
         functions += in_modules
-        chosen = bool(functions or packages or plain)
+        chosen = bool(functions or packages or plain or later)
         # what Numba compiles during the run from the plain functions named, or from the functions
         # profiled @register_jitable implementations compile (for argument types new to the run)
         overloaded = tuple(f.py_func for f in functions if templates_holding(f))
         compiled = tuple(f for _, f, _ in plain) + overloaded
-        selection = Selection(filename, packages, chosen=chosen, plain=compiled)
+        selection = Selection(filename, packages, chosen=chosen, names=frozenset(later), plain=compiled)
         ns = self.shell.user_ns
         interrupted, error, progress = self._run(
             lambda progress: prof.runsource(
@@ -251,6 +253,8 @@ class NlprunMagics(Magics):
         if prof.last_source is not None:
             for expr, _, why in (p for p in plain if p[1] in prof.last_source.plain_unmatched):
                 print(f"numba_lprun: -f {expr}: {why}; nothing compiled it with Numba during the statement")
+            for expr in (e for e in later if e in prof.last_source.names_unmatched):
+                print(f"numba_lprun: -f {expr}: the cell made no jitted function of that name")
         return self._finish(prof, prof.profile, args, interrupted, error, progress)
 
     def _nlprun_cuda(self, args, statement: str, filename: str, functions: list, kernels: list):
@@ -297,13 +301,16 @@ class NlprunMagics(Magics):
         )
 
     # -- pieces ----------------------------------------------------------------------
-    def _functions(self, args) -> tuple[list[Callable], list[tuple[str, Callable, str]], list[object]]:
+    def _functions(
+        self, args, later: list[str]
+    ) -> tuple[list[Callable], list[tuple[str, Callable, str]], list[object]]:
         """The CPU functions, the plain Python functions (expression, function, why it is not
         jitted now: profiled if Numba compiles it during the statement, as pandas'
         ``engine="numba"`` does) and the CUDA kernels and device functions ``-f`` names
-        (``session.split_cpu_cuda`` tells them apart, and refuses both at once)."""
+        (``session.split_cpu_cuda`` tells them apart, and refuses both at once); not those
+        the cell makes (``later``: matched by name as the cell runs)."""
         named = []
-        for expr in args.functions:
+        for expr in (e for e in args.functions if e not in later):
             try:
                 named.append((expr, evaluate_expression(expr, self.shell.user_ns)))
             except NotProfilableError as exc:

@@ -16,6 +16,7 @@ stats: ``renderers.lprof``) or that ``ProfileStats.to_json`` wrote, through the 
 from __future__ import annotations
 
 import argparse
+import re
 import shutil
 import sys
 import textwrap
@@ -29,6 +30,7 @@ from .options import CLI, cuda_refusals, run_options_given
 from .renderers import HTMLRenderer, LprofWriter, RichRenderer, TextRenderer, read_profile
 from .renderers.columns import SAMPLE_COUNTS
 from .run.selection import MainModule, Selection
+from .run.statements import bound_by
 from .stats import ProfileStats
 
 __all__ = [
@@ -38,6 +40,7 @@ __all__ = [
     "could_have_profiled",
     "cut_short",
     "load",
+    "names_made_by",
     "nothing_ran",
     "report",
     "show_saved",
@@ -51,6 +54,14 @@ USAGE_ERROR = 2
 class RequestError(Exception):
     """A request refused before anything runs, in one line (the magic raises it as IPython's
     ``UsageError``, the command line prints it and exits with 2)."""
+
+
+def names_made_by(exprs: list[str], source: str) -> list[str]:
+    """The ``-f`` names of what ``source`` (a cell) makes itself (``f``, ``Class.member``, bound
+    by its own top-level statements): matched by name as it runs, as a script's are, not looked
+    up before it runs."""
+    bound = bound_by(source)
+    return [e for e in exprs if re.fullmatch(r"\w+(\.\w+)?", e) and e.partition(".")[0] in bound]
 
 
 def split_cpu_cuda(

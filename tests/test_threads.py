@@ -219,6 +219,56 @@ def test_a_helper_whose_parallel_caller_a_magic_cell_defines_keeps_every_hit(ips
             ns.pop(name, None)
 
 
+JITCLASS_AND_PARALLEL_USER = """\
+@jitclass([("h", float64)])
+class CutKernel:
+    def __init__(self, h):
+        self.h = h
+
+    def weight(self, d):
+        u = d / self.h
+        if abs(u) > 1.0:
+            return 0.0
+        return 1.0 - u * u
+
+
+@njit(parallel=True)
+def cut_kernel_density(kernel, x, points):
+    out = np.zeros(points.size)
+    for j in prange(points.size):
+        s = 0.0
+        for i in range(x.size):
+            s += kernel.weight(points[j] - x[i])
+        out[j] = s
+    return out
+r = cut_kernel_density(CutKernel(0.3), x, points)
+"""
+
+
+def test_a_jitclass_method_whose_parallel_user_a_magic_cell_defines_keeps_every_hit(ipshell):
+    """A jitclass method reached through an instance by a ``prange`` function the cell defines
+    after the class (``-f Class.member``, a member of a class the cell makes): no name shows
+    that the parallel function reaches it, only the instance its typing meets, so the method's
+    twin is built again with per-thread counters when that function compiles, and swapped into
+    the class in place of the first (half its hits were lost on two threads)."""
+    ns = ipshell.user_ns
+    ipshell.run_cell("import numpy as np\nfrom numba import njit, prange, float64\n")
+    ipshell.run_cell("from numba.experimental import jitclass\n")
+    x, points = np.linspace(0.0, 1.0, 300), np.linspace(0.0, 1.0, 40)
+    ns.update(x=x, points=points)
+    try:
+        prof = ipshell.run_cell_magic("nlprun", "--hits -r -f CutKernel.weight", JITCLASS_AND_PARALLEL_USER)
+        assert [f.heading for f in prof.profile.functions] == ["CutKernel.weight"]
+        first = ns["CutKernel"].class_type.jit_methods["weight"].py_func.__code__.co_firstlineno
+        outside = int((np.abs(np.subtract.outer(points, x) / 0.3) > 1.0).sum())
+        calls = x.size * points.size
+        expected = {first + 1: calls, first + 2: calls, first + 3: outside, first + 4: calls - outside}
+        assert hits_of(prof.get_stats(), "weight") == expected
+    finally:
+        for name in ("CutKernel", "cut_kernel_density", "r", "x", "points"):
+            ns.pop(name, None)
+
+
 def test_atomic_counters_only_where_threads_meet():
     """A helper that only serial code reaches keeps plain (non-atomic) counters: atomics cost, so
     they go only where code can run on several threads at once (any parallel function that

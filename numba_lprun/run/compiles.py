@@ -86,12 +86,12 @@ class CompileWatcher:
         phase: str,
         progress: Progress | None,
         paused: CompileHooks | None = None,
-        starting: Callable[[object], None] | None = None,
+        starting: Callable[[object, tuple], None] | None = None,
     ):
         self.phase = phase
         self.progress = progress
         self.paused = paused  # told when compiling starts and ends (the sampler pauses)
-        self.starting = starting  # told of each dispatcher about to compile, before its typing
+        self.starting = starting  # told of each dispatcher about to compile (and its types), before typing
         # Both keyed weakly: a dispatcher whose compile failed (an ``@overload`` implementation typing
         # tried and dropped) keeps the failure in its cache, and the failure's traceback the frames of
         # the call that compiled, with its arguments: held here, a typed dict passed in outlived its
@@ -121,7 +121,7 @@ class CompileWatcher:
             self._faults_at = minor_faults()
         self._stack.append([disp, time.perf_counter(), 0.0])
         if self.starting is not None and disp is not None:
-            self.starting(disp)
+            self.starting(disp, tuple(data.get("args") or ()))
 
     def on_end(self, data: dict, error: BaseException | None = None) -> None:
         if not self._stack or os.getpid() != self._pid:

@@ -35,7 +35,8 @@ class PhaseRun:
     replaying: bool = False  # replays the user's run's calls: its callers stand (``Runner.build``)
     unprofiled: dict[str, str] = field(default_factory=dict)  # made meanwhile, not profilable: name -> why
     cache_refused: list[str] = field(default_factory=list)  # the program's cache entries it did not write
-    threaded: list[object] = field(default_factory=list)  # compiled meanwhile, on threads (``widen_for``)
+    # compiled meanwhile, on threads: (dispatcher, handles profiled instances) (``Runner.widen_for``)
+    threaded: list[tuple[object, bool]] = field(default_factory=list)
 
     def compiling_since(self, since: float) -> float:
         """Seconds this phase spent compiling from ``since`` on (left out of a run's time)."""
@@ -64,8 +65,10 @@ class PhaseRun:
         (``f.py_func``, ``f.overloads``, pickling: all the original's), only their calls
         are redirected; Numba's own member dicts get the twins themselves."""
         new = {id(twin.original): twin.dispatcher for twin, _ in built}
+        # a twin built again (``Runner.widen_for``) replaces the one Numba's dicts hold now
+        again = {id(self.replacements[key]): twin for key, twin in new.items() if key in self.replacements}
         self.replacements.update(new)
-        self.swap.apply(self.internal, new)
+        self.swap.apply(self.internal, {**new, **again})
         self.swap.redirect([twin.original for twin, _ in built], new)
         for twin, src in built:
             if not twin.compiled:

@@ -12,6 +12,7 @@ phase's ``PhaseRun`` is handed that one function, and holds no runner).
 from __future__ import annotations
 
 import contextlib
+import functools
 import warnings
 import weakref
 from collections.abc import Callable, Iterable, Iterator
@@ -38,7 +39,7 @@ from .jitclasses import uses_instances
 from .measurements import PLAIN, FunctionCounts, FunctionFacts, Key
 from .naming import bound_name, options_of, sibling_key
 from .phase_run import PhaseRun
-from .reach import Swap, find_callers, module_namespaces, named_ids, reaches_through_names
+from .reach import Swap, find_callers, module_namespaces, named_ids, reached_values, reaches_through_names
 from .targets import (
     TWIN_KINDS,
     Target,
@@ -149,12 +150,12 @@ class Runner:
         namespaces: list[dict],
         callers: list | None = None,
         searched: bool = False,
-        threaded: Iterable[object] = (),
+        threaded: Iterable[tuple[object, bool]] = (),
     ) -> list[tuple[Twin, FunctionSource | None]]:
         """Twins of ``targets`` and of every jitted caller that reaches one (``callers``, or
         those found in ``namespaces`` and among the live objects: ``searched``, the last search's
         callers stand for these, as in a replay of the same calls), linked. ``threaded``: code
-        that runs on several threads, compiled during the phase (``widen_for``).
+        that runs on several threads, compiled during the phase (``widen_for``, ``_specs``).
 
         A target built earlier whose code now runs on several threads (its parallel caller
         was defined after it) is built again with atomic counters: its hits from two threads
@@ -171,7 +172,7 @@ class Runner:
             entries = [d for holder, held in holders for d in holder.entry_points(held)]
             callers += [d for d in entries if d not in profiled]  # a held class's code: relinked
             callers = self.callers = list(dict.fromkeys(callers))
-        specs = self._specs(callers + list(threaded), names)
+        specs = self._specs(callers, names, threaded)
         targets = list(targets)
         targets += [
             t
@@ -199,10 +200,16 @@ class Runner:
         link(everything + [twin for twin, _ in built])
         return built
 
-    def _specs(self, callers: list[CPUDispatcher], names: list[str]) -> dict[Target, TwinSpec]:
-        """How each target's twins are built (``targets.twin_specs``)."""
+    def _specs(
+        self, callers: list[CPUDispatcher], names: list[str], threaded: Iterable[tuple[object, bool]] = ()
+    ) -> dict[Target, TwinSpec]:
+        """How each target's twins are built (``targets.twin_specs``); ``threaded``: (code that
+        runs on threads, compiled during the phase, whether it handles profiled instances)."""
+        threaded = list(threaded)
         users = [d for d in callers if runs_concurrently(d) and self._uses(d, names)]
-        return twin_specs(list(self.targets.values()), callers, users, self.shows_times)
+        users += [d for d, with_instances in threaded if with_instances]
+        everyone = callers + [d for d, _ in threaded]
+        return twin_specs(list(self.targets.values()), everyone, users, self.shows_times)
 
     def _links(self, target: Target, kind: str) -> frozenset[tuple[Key, object]]:
         """The twins of other targets that ``target``'s code calls: (source key, that twin's
@@ -274,7 +281,8 @@ class Runner:
         )
         self.used.add(kind)
         self.generation += 1
-        watcher = run.compiles = CompileWatcher(kind, progress, paused, lambda d: self.widen_for(run, d))
+        widen = functools.partial(self.widen_for, run)
+        watcher = run.compiles = CompileWatcher(kind, progress, paused, widen)
         # the program's own Numba cache takes nothing linked against a twin, and loads nothing
         # that would bypass one (``internals.program_cache``)
         guard = guarded_program_caches(SYMBOL_PREFIX, lambda f: _must_compile(f, run), run.cache_refused)
@@ -338,21 +346,30 @@ class Runner:
                 if holder.after_names:
                     holder.swap_in(objects, twins, run.swap, kind, self.memos[holder.name])
 
-    def widen_for(self, run: PhaseRun, dispatcher: object) -> None:
-        """Before ``dispatcher`` compiles during ``run``: where it runs on several threads and
-        its code reaches a target whose twin counts without atomic counters (a ``prange``
-        caller defined or loaded after its helper's twin was built), build that twin again
-        with them, so the caller's typing links the new one (``build``'s ``threaded``)."""
-        if is_twin(dispatcher) or not runs_concurrently(dispatcher):
+    def widen_for(self, run: PhaseRun, dispatcher: object, args: tuple = ()) -> None:
+        """Before ``dispatcher`` compiles during ``run`` for argument types ``args``: where it
+        runs on several threads and its code reaches a target whose twin counts without atomic
+        counters (a ``prange`` caller defined or loaded after its helper's twin was built),
+        build that twin again with them, so the caller's typing links the new one (``build``'s
+        ``threaded``). A caller reaches a target by name, or a jitclass's members through an
+        instance it is passed or makes (its class named), which typing alone shows: so a
+        profiled caller's twin is checked too, for those."""
+        if not runs_concurrently(dispatcher):
             return
-        py_func = getattr(dispatcher, "py_func", None)
         kind = run.kind
-        targets = self.targets.values()
-        serial = {id(t.original): t for t in targets if kind in t.twins and not t.atomic.get(kind)}
-        if py_func is None or not serial or not reaches_through_names(py_func, serial):
+        serial = [t for t in self.targets.values() if kind in t.twins and not t.atomic.get(kind)]
+        py_func = getattr(dispatcher, "py_func", None)
+        if not serial or py_func is None:
             return
-        run.threaded.append(dispatcher)
-        self.switch(run, [], search=False)  # the callers known stand: a search would relink this one
+        named = {id(value) for value in reached_values(py_func)}
+        by_name = not is_twin(dispatcher) and any(id(t.original) in named for t in serial)
+        instances = [name for holder, held in self._held() for name in holder.instance_types(held)]
+        passed = any(name in str(ty) for ty in args for name in instances)
+        made = any(t.owner is not None and id(t.owner) in named for t in serial)
+        with_instances = any(t.owner is not None for t in serial) and (passed or made)
+        if by_name or with_instances:
+            run.threaded.append((dispatcher, with_instances))
+            self.switch(run, [], search=False)  # the callers known stand: a search would relink this one
 
     def adopt(self, run: PhaseRun, dispatchers: Iterable[CPUDispatcher]) -> None:
         """Profile ``dispatchers``, which a statement defined while ``run`` ran (they have not

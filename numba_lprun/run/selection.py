@@ -109,6 +109,22 @@ class SourceRun:
             return bool(hits)
         return not chosen.chosen and (not chosen.marked_only or is_marked(value))
 
+    def members_named(self, value: object) -> dict[str, str] | None:
+        """member -> the ``-f Class.member`` name naming it, for ``value``, a class of the
+        source bound to ``Class`` (a jitclass a script defines: ``-f Kernel.weight``); None
+        where no ``-f`` name is dotted after it, so ``accepts`` judges it whole. A member
+        profiled is marked found (``found_member``)."""
+        if not self.selection.names or not _same_file(source_file(value), self.selection.filename):
+            return None
+        bound = {n for n, v in self.namespace.items() if v is value} | {getattr(value, "__name__", None)}
+        owner_of = {name: name.partition(".")[0] for name in self.selection.names if "." in name}
+        dotted = {name.partition(".")[2]: name for name, owner in owner_of.items() if owner in bound}
+        return dotted or None
+
+    def found_member(self, name: str) -> None:
+        """A ``-f Class.member`` name matched a member of a class the source made."""
+        self.names_found.add(name)
+
     def marked_since(self) -> list[object]:
         """With ``find_marked``: functions marked ``@profile`` in modules imported since the last
         look, and in the source's namespace (``profile(f)`` after ``f`` was made)."""

@@ -60,7 +60,7 @@ def statement_run(
                     before = {k: id(v) for k, v in ns.items()}
                     exec(code, ns)
                     new = [v for k, v in list(ns.items()) if before.get(k) != id(v)]
-                    found = [d for v in new if judged.accepts(v) for d in _profilable(v)]
+                    found = [d for v in new for d in _chosen(judged, v)]
                     found += judged.marked_since()
                     if found:
                         run.adopt(*found)
@@ -97,6 +97,21 @@ def statement_codes(source: str, filename: str, flags: int = 0) -> list[CodeType
     return codes
 
 
+def bound_by(source: str) -> set[str]:
+    """The names ``source``'s top-level statements bind (functions, classes, assignments, imports):
+    what ``-f`` may name in a cell before the cell has made it."""
+    names: set[str] = set()
+    for node in ast.parse(source).body:
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            names.add(node.name)
+        elif isinstance(node, (ast.Assign, ast.AnnAssign, ast.AugAssign)):
+            targets = node.targets if isinstance(node, ast.Assign) else [node.target]
+            names |= {n.id for t in targets for n in ast.walk(t) if isinstance(n, ast.Name)}
+        elif isinstance(node, (ast.Import, ast.ImportFrom)):
+            names |= {(a.asname or a.name).partition(".")[0] for a in node.names}
+    return names
+
+
 def _future_flags(tree: ast.Module) -> int:
     """The compiler flags of the module's ``from __future__ import`` statements."""
     flags = 0
@@ -119,6 +134,21 @@ def _imports(body: list) -> list[ast.stmt]:
             for name in ("body", "orelse", "finalbody", "handlers", "cases"):
                 found += _imports(getattr(node, name, None) or [])
     return found
+
+
+def _chosen(judged: SourceRun, value: object) -> list:
+    """The dispatchers of a new binding ``value`` the source's selection profiles: all that
+    stand for it, or the members ``-f Class.member`` names of a class."""
+    members = judged.members_named(value)
+    if members is None:
+        return _profilable(value) if judged.accepts(value) else []
+    chosen = []
+    for dispatcher in _profilable(value):
+        name = members.get(getattr(getattr(dispatcher, "py_func", None), "__name__", None))
+        if name is not None:
+            judged.found_member(name)
+            chosen.append(dispatcher)
+    return chosen
 
 
 def _profilable(value: object) -> list:

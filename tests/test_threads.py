@@ -194,28 +194,38 @@ r = cut_density(x, points)
 """
 
 
-@pytest.mark.parametrize("defined", ["before", "with"])
+@pytest.mark.parametrize("defined", ["before", "with", "through"])
 def test_a_helper_whose_parallel_caller_a_magic_cell_defines_keeps_every_hit(ipshell, defined):
     """The helper's twin was built before its ``prange`` caller existed (defined by the cell,
     later in the run, profiled or not): built with serial counters, two threads added their
     held hits over each other and half the helper's calls were lost, silently. Its twin is
     built again, atomic, when the parallel caller is defined (profiled: ``Runner.build``) or
-    compiled (not profiled: ``Runner.widen_for``)."""
+    compiled (not profiled: ``Runner.widen_for``); ``through``: the parallel caller reaches it
+    through a serial function the cell compiled first (against the serial twin: compiled again)."""
     ns = ipshell.user_ns
     ipshell.run_cell("import math\nimport numpy as np\nfrom numba import njit, prange\n")
     ns.update(x=np.linspace(0.0, 1.0, 300), points=np.linspace(0.0, 1.0, 40))
+    caller, extra = PARALLEL_CALLER, 0
     try:
         if defined == "before":  # the helper exists, the cell defines its caller: -f the helper
             ipshell.run_cell(EARLY_RETURN_HELPER)
-            prof = ipshell.run_cell_magic("nlprun", "--hits -r -f cut_weight", PARALLEL_CALLER)
-        else:  # the cell defines both, helper first: both profiled
-            prof = ipshell.run_cell_magic("nlprun", "--hits -r", EARLY_RETURN_HELPER + PARALLEL_CALLER)
-        expected = python_helper_hits(ns["cut_density"], ns["cut_weight"], ns["x"], ns["points"])
-        assert sum(expected.values()) == 300 * 40 * 2  # the test, then one of the returns
+            prof = ipshell.run_cell_magic("nlprun", "--hits -r -f cut_weight", caller)
+        elif defined == "with":  # the cell defines both, helper first: both profiled
+            prof = ipshell.run_cell_magic("nlprun", "--hits -r", EARLY_RETURN_HELPER + caller)
+        else:
+            serial = "@njit\ndef via(d):\n    return cut_weight(d)\nvia(0.1)\n"
+            caller, extra = serial + caller.replace("s += cut_weight(", "s += via("), 1
+            prof = ipshell.run_cell_magic("nlprun", "--hits -r -f cut_weight", EARLY_RETURN_HELPER + caller)
+        first = ns["cut_weight"].py_func.__code__.co_firstlineno
+        outside = int((np.abs(np.subtract.outer(ns["points"], ns["x"])) > 0.3).sum())
+        calls = 300 * 40 + extra  # via(0.1): one more, inside
+        expected = {first + 2: calls, first + 3: outside, first + 4: calls - outside}
+        if defined == "before":  # and as line_profiler counts the Python functions
+            assert python_helper_hits(ns["cut_density"], ns["cut_weight"], ns["x"], ns["points"]) == expected
         assert hits_of(prof.get_stats(), "cut_weight") == expected
         assert np.array_equal(ns["r"], ns["cut_density"].py_func(ns["x"], ns["points"]))
     finally:
-        for name in ("cut_weight", "cut_density", "r", "x", "points"):
+        for name in ("cut_weight", "cut_density", "via", "r", "x", "points"):
             ns.pop(name, None)
 
 

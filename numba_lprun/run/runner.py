@@ -208,7 +208,10 @@ class Runner:
         threaded = list(threaded)
         users = [d for d in callers if runs_concurrently(d) and self._uses(d, names)]
         users += [d for d, with_instances in threaded if with_instances]
-        everyone = callers + [d for d, _ in threaded]
+        # and the jitted functions they call, made during the run too (a serial caller of a
+        # helper, called before the parallel one was defined): the helper is reached through them
+        through = [v for d, _ in threaded for v in reached_values(d.py_func) if is_dispatcher(v)]
+        everyone = list(dict.fromkeys(callers + [d for d, _ in threaded] + through))
         return twin_specs(list(self.targets.values()), everyone, users, self.shows_times)
 
     def _links(self, target: Target, kind: str) -> frozenset[tuple[Key, object]]:
@@ -367,9 +370,24 @@ class Runner:
         passed = any(name in str(ty) for ty in args for name in instances)
         made = any(t.owner is not None and id(t.owner) in named for t in serial)
         with_instances = any(t.owner is not None for t in serial) and (passed or made)
-        if by_name or with_instances:
-            run.threaded.append((dispatcher, with_instances))
+        if not (by_name or with_instances):
+            return
+        run.threaded.append((dispatcher, with_instances))
+        serial_ids = {id(t.original): t for t in serial}
+        relinked = self.relinked[kind]
+        for caller in [c for c in relinked if reaches_through_names(c.py_func, serial_ids)]:
+            del relinked[caller]  # linked the serial twins: relinked again by ``build``
+        try:
             self.switch(run, [], search=False)  # the callers known stand: a search would relink this one
+        except TwinCompileError as exc:  # its calls fall back to the original, as in ``adopt``
+            run.unprofiled[exc.func_name] = str(exc)
+        widened = {id(t.original): t for t in serial if t.atomic.get(kind)}
+        for compiled in list(run.compiles.seconds) if run.compiles is not None and widened else ():
+            # compiled during the run against a serial twin (a helper's caller called before the
+            # parallel one was defined): compiled again when the parallel caller types its call
+            if compiled is not dispatcher and not is_twin(compiled) and is_dispatcher(compiled):
+                if reaches_through_names(compiled.py_func, widened):
+                    forget_profiler_code(compiled, SYMBOL_PREFIX)
 
     def adopt(self, run: PhaseRun, dispatchers: Iterable[CPUDispatcher]) -> None:
         """Profile ``dispatchers``, which a statement defined while ``run`` ran (they have not

@@ -71,9 +71,10 @@ OPTIONS: list[Option] = [
     Option(
         ("-f",),
         "functions",
-        "Profile FUNC: in IPython an expression giving a Numba jitted function, on the command line "
-        "MODULE:FUNC (imported first) or FUNC defined by the script. Repeatable. A @cuda.jit kernel or "
-        "device function (MODULE:FUNC on the command line) has its launches profiled.",
+        "Profile FUNC: in IPython an expression giving a Numba jitted function (or the name of one "
+        "the profiled cell defines), on the command line MODULE:FUNC (imported first) or FUNC defined "
+        "by the script (Class.method: a member of a jitclass it defines). Repeatable. A @cuda.jit "
+        "kernel or device function (MODULE:FUNC on the command line) has its launches profiled.",
         action="append",
         metavar="FUNC",
         brief="a jitted function to profile (repeatable)",

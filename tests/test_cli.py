@@ -245,3 +245,61 @@ def test_dash_c_runs_code_with_its_argv_and_version_names_the_releases():
     assert version.returncode == 0
     releases = r"numba \S+, llvmlite \S+, numpy \S+, line_profiler \S+, Python \S+"
     assert re.fullmatch(rf"numba_lprun \S+ \({releases}\)\n", version.stdout), version.stdout
+
+
+SCRIPT_WITH_IMPORTS = '''\
+"""A script's docstring."""
+from __future__ import annotations
+import math
+try:
+    import numpy as np
+except ImportError:
+    np = None
+if True:
+    from os import path as osp
+
+
+def scale(x: float) -> float:
+    return math.exp(x) + np.sqrt(x) + len(osp.sep)
+
+
+class Box:
+    def grow(self, x):
+        return math.floor(x)
+
+
+print(scale.__annotations__)
+'''
+
+
+def test_a_script_runs_statement_by_statement_with_the_bytecode_of_the_whole_module():
+    """Each top-level statement compiled alone must give the functions the bytecode Python gives
+    them in the whole module (Numba keys its cache by it): CPython compiles ``math.exp(x)``
+    otherwise where it has not seen ``import math``, and the module's ``__future__`` imports
+    hold for every statement, the profiler's own for none."""
+    import types
+
+    from numba_lprun.run.statements import statement_codes
+
+    def functions(code: types.CodeType) -> dict[str, bytes]:
+        found = {}
+        for const in code.co_consts:
+            if isinstance(const, types.CodeType):
+                found[const.co_qualname] = const.co_code
+                found.update(functions(const))
+        return found
+
+    whole = functions(compile(SCRIPT_WITH_IMPORTS, "script.py", "exec", dont_inherit=True))
+    pieces: dict[str, bytes] = {}
+    for code in statement_codes(SCRIPT_WITH_IMPORTS, "script.py"):
+        pieces.update(functions(code))
+    assert {"scale", "Box", "Box.grow"} <= set(whole) and pieces == whole
+    namespace: dict = {}
+    without_future = SCRIPT_WITH_IMPORTS.replace("from __future__ import annotations\n", "")
+    for code in statement_codes(without_future, "s.py"):
+        exec(code, namespace)
+    assert namespace["scale"].__annotations__ == {"x": float, "return": float}  # not strings
+    namespace = {}
+    for code in statement_codes(SCRIPT_WITH_IMPORTS, "script.py"):
+        exec(code, namespace)
+    assert namespace["scale"].__annotations__ == {"x": "float", "return": "float"}

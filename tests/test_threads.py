@@ -279,6 +279,23 @@ def test_a_jitclass_method_whose_parallel_user_a_magic_cell_defines_keeps_every_
             ns.pop(name, None)
 
 
+def test_a_counter_table_taken_over_keeps_its_counts_and_is_taken_back():
+    """A twin built again with other stripes (``Runner.widen_for``) counts in a new table, while
+    compiled code may still add to the old one: both are read, zeroed and totalled together, and
+    switching back takes the old table again (two tables however often a session switches)."""
+    serial = CounterTable(3, 0)
+    serial.shared[0, 0], serial.shared[-1] = 5, (1, 10)
+    striped = serial.succeeded(64)
+    striped.array[3, 0, 0] = 7
+    assert striped.read()[0, 0] == 12 and striped.earlier == (serial,)
+    assert striped.take_totals() == (1, 10) and striped.take_totals() == (0, 0)
+    again = striped.succeeded(0)
+    assert again is serial and again.earlier == (striped,) and again.read()[0, 0] == 12
+    assert again.succeeded(64) is striped and striped.earlier == (serial,)
+    striped.zero()
+    assert not striped.read().any()
+
+
 def test_atomic_counters_only_where_threads_meet():
     """A helper that only serial code reaches keeps plain (non-atomic) counters: atomics cost, so
     they go only where code can run on several threads at once (any parallel function that

@@ -61,9 +61,13 @@ class CounterTable:
         """A table with ``stripes`` stripes that takes over from this one, which stays alive and
         counted: a twin rebuilt with other counters mid-run (a parallel caller defined after its
         helper's twin was built) leaves compiled code that still adds here, and the counts
-        already made."""
-        table = CounterTable(self.n_lines, stripes)
-        table.earlier = (self, *self.earlier)
+        already made. One of the tables it took over from is taken again where it has as many
+        stripes (a long session switching back and forth holds two tables, not one per switch)."""
+        tables = self._tables()
+        table = next((t for t in tables if t.stripes == stripes), None) or CounterTable(self.n_lines, stripes)
+        for earlier in tables:
+            earlier.earlier = ()
+        table.earlier = tuple(t for t in tables if t is not table)
         return table
 
     def _tables(self) -> tuple[CounterTable, ...]:

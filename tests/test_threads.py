@@ -10,10 +10,12 @@ from numba import njit, stencil
 
 import numba_lprun
 from numba_lprun.instrument import probes as P
+from numba_lprun.instrument.clock import current_clock
 from numba_lprun.instrument.rewrite import instrument
 from numba_lprun.instrument.source import read_source
 from numba_lprun.instrument.stripes import CounterTable, stripes_supported
 from numba_lprun.instrument.twins import compile_like_original, make_twin, objmode_names
+from numba_lprun.run.targets import cached_target
 from numba_lprun.sampling import Sampler
 from numba_lprun.sampling import _native as N
 from numba_lprun.twin_kind import COUNTING
@@ -194,7 +196,15 @@ r = cut_density(x, points)
 """
 
 
-@pytest.mark.parametrize("defined", ["before", "with", "through"])
+PARALLEL_UFUNC = """\
+@vectorize(["float64(float64)"], target="parallel")
+def cut_ufunc(d):
+    return cut_weight(d)
+r = cut_ufunc(np.subtract.outer(points, x).ravel())
+"""
+
+
+@pytest.mark.parametrize("defined", ["before", "with", "through", "ufunc"])
 def test_a_helper_whose_parallel_caller_a_magic_cell_defines_keeps_every_hit(ipshell, defined):
     """The helper's twin was built before its ``prange`` caller existed (defined by the cell,
     later in the run, profiled or not): built with serial counters, two threads added their
@@ -204,7 +214,8 @@ def test_a_helper_whose_parallel_caller_a_magic_cell_defines_keeps_every_hit(ips
     through a serial function the cell compiled first (against the serial twin: compiled again)."""
     ns = ipshell.user_ns
     ipshell.run_cell("import math\nimport numpy as np\nfrom numba import njit, prange\n")
-    ns.update(x=np.linspace(0.0, 1.0, 300), points=np.linspace(0.0, 1.0, 40))
+    x, points = np.linspace(0.0, 1.0, 300), np.linspace(0.0, 1.0, 40)
+    ns.update(x=x, points=points)
     caller, extra = PARALLEL_CALLER, 0
     try:
         if defined == "before":  # the helper exists, the cell defines its caller: -f the helper
@@ -212,6 +223,9 @@ def test_a_helper_whose_parallel_caller_a_magic_cell_defines_keeps_every_hit(ips
             prof = ipshell.run_cell_magic("nlprun", "--hits -r -f cut_weight", caller)
         elif defined == "with":  # the cell defines both, helper first: both profiled
             prof = ipshell.run_cell_magic("nlprun", "--hits -r", EARLY_RETURN_HELPER + caller)
+        elif defined == "ufunc":  # a parallel ufunc's kernel: compiled without a compile event
+            ipshell.run_cell(EARLY_RETURN_HELPER + "from numba import vectorize\n")
+            prof = ipshell.run_cell_magic("nlprun", "--hits -r -f cut_weight", PARALLEL_UFUNC)
         else:
             serial = "@njit\ndef via(d):\n    return cut_weight(d)\nvia(0.1)\n"
             caller, extra = serial + caller.replace("s += cut_weight(", "s += via("), 1
@@ -223,9 +237,14 @@ def test_a_helper_whose_parallel_caller_a_magic_cell_defines_keeps_every_hit(ips
         if defined == "before":  # and as line_profiler counts the Python functions
             assert python_helper_hits(ns["cut_density"], ns["cut_weight"], ns["x"], ns["points"]) == expected
         assert hits_of(prof.get_stats(), "cut_weight") == expected
-        assert np.array_equal(ns["r"], ns["cut_density"].py_func(ns["x"], ns["points"]))
+        target = cached_target(ns["cut_weight"], current_clock().kind)
+        assert target.atomic == {"counting": True}  # whatever the threads' timing let through
+        if defined == "ufunc":  # the plain run after the profile, alike
+            assert np.array_equal(ns["r"], ns["cut_ufunc"](np.subtract.outer(points, x).ravel()))
+        else:
+            assert np.array_equal(ns["r"], ns["cut_density"](x, points))
     finally:
-        for name in ("cut_weight", "cut_density", "via", "r", "x", "points"):
+        for name in ("cut_weight", "cut_density", "cut_ufunc", "via", "r", "x", "points"):
             ns.pop(name, None)
 
 
@@ -300,9 +319,6 @@ def test_atomic_counters_only_where_threads_meet():
     """A helper that only serial code reaches keeps plain (non-atomic) counters: atomics cost, so
     they go only where code can run on several threads at once (any parallel function that
     reaches the helper, profiled or not, would make them atomic)."""
-    from numba_lprun.instrument.clock import current_clock
-    from numba_lprun.run.targets import cached_target
-
     prof = numba_lprun.LineProfiler(kinds.parallel_density, kinds.square_weight, timing=False)
     prof.runcall(kinds.serial_density, DENSITY_X, DENSITY_POINTS)
     assert hits_of(prof.get_stats(), "square_weight") == {

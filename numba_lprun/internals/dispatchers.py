@@ -118,7 +118,52 @@ def compile_events(listener) -> contextlib.AbstractContextManager:
     both = contextlib.ExitStack()
     for kind in ("numba:compile", LOAD_EVENT):
         both.enter_context(event.install_listener(kind, Relay()))
+    both.enter_context(_ufunc_kernel_compiles(listener))
     return both
+
+
+@touches(
+    "numba.np.ufunc.ufuncbuilder",
+    "UFuncDispatcher._compile_core",
+    "run/runner.py: a @vectorize/@guvectorize kernel compiles without a compile event, and runs on "
+    "threads where its target is parallel",
+    params=("self", "sig", "flags", "locals"),
+)
+@contextlib.contextmanager
+def _ufunc_kernel_compiles(listener):
+    """Send the compiles of ``@vectorize`` and ``@guvectorize`` kernels to ``listener`` as compile
+    events (``dispatcher``: the kernel's ``UFuncDispatcher``, ``args``: its argument types):
+    Numba fires none for them, and a kernel of a parallel ufunc runs on every thread."""
+    from numba.core import sigutils
+    from numba.np.ufunc.ufuncbuilder import UFuncDispatcher
+
+    compile_core = UFuncDispatcher._compile_core
+
+    def reported(self, sig, flags, locals):
+        data = {"dispatcher": self, "args": tuple(sigutils.normalize_signature(sig)[0])}
+        listener.on_start(data)
+        try:
+            cres = compile_core(self, sig, flags, locals)
+        except BaseException as exc:
+            listener.on_end(data, exc)
+            raise
+        listener.on_end(data, None)
+        return cres
+
+    UFuncDispatcher._compile_core = reported
+    try:
+        yield
+    finally:
+        UFuncDispatcher._compile_core = compile_core
+
+
+@touches("numba.np.ufunc.ufuncbuilder", "UFuncDispatcher", "a ufunc kernel's compiling dispatcher")
+def is_ufunc_kernel(dispatcher: object) -> bool:
+    """Whether ``dispatcher`` compiles a ``@vectorize``/``@guvectorize`` kernel (NumPy may run its
+    loops on several threads: ``target="parallel"``, or a ``nogil`` caller's threads)."""
+    from numba.np.ufunc.ufuncbuilder import UFuncDispatcher
+
+    return isinstance(dispatcher, UFuncDispatcher)
 
 
 @touches(

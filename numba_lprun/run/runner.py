@@ -30,6 +30,7 @@ from ..internals import (
     ignore_debug_info_warnings,
     is_dispatcher,
     is_twin,
+    is_ufunc_kernel,
 )
 from ..interrupts import ctrl_c_deferred
 from .compiles import CompileHooks, CompileWatcher, Progress
@@ -211,8 +212,9 @@ class Runner:
         # and the jitted functions they call, made during the run too (a serial caller of a
         # helper, called before the parallel one was defined): the helper is reached through them
         through = [v for d, _ in threaded for v in reached_values(d.py_func) if is_dispatcher(v)]
-        everyone = list(dict.fromkeys(callers + [d for d, _ in threaded] + through))
-        return twin_specs(list(self.targets.values()), everyone, users, self.shows_times)
+        on_threads = [d for d, _ in threaded]
+        everyone = list(dict.fromkeys(callers + on_threads + through))
+        return twin_specs(list(self.targets.values()), everyone, users, self.shows_times, on_threads)
 
     def _links(self, target: Target, kind: str) -> frozenset[tuple[Key, object]]:
         """The twins of other targets that ``target``'s code calls: (source key, that twin's
@@ -356,8 +358,9 @@ class Runner:
         build that twin again with them, so the caller's typing links the new one (``build``'s
         ``threaded``). A caller reaches a target by name, or a jitclass's members through an
         instance it is passed or makes (its class named), which typing alone shows: so a
-        profiled caller's twin is checked too, for those."""
-        if not runs_concurrently(dispatcher):
+        profiled caller's twin is checked too, for those. A ``@vectorize``/``@guvectorize``
+        kernel counts as running on threads (NumPy runs a parallel ufunc's loops on several)."""
+        if not runs_concurrently(dispatcher) and not is_ufunc_kernel(dispatcher):
             return
         kind = run.kind
         serial = [t for t in self.targets.values() if kind in t.twins and not t.atomic.get(kind)]

@@ -234,6 +234,7 @@ SUITE_SECOND_HALF = [
     "tests/test_html_report.py",
     "tests/test_live_notebook.py",
     "tests/test_twin_cache.py",
+    "tests/test_repeat.py",
     "tests/test_mpi.py",
     "tests/test_ray.py",
 ]

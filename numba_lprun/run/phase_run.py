@@ -35,8 +35,8 @@ class PhaseRun:
     replaying: bool = False  # replays the user's run's calls: its callers stand (``Runner.build``)
     unprofiled: dict[str, str] = field(default_factory=dict)  # made meanwhile, not profilable: name -> why
     cache_refused: list[str] = field(default_factory=list)  # the program's cache entries it did not write
-    # compiled meanwhile, on threads: (dispatcher, handles profiled instances) (``Runner.widen_for``)
-    threaded: list[tuple[object, bool]] = field(default_factory=list)
+    on_threads: set = field(default_factory=set)  # targets code compiled meanwhile runs on threads
+    retired: list = field(default_factory=list)  # twins built again meanwhile, kept for the phase
 
     def compiling_since(self, since: float) -> float:
         """Seconds this phase spent compiling from ``since`` on (left out of a run's time)."""

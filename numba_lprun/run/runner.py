@@ -15,8 +15,8 @@ import contextlib
 import functools
 import warnings
 import weakref
-from collections.abc import Callable, Iterable, Iterator
-from dataclasses import dataclass, field
+from collections.abc import Callable, Collection, Iterable, Iterator
+from dataclasses import dataclass, field, replace
 
 from ..errors import NotProfilableError, TwinCompileError
 from ..instrument.counter_slots import SYMBOL_PREFIX
@@ -151,12 +151,12 @@ class Runner:
         namespaces: list[dict],
         callers: list | None = None,
         searched: bool = False,
-        threaded: Iterable[tuple[object, bool]] = (),
+        on_threads: Collection[Target] = (),
     ) -> list[tuple[Twin, FunctionSource | None]]:
         """Twins of ``targets`` and of every jitted caller that reaches one (``callers``, or
         those found in ``namespaces`` and among the live objects: ``searched``, the last search's
-        callers stand for these, as in a replay of the same calls), linked. ``threaded``: code
-        that runs on several threads, compiled during the phase (``widen_for``, ``_specs``).
+        callers stand for these, as in a replay of the same calls), linked. ``on_threads``: targets
+        that code compiled during the phase runs on several threads (``widen_for``).
 
         A target built earlier whose code now runs on several threads (its parallel caller
         was defined after it) is built again with atomic counters: its hits from two threads
@@ -173,7 +173,9 @@ class Runner:
             entries = [d for holder, held in holders for d in holder.entry_points(held)]
             callers += [d for d in entries if d not in profiled]  # a held class's code: relinked
             callers = self.callers = list(dict.fromkeys(callers))
-        specs = self._specs(callers, names, threaded)
+        specs = self._specs(callers, names)
+        for target in on_threads:  # reached from threads, so called from jitted code
+            specs[target] = replace(specs[target], concurrent=True, times_calls=False)
         targets = list(targets)
         targets += [
             t
@@ -201,20 +203,10 @@ class Runner:
         link(everything + [twin for twin, _ in built])
         return built
 
-    def _specs(
-        self, callers: list[CPUDispatcher], names: list[str], threaded: Iterable[tuple[object, bool]] = ()
-    ) -> dict[Target, TwinSpec]:
-        """How each target's twins are built (``targets.twin_specs``); ``threaded``: (code that
-        runs on threads, compiled during the phase, whether it handles profiled instances)."""
-        threaded = list(threaded)
+    def _specs(self, callers: list[CPUDispatcher], names: list[str]) -> dict[Target, TwinSpec]:
+        """How each target's twins are built (``targets.twin_specs``)."""
         users = [d for d in callers if runs_concurrently(d) and self._uses(d, names)]
-        users += [d for d, with_instances in threaded if with_instances]
-        # and the jitted functions they call, made during the run too (a serial caller of a
-        # helper, called before the parallel one was defined): the helper is reached through them
-        through = [v for d, _ in threaded for v in reached_values(d.py_func) if is_dispatcher(v)]
-        on_threads = [d for d, _ in threaded]
-        everyone = list(dict.fromkeys(callers + on_threads + through))
-        return twin_specs(list(self.targets.values()), everyone, users, self.shows_times, on_threads)
+        return twin_specs(list(self.targets.values()), callers, users, self.shows_times)
 
     def _links(self, target: Target, kind: str) -> frozenset[tuple[Key, object]]:
         """The twins of other targets that ``target``'s code calls: (source key, that twin's
@@ -338,7 +330,7 @@ class Runner:
                         run.namespaces.append(ns)
             self._forget()
             callers = self.callers if run.runs_nothing or not search else None
-            built = self.build(run.kind, targets, run.namespaces, callers, run.replaying, run.threaded)
+            built = self.build(run.kind, targets, run.namespaces, callers, run.replaying, run.on_threads)
             kind = run.kind
             # by Python function, not by code: the closures an ``@overload`` builds per argument
             # type share one code object, each with its own cells (its own twin)
@@ -356,10 +348,12 @@ class Runner:
         runs on several threads and its code reaches a target whose twin counts without atomic
         counters (a ``prange`` caller defined or loaded after its helper's twin was built),
         build that twin again with them, so the caller's typing links the new one (``build``'s
-        ``threaded``). A caller reaches a target by name, or a jitclass's members through an
-        instance it is passed or makes (its class named), which typing alone shows: so a
-        profiled caller's twin is checked too, for those. A ``@vectorize``/``@guvectorize``
-        kernel counts as running on threads (NumPy runs a parallel ufunc's loops on several)."""
+        ``on_threads``). Its code reaches a target by name (directly or through the jitted
+        functions it names), or, for a jitclass's members, through an instance it is passed or
+        makes (its class named): typing alone shows those, so a profiled caller's twin is
+        checked too. A function passed to it is not built again (typed as the twin it was
+        passed as, that twin would still be called). A ``@vectorize``/``@guvectorize`` kernel
+        counts as running on threads (NumPy runs a parallel ufunc's loops on several)."""
         if not runs_concurrently(dispatcher) and not is_ufunc_kernel(dispatcher):
             return
         kind = run.kind
@@ -367,29 +361,37 @@ class Runner:
         py_func = getattr(dispatcher, "py_func", None)
         if not serial or py_func is None:
             return
-        named = {id(value) for value in reached_values(py_func)}
-        by_name = not is_twin(dispatcher) and any(id(t.original) in named for t in serial)
+        # a function passed to it (``dens(x, g, kernel)``) is typed as the twin it was passed as: a
+        # twin built again would not be the one it calls (its hits there may be lost: not mended)
+        reached = {id(value) for value in reached_values(py_func)}
         instances = [name for holder, held in self._held() for name in holder.instance_types(held)]
         passed = any(name in str(ty) for ty in args for name in instances)
-        made = any(t.owner is not None and id(t.owner) in named for t in serial)
-        with_instances = any(t.owner is not None for t in serial) and (passed or made)
-        if not (by_name or with_instances):
+        stale = [
+            t
+            for t in serial
+            if id(t.original) in reached
+            or id(t.twins[kind].dispatcher) in reached
+            or (t.owner is not None and (passed or id(t.owner) in reached))
+        ]
+        if not stale:
             return
-        run.threaded.append((dispatcher, with_instances))
-        serial_ids = {id(t.original): t for t in serial}
+        run.on_threads.update(stale)
+        # the twins replaced stay alive for the phase: code being typed meanwhile (a caller whose
+        # compile started this one) may hold one as a type, which keeps it only weakly
+        run.retired += [twin for t in self.targets.values() for twin in t.twins.values()]
+        stale_ids = {id(t.original): t for t in stale}
         relinked = self.relinked[kind]
-        for caller in [c for c in relinked if reaches_through_names(c.py_func, serial_ids)]:
+        for caller in [c for c in relinked if reaches_through_names(c.py_func, stale_ids)]:
             del relinked[caller]  # linked the serial twins: relinked again by ``build``
         try:
             self.switch(run, [], search=False)  # the callers known stand: a search would relink this one
         except TwinCompileError as exc:  # its calls fall back to the original, as in ``adopt``
             run.unprofiled[exc.func_name] = str(exc)
-        widened = {id(t.original): t for t in serial if t.atomic.get(kind)}
-        for compiled in list(run.compiles.seconds) if run.compiles is not None and widened else ():
+        for compiled in list(run.compiles.seconds) if run.compiles is not None else ():
             # compiled during the run against a serial twin (a helper's caller called before the
             # parallel one was defined): compiled again when the parallel caller types its call
             if compiled is not dispatcher and not is_twin(compiled) and is_dispatcher(compiled):
-                if reaches_through_names(compiled.py_func, widened):
+                if reaches_through_names(compiled.py_func, stale_ids):
                     forget_profiler_code(compiled, SYMBOL_PREFIX)
 
     def adopt(self, run: PhaseRun, dispatchers: Iterable[CPUDispatcher]) -> None:

@@ -158,17 +158,14 @@ def redefine(target: Target, dispatcher: object, source: FunctionSource, clock: 
         target.twins.clear()
 
 
-def atomic_targets(
-    targets: list[Target], callers: list, instance_users: list, threaded: list = ()
-) -> set[int]:
+def atomic_targets(targets: list[Target], callers: list, instance_users: list) -> set[int]:
     """Identities of the targets' originals whose code may run on several threads at once, so
     whose counters must be atomic: a ``parallel``/``nogil`` function (profiled or not) and every
     target its code reaches, directly or through other jitted functions (a helper called from a
     ``prange`` body runs on every worker), and only those. ``instance_users``: concurrent
-    callers handling instances of a profiled jitclass, which reach its members unnamed;
-    ``threaded``: code seen to run on threads whatever its options (a parallel ufunc's kernel)."""
+    callers handling instances of a profiled jitclass, which reach its members unnamed."""
     originals = [t.original for t in targets]
-    sources = [d for d in originals + callers if runs_concurrently(d)] + list(threaded)
+    sources = [d for d in originals + callers if runs_concurrently(d)]
     reached = reached_from(sources, originals + callers)
     if instance_users:
         reached |= {id(t.original) for t in targets if t.owner is not None}
@@ -197,12 +194,11 @@ def inlined_by_numba(dispatcher: object) -> bool:
 
 
 def twin_specs(
-    targets: list[Target], callers: list, instance_users: list, shows_times: bool, threaded: list = ()
+    targets: list[Target], callers: list, instance_users: list, shows_times: bool
 ) -> dict[Target, TwinSpec]:
-    """How each target's twins are built, for ``build_twin`` and ``Target.built_as`` (``threaded``:
-    see ``atomic_targets``). A stencil's calls are never timed: its kernel is called once per point
-    of the array."""
-    atomic = atomic_targets(targets, callers, instance_users, threaded)
+    """How each target's twins are built, for ``build_twin`` and ``Target.built_as``. A
+    stencil's calls are never timed: its kernel is called once per point of the array."""
+    atomic = atomic_targets(targets, callers, instance_users)
     per_point = {id(t.original) for t in targets if treated_as(t.original).per_point}
     helpers = called_from_jitted(targets, callers) | per_point
     return {

@@ -35,6 +35,7 @@ from .run.measurements import (
     ExtraRun,
     FunctionCounts,
     FunctionFacts,
+    HitsShort,
     Key,
     LineSamples,
     RanOnce,
@@ -125,6 +126,7 @@ def assemble(
     unprofiled = fold(record.of(Unprofiled))
     reasons = tuple(unprofiled.reasons.values()) if unprofiled is not None else ()
     kept = fold(record.of(CacheKept))
+    short = fold(record.of(HitsShort))
     return ProfileStats(
         settings.unit,
         settings.clock,
@@ -134,6 +136,7 @@ def assemble(
         settings.threshold,
         unprofiled=reasons,
         cache_kept=tuple(dict.fromkeys(kept.entries)) if kept is not None else (),
+        short=tuple(short.reasons.values()) if short is not None else (),
     )
 
 

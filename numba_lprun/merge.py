@@ -72,6 +72,7 @@ def merged(
     functions = tuple(_diagnosed(s, main, corrected, unavailable, lost, run_samples) for s in sums)
     unprofiled = tuple(dict.fromkeys(main.unprofiled + tuple(u for p in parts for u in p.profile.unprofiled)))
     kept = tuple(dict.fromkeys(main.cache_kept + tuple(k for p in parts for k in p.profile.cache_kept)))
+    short = tuple(dict.fromkeys(main.short + tuple(s for p in parts for s in p.profile.short)))
     return replace(
         main,
         functions=functions,
@@ -80,6 +81,7 @@ def merged(
         missing=tuple(missing),
         unprofiled=unprofiled,
         cache_kept=kept,
+        short=short,
     )
 
 

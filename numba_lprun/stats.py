@@ -226,6 +226,8 @@ class ProfileStats:
     unprofiled: tuple[str, ...] = ()
     # entries of the program's own Numba cache the run did not write (linked against a twin)
     cache_kept: tuple[str, ...] = ()
+    # profiled functions whose hits may be short, and why: a sentence each (``run.HitsShort``)
+    short: tuple[str, ...] = ()
 
     def to_line_stats(self) -> LineStats:
         return LineStats({f.source.key: f.timings() for f in self.functions}, self.unit)

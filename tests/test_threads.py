@@ -420,3 +420,37 @@ def test_a_thread_an_engine_named_for_itself_is_never_armed():
     finally:
         stop.set()
         libc.pthread_join(handle, None)
+
+
+PASSED_TO_A_PARALLEL_CALLER = """\
+@njit(parallel=True)
+def cut_density_of(x, points, kernel):
+    out = np.zeros(points.size)
+    for j in prange(points.size):
+        s = 0.0
+        for i in range(x.size):
+            s += kernel(points[j] - x[i])
+        out[j] = s
+    return out
+r = cut_density_of(x, points, passed_weight)
+"""
+
+
+def test_a_helper_passed_to_a_parallel_function_says_its_hits_may_be_short(ipshell):
+    """A helper passed as an argument to a ``prange`` function is typed as the twin it was passed
+    as, which counts for one thread: its hits there may be lost (not mended), and the profile
+    says so under the tables rather than nothing. The program's result is its own."""
+    ns = ipshell.user_ns
+    ipshell.run_cell("import math\nimport numpy as np\nfrom numba import njit, prange\n")
+    x, points = np.linspace(0.0, 1.0, 300), np.linspace(0.0, 1.0, 40)
+    ns.update(x=x, points=points)
+    try:  # a name of its own: a parallel function of another test that names it would make it atomic
+        ipshell.run_cell(EARLY_RETURN_HELPER.replace("cut_weight", "passed_weight"))
+        prof = ipshell.run_cell_magic("nlprun", "--hits -r -f passed_weight", PASSED_TO_A_PARALLEL_CALLER)
+        (said,) = prof.profile.short
+        assert said.startswith("passed_weight was passed as an argument to cut_density_of")
+        assert "NUMBA_NUM_THREADS=1" in said
+        assert np.array_equal(ns["r"], ns["cut_density_of"](x, points, ns["passed_weight"]))
+    finally:
+        for name in ("passed_weight", "cut_density_of", "r", "x", "points"):
+            ns.pop(name, None)

@@ -157,6 +157,23 @@ def _ufunc_kernel_compiles(listener):
         UFuncDispatcher._compile_core = compile_core
 
 
+@touches("numba.core.types", "Dispatcher", "a jitted function passed as an argument: its type holds it")
+def functions_typed(types_seen: tuple) -> list[object]:
+    """The jitted functions that argument types stand for (``types.Dispatcher``, also inside
+    tuples): a function passed to a compiling caller, ``dens(x, g, kernel)``, which its code
+    calls though no name of it shows that."""
+    from numba.core import types
+
+    found, pending = [], list(types_seen)
+    while pending:
+        ty = pending.pop()
+        if isinstance(ty, types.Dispatcher):
+            found.append(ty.dispatcher)
+        elif isinstance(ty, types.BaseTuple):
+            pending.extend(ty.types)
+    return found
+
+
 @touches("numba.np.ufunc.ufuncbuilder", "UFuncDispatcher", "a ufunc kernel's compiling dispatcher")
 def is_ufunc_kernel(dispatcher: object) -> bool:
     """Whether ``dispatcher`` compiles a ``@vectorize``/``@guvectorize`` kernel (NumPy may run its

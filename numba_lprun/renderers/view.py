@@ -349,9 +349,10 @@ def profile_views(
 
 def profile_notes(profile: ProfileStats) -> list[str]:
     """Sentences about the whole profile rather than one function, after the tables: the
-    functions the program made that ran as themselves, unprofiled, and why; the entries of
-    the program's Numba cache the run did not write."""
+    functions the program made that ran as themselves, unprofiled, and why; the functions whose
+    hits may be short, and why; the entries of the program's Numba cache the run did not write."""
     notes = [f"not profiled (it ran as itself): {why}" for why in profile.unprofiled]
+    notes += [f"hits may be short: {why}" for why in profile.short]
     if profile.cache_kept:
         names = ", ".join(profile.cache_kept[:4]) + (", ..." if len(profile.cache_kept) > 4 else "")
         notes.append(

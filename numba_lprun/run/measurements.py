@@ -150,6 +150,14 @@ class ExtraRun:
 
 
 @dataclass(frozen=True)
+class HitsShort:
+    """Profiled functions whose hits may be short, and why: the run met a way its code ran on
+    threads that the counters were not built for, and could not mend (name -> why)."""
+
+    reasons: dict[str, str] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
 class Unprofiled:
     """Functions the program made during the run that could not be profiled: they ran as
     themselves (object-mode code, say). Name -> why."""

@@ -37,6 +37,7 @@ class PhaseRun:
     cache_refused: list[str] = field(default_factory=list)  # the program's cache entries it did not write
     on_threads: set = field(default_factory=set)  # targets code compiled meanwhile runs on threads
     retired: list = field(default_factory=list)  # twins built again meanwhile, kept for the phase
+    short: dict[str, str] = field(default_factory=dict)  # profiled, hits may be short: name -> why
 
     def compiling_since(self, since: float) -> float:
         """Seconds this phase spent compiling from ``since`` on (left out of a run's time)."""

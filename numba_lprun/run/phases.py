@@ -41,6 +41,7 @@ from .measurements import (
     Differed,
     ExtraRun,
     FunctionCounts,
+    HitsShort,
     Key,
     RanOnce,
     Sampled,
@@ -340,6 +341,8 @@ class UserRun:
                 ctx.made.append(unreached)
             if run is not None and run.unprofiled:
                 ctx.made.append(Unprofiled(dict(run.unprofiled)))
+            if run is not None and run.short:
+                ctx.made.append(HitsShort(dict(run.short)))
             _cache_kept(ctx, run)
             failed = failed_compiles(ctx.runner.targets, run.compiles if run is not None else None, self.kind)
             if failed is not None:

@@ -26,6 +26,7 @@ from ..instrument.twins import Twin, compile_like, link, make_relinked
 from ..internals import (
     CPUDispatcher,
     forget_profiler_code,
+    functions_typed,
     guarded_program_caches,
     ignore_debug_info_warnings,
     is_dispatcher,
@@ -352,7 +353,8 @@ class Runner:
         functions it names), or, for a jitclass's members, through an instance it is passed or
         makes (its class named): typing alone shows those, so a profiled caller's twin is
         checked too. A function passed to it is not built again (typed as the twin it was
-        passed as, that twin would still be called). A ``@vectorize``/``@guvectorize`` kernel
+        passed as, that twin would still be called): the profile says its hits may be short
+        (``PhaseRun.short``). A ``@vectorize``/``@guvectorize`` kernel
         counts as running on threads (NumPy runs a parallel ufunc's loops on several)."""
         if not runs_concurrently(dispatcher) and not is_ufunc_kernel(dispatcher):
             return
@@ -361,9 +363,20 @@ class Runner:
         py_func = getattr(dispatcher, "py_func", None)
         if not serial or py_func is None:
             return
-        # a function passed to it (``dens(x, g, kernel)``) is typed as the twin it was passed as: a
-        # twin built again would not be the one it calls (its hits there may be lost: not mended)
         reached = {id(value) for value in reached_values(py_func)}
+        # a function passed to it (``dens(x, g, kernel)``) is typed as the twin it was passed as: a
+        # twin built again would not be the one it calls, so its hits there may be lost: said
+        # (not mended: the twin's probes would have to change in place, its identity kept)
+        passed_functions = {id(f) for f in functions_typed(args)}
+        for t in serial:
+            if id(t.twins[kind].dispatcher) in passed_functions or id(t.original) in passed_functions:
+                name = t.source.py_func.__qualname__
+                caller = py_func.__qualname__
+                run.short[name] = (
+                    f"{name} was passed as an argument to {caller}, which runs on several threads, "
+                    f"and its counters were made for one: calls made there may be lost (call {name} "
+                    f"by its name in {caller}, or run with NUMBA_NUM_THREADS=1 for exact hits)"
+                )
         instances = [name for holder, held in self._held() for name in holder.instance_types(held)]
         passed = any(name in str(ty) for ty in args for name in instances)
         stale = [

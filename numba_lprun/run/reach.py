@@ -103,6 +103,13 @@ def reached_values(py_func: pytypes.FunctionType) -> Iterator[object]:
                     frontier.append(inner)
 
 
+def code_reaches(code: object, targets: Mapping[int, object]) -> bool:
+    """``reaches_through_names`` for jitted ``code`` (a dispatcher, a ufunc: its kernel's
+    Python function); False for code without one."""
+    py_func = _python_function(code)
+    return py_func is not None and reaches_through_names(py_func, targets)
+
+
 def reaches_through_names(py_func: pytypes.FunctionType, targets: Mapping[int, object]) -> bool:
     """Whether the code of ``py_func`` can call one of ``targets`` (by identity), directly or
     through the jitted functions it names, and theirs: a function Numba would load from its

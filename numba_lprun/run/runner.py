@@ -41,7 +41,15 @@ from .jitclasses import uses_instances
 from .measurements import PLAIN, FunctionCounts, FunctionFacts, Key
 from .naming import bound_name, options_of, sibling_key
 from .phase_run import PhaseRun
-from .reach import Swap, find_callers, module_namespaces, named_ids, reached_values, reaches_through_names
+from .reach import (
+    Swap,
+    code_reaches,
+    find_callers,
+    module_namespaces,
+    named_ids,
+    reached_values,
+    reaches_through_names,
+)
 from .targets import (
     TWIN_KINDS,
     Target,
@@ -394,7 +402,7 @@ class Runner:
         run.retired += [twin for t in self.targets.values() for twin in t.twins.values()]
         stale_ids = {id(t.original): t for t in stale}
         relinked = self.relinked[kind]
-        for caller in [c for c in relinked if reaches_through_names(c.py_func, stale_ids)]:
+        for caller in [c for c in relinked if code_reaches(c, stale_ids)]:
             del relinked[caller]  # linked the serial twins: relinked again by ``build``
         try:
             self.switch(run, [], search=False)  # the callers known stand: a search would relink this one
@@ -404,7 +412,7 @@ class Runner:
             # compiled during the run against a serial twin (a helper's caller called before the
             # parallel one was defined): compiled again when the parallel caller types its call
             if compiled is not dispatcher and not is_twin(compiled) and is_dispatcher(compiled):
-                if reaches_through_names(compiled.py_func, stale_ids):
+                if code_reaches(compiled, stale_ids):
                     forget_profiler_code(compiled, SYMBOL_PREFIX)
 
     def adopt(self, run: PhaseRun, dispatchers: Iterable[CPUDispatcher]) -> None:

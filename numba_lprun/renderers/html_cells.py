@@ -46,9 +46,8 @@ def time_cell(view: FunctionView, line: LineView, human: bool) -> str:
 
 def per_hit_amount(view: FunctionView, line: LineView) -> str:
     """Per Hit with its own unit, never finer than a nanosecond (or one tick), a few cycles:
-    a line that ran 100,000 times in 3 us reads "<1 ns" a hit, not "0.0305 ns". A line with
-    hits and no sample on it reads the bound its 95% interval puts on a hit ("<1 ns", "<4.2
-    ns"), not "0 ns": a run with few samples (a busy machine) leaves that bound wide."""
+    a line that ran 100,000 times in 3 us reads "<1 ns" a hit, not "0.0305 ns" or, with no
+    sample on it, "0 ns" (where its 95% interval keeps it under a nanosecond too)."""
     if line.per_hit is None:
         return ""
     floor = 1.0 if view.tick else 1e-9 / view.output_unit  # in output units
@@ -59,7 +58,7 @@ def per_hit_amount(view: FunctionView, line: LineView) -> str:
         return below
     if line.hits and line.interval is not None:  # no sample landed on it: its interval bounds it
         bound = line.interval[1] / 100.0 * view.total / view.output_unit / line.hits
-        return below if bound < floor else "<" + view.amount_text(bound)
+        return below if bound < floor else view.amount_text(0.0)
     return view.amount_text(line.per_hit)
 
 

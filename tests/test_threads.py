@@ -422,34 +422,37 @@ def test_a_thread_an_engine_named_for_itself_is_never_armed():
         libc.pthread_join(handle, None)
 
 
-PASSED_TO_A_PARALLEL_CALLER = """\
-@njit(parallel=True)
-def cut_density_of(x, points, kernel):
-    out = np.zeros(points.size)
-    for j in prange(points.size):
-        s = 0.0
-        for i in range(x.size):
-            s += kernel(points[j] - x[i])
-        out[j] = s
-    return out
-r = cut_density_of(x, points, passed_weight)
-"""
+PASSED_TO_A_PARALLEL_CALLER = (
+    PARALLEL_CALLER.replace("cut_density(x, points", "cut_density_of(x, points, kernel")
+    .replace("cut_weight(", "kernel(")
+    .replace("r = cut_density_of(x, points, kernel)", "r = cut_density_of(x, points, passed_weight)")
+)
 
 
-def test_a_helper_passed_to_a_parallel_function_says_its_hits_may_be_short(ipshell):
-    """A helper passed as an argument to a ``prange`` function is typed as the twin it was passed
-    as, which counts for one thread: its hits there may be lost (not mended), and the profile
-    says so under the tables rather than nothing. The program's result is its own."""
+@pytest.mark.parametrize("signature", ["lazy", "explicit"])
+def test_a_helper_passed_to_a_parallel_function_keeps_every_hit(ipshell, signature):
+    """A helper passed as an argument to a ``prange`` function is typed as the dispatcher it was
+    passed as: the serial twin the program's name held. Built serial (no parallel code named it),
+    two threads added their held hits over each other and half its calls were lost (then said:
+    "hits may be short"). The twin is built again, atomic, and the object passed compiles as the
+    new one (``twins.compile_in_place``), also for explicit signatures (compiled again at once,
+    since it compiles nothing on demand). The program's result is its own."""
     ns = ipshell.user_ns
     ipshell.run_cell("import math\nimport numpy as np\nfrom numba import njit, prange\n")
     x, points = np.linspace(0.0, 1.0, 300), np.linspace(0.0, 1.0, 40)
     ns.update(x=x, points=points)
+    helper = EARLY_RETURN_HELPER.replace("cut_weight", "passed_weight")
+    if signature == "explicit":
+        helper = helper.replace("@njit", '@njit("float64(float64)")')
     try:  # a name of its own: a parallel function of another test that names it would make it atomic
-        ipshell.run_cell(EARLY_RETURN_HELPER.replace("cut_weight", "passed_weight"))
+        ipshell.run_cell(helper)
+        assert "def cut_density_of(x, points, kernel)" in PASSED_TO_A_PARALLEL_CALLER
         prof = ipshell.run_cell_magic("nlprun", "--hits -r -f passed_weight", PASSED_TO_A_PARALLEL_CALLER)
-        (said,) = prof.profile.short
-        assert said.startswith("passed_weight was passed as an argument to cut_density_of")
-        assert "NUMBA_NUM_THREADS=1" in said
+        assert prof.profile.short == ()
+        first = ns["passed_weight"].py_func.__code__.co_firstlineno
+        outside = int((np.abs(np.subtract.outer(points, x)) > 0.3).sum())
+        expected = {first + 2: 300 * 40, first + 3: outside, first + 4: 300 * 40 - outside}
+        assert hits_of(prof.get_stats(), "passed_weight") == expected
         assert np.array_equal(ns["r"], ns["cut_density_of"](x, points, ns["passed_weight"]))
     finally:
         for name in ("passed_weight", "cut_density_of", "r", "x", "points"):

@@ -46,6 +46,11 @@ def remember_twin(dispatcher: object, token: str | None) -> None:
     _twin_tokens[dispatcher] = token
 
 
+def token_of(dispatcher: object) -> str | None:
+    """The token ``remember_twin`` recorded for the twin ``dispatcher`` (None: none, or never cached)."""
+    return _twin_tokens.get(dispatcher)
+
+
 def code_digest(code: pytypes.CodeType) -> str:
     """The code object as compiled (bytecode, constants, names, file and line table).
 

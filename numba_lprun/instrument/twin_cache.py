@@ -112,6 +112,15 @@ def no_cache(dispatcher: object, why: str) -> None:
         _no_cache[dispatcher] = why
 
 
+def no_cache_like(dispatcher: object, model: object) -> None:
+    """Record for ``dispatcher`` why ``model`` has no disk cache, or nothing where it has one."""
+    why = _no_cache.get(model)
+    if why is None:
+        _no_cache.pop(dispatcher, None)
+    else:
+        _no_cache[dispatcher] = why
+
+
 def not_cached_because(dispatcher: object) -> str | None:
     """Why some compiled code of the twin ``dispatcher`` is not on disk (None: it all is, or the
     cache is off)."""

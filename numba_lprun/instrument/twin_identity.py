@@ -28,8 +28,8 @@ from dataclasses import dataclass
 from ..internals import use_disk_cache
 from . import disk_cache
 from . import probes as P
-from .fingerprint import code_digest, describe, remember_twin
-from .twin_cache import cache_for, no_cache
+from .fingerprint import code_digest, describe, remember_twin, token_of
+from .twin_cache import cache_for, no_cache, no_cache_like
 
 _TAG_CHARS = 20
 _live: weakref.WeakValueDictionary = weakref.WeakValueDictionary()  # tag -> twin dispatcher
@@ -120,3 +120,10 @@ def register(dispatcher: object, py_func: pytypes.FunctionType, naming: TwinNami
             no_cache(dispatcher, "Numba cannot place its cache files")
         else:
             no_cache(dispatcher, "its source cannot be read again to tell when it changes")
+
+
+def share_identity(dispatcher: object, model: object) -> None:
+    """``dispatcher``, a twin, compiles ``model``'s code from now on (``internals.compile_as``):
+    its callers' keys describe it as ``model``, and its code is cached, or not, as ``model``'s."""
+    remember_twin(dispatcher, token_of(model))
+    no_cache_like(dispatcher, model)

@@ -40,7 +40,7 @@ from .function_kinds import treated_as
 from .in_place import FACTORY, mangling_class, placed
 from .source import FunctionSource
 from .twin_cache import not_cached_because
-from .twin_identity import name_twin, register, twin_key
+from .twin_identity import name_twin, register, share_identity, twin_key
 
 
 def objmode_names(py_func: pytypes.FunctionType) -> frozenset[str]:
@@ -311,6 +311,14 @@ def make_relinked(original: CPUDispatcher, linked: Iterable[Twin] = ()) -> Twin:
     except Exception as exc:  # Numba raises many types; all mean the twin failed
         raise TwinCompileError(old.__qualname__, numba_reason(exc), kind="relinked") from None
     return Twin(original, twin, "relinked", compiled=["kernel"], kernel=code)
+
+
+def compile_in_place(replaced: CPUDispatcher, twin: Twin) -> None:
+    """Make ``replaced``, a twin dispatcher that ``twin`` was built to replace, compile as ``twin``
+    does: jitted code typed with ``replaced`` as an argument (a helper passed to a ``prange``
+    caller) calls the code that very object holds, whatever the program's names now hold."""
+    internals.compile_as(replaced, twin.dispatcher)
+    share_identity(replaced, twin.dispatcher)
 
 
 def cell_value(cell: pytypes.CellType) -> object:

@@ -45,6 +45,7 @@ from .cuda import simulated_device_flag, simulated_fastmath
 from .dispatchers import (
     CPUDispatcher,
     can_compile,
+    compile_as,
     compile_events,
     forget_compiled,
     functions_typed,
@@ -133,6 +134,7 @@ __all__ = [
     "box_instance_type",
     "cached_dispatchers",
     "can_compile",
+    "compile_as",
     "compile_events",
     "functions_typed",
     "is_ufunc_kernel",

@@ -55,6 +55,50 @@ def pipeline_class(dispatcher: CPUDispatcher) -> type:
 
 @touches(
     "numba.core.dispatcher",
+    "_DispatcherBase._reset_overloads",
+    "run/runner.py: a twin passed to parallel code drops its serial code, its object kept",
+)
+@touches(
+    "numba.core.dispatcher",
+    "_DispatcherBase",
+    "run/runner.py: a twin passed to parallel code compiles as its atomic successor",
+    instance_attribute="_compiler",
+)
+@touches(
+    "numba.core.dispatcher",
+    "Dispatcher",
+    "run/runner.py: a twin passed to parallel code loads and saves as its atomic successor",
+    instance_attribute="_cache",
+)
+def compile_as(dispatcher: CPUDispatcher, model: CPUDispatcher) -> None:
+    """Drop ``dispatcher``'s compiled code and compile it from now on as ``model`` compiles (its
+    Python function, compiler and cache), for the signatures it compiled: a jitted function
+    passed to jitted code is typed as the dispatcher object it was passed as
+    (``types.Dispatcher`` holds it), so where its code must change, that object's must. Numba's
+    compiler lock is held: a caller's typing may be under way in this thread."""
+    from numba.core.compiler_lock import global_compiler_lock
+
+    with global_compiler_lock:
+        signatures = list(dispatcher.overloads)
+        compiles = dispatcher._can_compile
+        dispatcher._reset_overloads()
+        dispatcher._compiler = model._compiler
+        dispatcher._cache = model._cache
+        dispatcher.py_func = model.py_func
+        dispatcher.func_code = model.func_code
+        # the hook a twin calls before each compile (``redirect.make_twin_dispatcher``)
+        dispatcher.__dict__.update({k: v for k, v in model.__dict__.items() if k.startswith("_numba_lprun_")})
+        if not compiles:  # explicit signatures: compiled again now, as they were
+            dispatcher._can_compile = True
+            try:
+                for signature in signatures:
+                    dispatcher.compile(signature)
+            finally:
+                dispatcher._can_compile = False
+
+
+@touches(
+    "numba.core.dispatcher",
     "Dispatcher._can_compile",
     "twins.py, run/reach.py: a function with explicit signatures compiles nothing new; nor may its twin",
 )

@@ -22,7 +22,7 @@ from ..errors import NotProfilableError, TwinCompileError
 from ..instrument.counter_slots import SYMBOL_PREFIX
 from ..instrument.function_kinds import treated_as
 from ..instrument.source import FunctionSource, describe, read_source
-from ..instrument.twins import Twin, compile_like, link, make_relinked
+from ..instrument.twins import Twin, compile_in_place, compile_like, link, make_relinked
 from ..internals import (
     CPUDispatcher,
     forget_profiler_code,
@@ -360,10 +360,12 @@ class Runner:
         ``on_threads``). Its code reaches a target by name (directly or through the jitted
         functions it names), or, for a jitclass's members, through an instance it is passed or
         makes (its class named): typing alone shows those, so a profiled caller's twin is
-        checked too. A function passed to it is not built again (typed as the twin it was
-        passed as, that twin would still be called): the profile says its hits may be short
-        (``PhaseRun.short``). A ``@vectorize``/``@guvectorize`` kernel
-        counts as running on threads (NumPy runs a parallel ufunc's loops on several)."""
+        checked too. A twin passed to it as an argument is typed as that very dispatcher object,
+        so it is built again and the old object made to compile as the new twin
+        (``compile_in_place``); an original passed (typed before the profile swapped it in the
+        program's names) is not counted there, and the profile says its hits may be short
+        (``PhaseRun.short``). A ``@vectorize``/``@guvectorize`` kernel counts as running on
+        threads (NumPy runs a parallel ufunc's loops on several)."""
         if not runs_concurrently(dispatcher) and not is_ufunc_kernel(dispatcher):
             return
         kind = run.kind
@@ -372,12 +374,12 @@ class Runner:
         if not serial or py_func is None:
             return
         reached = {id(value) for value in reached_values(py_func)}
-        # a function passed to it (``dens(x, g, kernel)``) is typed as the twin it was passed as: a
-        # twin built again would not be the one it calls, so its hits there may be lost: said
-        # (not mended: the twin's probes would have to change in place, its identity kept)
+        # a function passed to it (``dens(x, g, kernel)``) is typed as the dispatcher it was passed
+        # as: a twin passed is built again and then made to compile as the new one, in place
         passed_functions = {id(f) for f in functions_typed(args)}
+        passed = {t: t.twins[kind] for t in serial if id(t.twins[kind].dispatcher) in passed_functions}
         for t in serial:
-            if id(t.twins[kind].dispatcher) in passed_functions or id(t.original) in passed_functions:
+            if id(t.original) in passed_functions:  # the original itself: typed before the profile swapped it
                 name = t.source.py_func.__qualname__
                 caller = py_func.__qualname__
                 run.short[name] = (
@@ -386,13 +388,14 @@ class Runner:
                     f"by its name in {caller}, or run with NUMBA_NUM_THREADS=1 for exact hits)"
                 )
         instances = [name for holder, held in self._held() for name in holder.instance_types(held)]
-        passed = any(name in str(ty) for ty in args for name in instances)
+        passed_instance = any(name in str(ty) for ty in args for name in instances)
         stale = [
             t
             for t in serial
-            if id(t.original) in reached
+            if t in passed
+            or id(t.original) in reached
             or id(t.twins[kind].dispatcher) in reached
-            or (t.owner is not None and (passed or id(t.owner) in reached))
+            or (t.owner is not None and (passed_instance or id(t.owner) in reached))
         ]
         if not stale:
             return
@@ -408,6 +411,10 @@ class Runner:
             self.switch(run, [], search=False)  # the callers known stand: a search would relink this one
         except TwinCompileError as exc:  # its calls fall back to the original, as in ``adopt``
             run.unprofiled[exc.func_name] = str(exc)
+        for t, old in passed.items():
+            new = t.twins[kind]
+            if new is not old and old.kernel is None and new.kernel is None:
+                compile_in_place(old.dispatcher, new)
         for compiled in list(run.compiles.seconds) if run.compiles is not None else ():
             # compiled during the run against a serial twin (a helper's caller called before the
             # parallel one was defined): compiled again when the parallel caller types its call

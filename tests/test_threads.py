@@ -429,6 +429,44 @@ PASSED_TO_A_PARALLEL_CALLER = (
 )
 
 
+HELD_BY_A_PARALLEL_CALLER = {
+    # the helper reached through a closure cell and a global tuple: both hold the serial twin
+    # the program's name held when they were made, not a name the profile can point elsewhere
+    "closure": PARALLEL_CALLER.replace("@njit(", "def make(kernel):\n @njit(")
+    .replace("\ndef", "\n def")
+    .replace("\n    ", "\n     ")
+    .replace("cut_weight(", "kernel(")
+    .replace("\nr = ", "\n return cut_density\ncut_density = make(held_weight)\nr = "),
+    "tuple": "KERNELS = (held_weight,)\n"
+    + PARALLEL_CALLER.replace("    out = np.zeros", "    kernel = KERNELS[0]\n    out = np.zeros").replace(
+        "cut_weight(", "kernel("
+    ),
+}
+
+
+@pytest.mark.parametrize("holder", sorted(HELD_BY_A_PARALLEL_CALLER))
+def test_a_helper_a_parallel_function_reaches_through_a_closure_or_a_tuple_keeps_every_hit(ipshell, holder):
+    """The serial twin of a helper held in a closure cell or a global tuple of a ``prange``
+    function made later: rebuilt with per-thread counters, and the object held made to compile as
+    the new twin (``twins.compile_in_place``), so no hit is lost to the two threads."""
+    ns = ipshell.user_ns
+    ipshell.run_cell("import math\nimport numpy as np\nfrom numba import njit, prange\n")
+    x, points = np.linspace(0.0, 1.0, 300), np.linspace(0.0, 1.0, 40)
+    ns.update(x=x, points=points)
+    try:
+        ipshell.run_cell(EARLY_RETURN_HELPER.replace("cut_weight", "held_weight"))
+        cell = HELD_BY_A_PARALLEL_CALLER[holder]
+        prof = ipshell.run_cell_magic("nlprun", "--hits -r -f held_weight", cell)
+        first = ns["held_weight"].py_func.__code__.co_firstlineno
+        outside = int((np.abs(np.subtract.outer(points, x)) > 0.3).sum())
+        expected = {first + 2: 300 * 40, first + 3: outside, first + 4: 300 * 40 - outside}
+        assert hits_of(prof.get_stats(), "held_weight") == expected, cell
+        assert np.array_equal(ns["r"], ns["cut_density"](x, points))
+    finally:
+        for name in ("held_weight", "cut_density", "make", "KERNELS", "r", "x", "points"):
+            ns.pop(name, None)
+
+
 @pytest.mark.parametrize("signature", ["lazy", "explicit"])
 def test_a_helper_passed_to_a_parallel_function_keeps_every_hit(ipshell, signature):
     """A helper passed as an argument to a ``prange`` function is typed as the dispatcher it was

@@ -313,12 +313,14 @@ def make_relinked(original: CPUDispatcher, linked: Iterable[Twin] = ()) -> Twin:
     return Twin(original, twin, "relinked", compiled=["kernel"], kernel=code)
 
 
-def compile_in_place(replaced: CPUDispatcher, twin: Twin) -> None:
+def compile_in_place(replaced: CPUDispatcher, twin: Twin) -> list[object]:
     """Make ``replaced``, a twin dispatcher that ``twin`` was built to replace, compile as ``twin``
-    does: jitted code typed with ``replaced`` as an argument (a helper passed to a ``prange``
-    caller) calls the code that very object holds, whatever the program's names now hold."""
-    internals.compile_as(replaced, twin.dispatcher)
+    does: jitted code typed with ``replaced`` (passed to it as an argument, held in a closure or
+    a tuple it reads) calls the code that very object holds, whatever the program's names now
+    hold. Returns its compiled code dropped (``internals.compile_as``)."""
+    dropped = internals.compile_as(replaced, twin.dispatcher)
     share_identity(replaced, twin.dispatcher)
+    return dropped
 
 
 def cell_value(cell: pytypes.CellType) -> object:

@@ -70,15 +70,17 @@ def pipeline_class(dispatcher: CPUDispatcher) -> type:
     "run/runner.py: a twin passed to parallel code loads and saves as its atomic successor",
     instance_attribute="_cache",
 )
-def compile_as(dispatcher: CPUDispatcher, model: CPUDispatcher) -> None:
+def compile_as(dispatcher: CPUDispatcher, model: CPUDispatcher) -> list[object]:
     """Drop ``dispatcher``'s compiled code and compile it from now on as ``model`` compiles (its
     Python function, compiler and cache), for the signatures it compiled: a jitted function
     passed to jitted code is typed as the dispatcher object it was passed as
     (``types.Dispatcher`` holds it), so where its code must change, that object's must. Numba's
-    compiler lock is held: a caller's typing may be under way in this thread."""
+    compiler lock is held: a caller's typing may be under way in this thread. Returns the
+    compiled code dropped, for the caller to keep alive while it may still run."""
     from numba.core.compiler_lock import global_compiler_lock
 
     with global_compiler_lock:
+        dropped = list(dispatcher.overloads.values())
         signatures = list(dispatcher.overloads)
         compiles = dispatcher._can_compile
         dispatcher._reset_overloads()
@@ -95,6 +97,7 @@ def compile_as(dispatcher: CPUDispatcher, model: CPUDispatcher) -> None:
                     dispatcher.compile(signature)
             finally:
                 dispatcher._can_compile = False
+    return dropped
 
 
 @touches(

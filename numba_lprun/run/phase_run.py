@@ -36,7 +36,7 @@ class PhaseRun:
     unprofiled: dict[str, str] = field(default_factory=dict)  # made meanwhile, not profilable: name -> why
     cache_refused: list[str] = field(default_factory=list)  # the program's cache entries it did not write
     on_threads: set = field(default_factory=set)  # targets code compiled meanwhile runs on threads
-    retired: list = field(default_factory=list)  # twins built again meanwhile, kept for the phase
+    retired: list = field(default_factory=list)  # twins built again meanwhile, their old code: kept
     short: dict[str, str] = field(default_factory=dict)  # profiled, hits may be short: name -> why
 
     def compiling_since(self, since: float) -> float:

@@ -52,7 +52,8 @@ def _names_used(code: pytypes.CodeType) -> set[str]:
 
 def named_values(py_func: pytypes.FunctionType) -> list[object]:
     """The values ``py_func``'s code names (globals, closure cells, attributes of the modules it
-    names): what its calls can reach."""
+    names), and the items of the tuples among them: what its calls can reach (Numba freezes a
+    global tuple as a constant, and a function in it is called as if named)."""
     g = py_func.__globals__
     names = _names_used(py_func.__code__)
     found: list[object] = []
@@ -67,6 +68,11 @@ def named_values(py_func: pytypes.FunctionType) -> list[object]:
             found.append(cell.cell_contents)
         except ValueError:
             continue
+    tuples = [value for value in found if isinstance(value, tuple)]
+    while tuples:
+        items = tuples.pop()
+        found.extend(items)
+        tuples.extend(item for item in items if isinstance(item, tuple))
     return found
 
 

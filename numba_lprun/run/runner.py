@@ -360,9 +360,10 @@ class Runner:
         ``on_threads``). Its code reaches a target by name (directly or through the jitted
         functions it names), or, for a jitclass's members, through an instance it is passed or
         makes (its class named): typing alone shows those, so a profiled caller's twin is
-        checked too. A twin passed to it as an argument is typed as that very dispatcher object,
-        so it is built again and the old object made to compile as the new twin
-        (``compile_in_place``); an original passed (typed before the profile swapped it in the
+        checked too; so is a twin passed to it as an argument (typed as that very dispatcher
+        object). The old twin object is made to compile as the new twin (``compile_in_place``),
+        so whatever holds it (an argument's type, a closure, a tuple) reaches the new code; an
+        original passed (typed before the profile swapped it in the
         program's names) is not counted there, and the profile says its hits may be short
         (``PhaseRun.short``). A ``@vectorize``/``@guvectorize`` kernel counts as running on
         threads (NumPy runs a parallel ufunc's loops on several)."""
@@ -400,6 +401,7 @@ class Runner:
         if not stale:
             return
         run.on_threads.update(stale)
+        replaced = {t: t.twins[kind] for t in stale}
         # the twins replaced stay alive for the phase: code being typed meanwhile (a caller whose
         # compile started this one) may hold one as a type, which keeps it only weakly
         run.retired += [twin for t in self.targets.values() for twin in t.twins.values()]
@@ -411,10 +413,13 @@ class Runner:
             self.switch(run, [], search=False)  # the callers known stand: a search would relink this one
         except TwinCompileError as exc:  # its calls fall back to the original, as in ``adopt``
             run.unprofiled[exc.func_name] = str(exc)
-        for t, old in passed.items():
+        for t, old in replaced.items():
+            # whatever holds the old twin (an argument's type, a closure, a tuple, code typed before
+            # its callers were relinked) now compiles the new one; its serial code stays alive for
+            # the phase (a call may be running it)
             new = t.twins[kind]
             if new is not old and old.kernel is None and new.kernel is None:
-                compile_in_place(old.dispatcher, new)
+                run.retired += compile_in_place(old.dispatcher, new)
         for compiled in list(run.compiles.seconds) if run.compiles is not None else ():
             # compiled during the run against a serial twin (a helper's caller called before the
             # parallel one was defined): compiled again when the parallel caller types its call

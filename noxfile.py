@@ -7,10 +7,11 @@ between Python versions and between line_profiler's two cores (``sys.settrace``,
 one before 3.12; ``sys.monitoring``, its default from 3.12), and the hits must equal
 line_profiler's on each. CI runs the whole suite on the oldest supported Python
 (``suite``), and on each newer one what differs between Pythons (``lines``: line events
-and hits, the fuzzer, the kinds' hits, the sampler's view of the interpreter, the front
-ends that meet it), the line events and hits again with ``LINE_PROFILER_CORE=legacy``;
-all on the newest Numba. ``nox -t full`` runs the whole suite on every Python and core
-(``tests``, ``tests_legacy_core``).
+and hits, the fuzzer, the generators' hits, the sampler's view of the interpreter; on the
+newest also the front ends that meet it); all on the newest Numba. A settrace-style core on
+a sys.monitoring Python is line_profiler 4's (``line_profiler_floor``, on 3.12); ``nox -t
+full`` runs the whole suite on every Python and core (``tests``, ``tests_legacy_core``,
+``LINE_PROFILER_CORE=legacy``).
 
 Numba releases differ in their private API (``numba_lprun/internals``, each use naming
 the releases it was checked on) and in the LLVM they bundle (14 up to 0.60, 15 in
@@ -102,7 +103,14 @@ KIND_SELECTION = "not magic and not cli"
 #: functions (Numba's own cache, whose door test_private_api and the twin-cache tests still meet
 #: there), the isolation and jitclass tests (Numba's machinery, not LLVM's).
 KIND_RELEASES = {"0.59"}
-KIND_LITE = {"0.59": ["tests/test_disk_cache.py", "tests/test_isolation.py", "tests/test_jitclass.py"]}
+KIND_LITE = {
+    "0.59": [
+        "tests/test_disk_cache.py",
+        "tests/test_isolation.py",
+        "tests/test_jitclass.py",
+        "tests/test_twin_cache.py",  # the twins' own cache: Numba's caching machinery, not LLVM's
+    ]
+}
 #: What differs between Pythons in line events, hits and the interpreter itself, run on each Python
 #: the whole suite does not run on: line events and hits against line_profiler's (the fuzzer too;
 #: and the generators' hits), the sampler's view of the interpreter, and the bytecode each
@@ -139,13 +147,6 @@ def python_tests(python: str) -> list[str]:
     return [t for t in tests if "::" not in t or t.split("::")[0] not in tests]
 
 
-#: Again with line_profiler's settrace core where sys.monitoring is the default: the hits (on the
-#: newest Python; the suite runs settrace on the oldest).
-LEGACY_CORE_TESTS = [
-    "tests/test_line_events.py",
-    "tests/test_fuzz_regressions.py",
-    "tests/test_paths.py",
-]
 #: The oldest line_profiler supported (pyproject.toml): 4.2 has wheels for Python 3.11-3.13
 #: (4.1 none for 3.13). line_profiler 4 has one core (settrace-style) on every Python.
 LINE_PROFILER_FLOOR = "4.2"
@@ -270,8 +271,7 @@ def suite(session: nox.Session, half: str) -> None:
 def lines(session: nox.Session) -> None:
     """What differs between Pythons: line events and hits against line_profiler's (the fuzzer
     too, and the generators' hits), the sampler's view of the interpreter, a script's bytecode
-    (LINE_TESTS); on the newest Python also the front ends that meet it (FRONT_END_TESTS) and the
-    hits with line_profiler's settrace core (LEGACY_CORE_TESTS)."""
+    (LINE_TESTS); on the newest Python also the front ends that meet it (FRONT_END_TESTS)."""
     _install(session, NEWEST_NUMBA)
     env = {"NUMBA_LPRUN_FUZZ_EXAMPLES": os.environ.get("NUMBA_LPRUN_FUZZ_EXAMPLES", FUZZ_EXAMPLES)}
     session.run("python", "-m", "pytest", "-q", *python_tests(session.python), *session.posargs, env=env)
@@ -279,9 +279,6 @@ def lines(session: nox.Session) -> None:
     session.run(
         "python", "-m", "pytest", "-q", "tests/test_kinds.py", "-k", "generator", *session.posargs, env=env
     )
-    if session.python == PYTHONS[-1]:
-        env["LINE_PROFILER_CORE"] = "legacy"
-        session.run("python", "-m", "pytest", "-q", *LEGACY_CORE_TESTS, *session.posargs, env=env)
 
 
 @nox.session(python=PYTHONS, tags=["full"])
@@ -349,13 +346,13 @@ LANES = (
         "numba(0.59)",
         "numba(0.60)",
         "numba(0.61)",
+        "numba(0.63)",
     ],
     [
         "suite(second)",
         "lines-3.13",
         "numba(0.62)",
         "line_profiler_floor",
-        "numba(0.63)",
         "numba(0.64)",
         "numba(0.65)",
         "numba(0.66)",

@@ -132,7 +132,7 @@ def sampled_in_a_fresh_process(case: K.Case) -> tuple[dict[str, float], int, dic
 def test_sampled_shares_match_the_truth(case):
     measure = sampled_in_a_fresh_process if case.fresh_process else sampled_shares
     shares, samples, counted, how = measure(case)
-    assert samples >= (PRANGE_SAMPLES if case.among_groups else SAMPLES) // 2, (samples, shares)
+    assert samples >= (PRANGE_SAMPLES if case.among_groups else SAMPLES) // 2, (samples, shares, how)
     if case.among_groups:  # prange: the workers' samples are on the loop bodies
         assert sum(shares.get(m, 0.0) for m in case.truth) >= BODY_SHARE, shares
     compared = case.compare(shares)

@@ -41,7 +41,7 @@ from .counter_slots import (  # noqa: F401  (the symbol helpers, re-exported for
 )
 from .exits import exits_flushed, flush_on_exit
 from .probe_intrinsics import line_intrinsic, no_arg_intrinsic
-from .stripes import STRIPES, CounterTable, emit_held_stripe, emit_own_stripe, layout, stripes_supported
+from .stripes import STRIPES, CounterTable, emit_thread_stripe, layout, stripes_supported
 
 _I64 = ir.IntType(64)
 _I32 = ir.IntType(32)
@@ -264,11 +264,11 @@ class _Emitter:
 
     def flush_striped(self, builder: ir.IRBuilder, values: list[ir.Value], rows: list[int]) -> None:
         """The flush of concurrent counters with stripes, where any hit is held: plain adds to
-        the thread's own stripe where it holds one (every flush but a thread's first), inline;
-        otherwise a call out of line (``flush_out_of_line``) claims the stripe or adds
+        the thread's own stripe (``emit_thread_stripe``: claimed by its first flush), inline;
+        where another thread holds its slot, a call out of line (``flush_out_of_line``) adds
         atomically to the shared one.
 
-        Why out of line: the claim and the atomic adds inline made a one-line helper's twin
+        Why out of line: atomic adds inline made a one-line helper's twin
         (a Gaussian called from a ``prange`` loop) about 120 instructions, which LLVM called
         instead of inlining it as it does the plain helper (the counting run was 1.8x the
         plain one). Why tested for hits: a flush of a slot known empty (a ``prange``
@@ -279,11 +279,12 @@ class _Emitter:
                 held = builder.or_(held, value)
             with builder.if_then(builder.icmp_unsigned("!=", held, ir.Constant(_I64, 0))):
                 owners = layout(self.cfg.n_lines, self.cfg.stripes)[2]
-                stripe, own = emit_held_stripe(builder, self.base(builder), owners, self.cfg.stripes)
-                with builder.if_else(own, likely=True) as (mine, first):
+                stripe = emit_thread_stripe(builder, self.base(builder), owners, self.cfg.stripes)
+                own = builder.icmp_unsigned("!=", stripe, ir.Constant(_I64, 0))
+                with builder.if_else(own, likely=True) as (mine, shared):
                     with mine:
                         self.add_values(builder, rows, values, stripe)
-                    with first:
+                    with shared:
                         self.call_out_of_line(builder, values, rows)
 
     def call_out_of_line(self, builder: ir.IRBuilder, values: list[ir.Value], rows: list[int]) -> None:
@@ -299,9 +300,9 @@ class _Emitter:
 
     def flush_out_of_line(self, module: ir.Module, rows: list[int]) -> ir.Function:
         """A function (cold, never inlined) adding ``rows``' hits (an array of them, its
-        argument) to the counters: for the error exit, and for a thread's first flush to
-        striped counters, which claims its stripe (claimed, the stripe takes plain adds; held
-        by another thread, the shared stripe takes atomic ones). One per module and counters."""
+        argument) to the counters: for the error exit, and for the flushes to striped counters
+        of a thread whose slot another thread holds (its own stripe where it has one, else the
+        shared stripe's atomic adds). One per module and counters."""
         name = f"nlp.flush.{self.slot.name}.{len(rows)}"
         function = module.globals.get(name)
         if function is not None:
@@ -315,7 +316,7 @@ class _Emitter:
         values = [builder.load(builder.gep(spilled, [ir.Constant(_I64, k)])) for k in range(len(rows))]
         if self.cfg.atomic and self.cfg.stripes:
             owners = layout(self.cfg.n_lines, self.cfg.stripes)[2]
-            stripe = emit_own_stripe(builder, self.base(builder), owners, self.cfg.stripes)
+            stripe = emit_thread_stripe(builder, self.base(builder), owners, self.cfg.stripes)
             owned = builder.icmp_unsigned("!=", stripe, ir.Constant(_I64, 0))
             with builder.if_else(owned, likely=True) as (mine, shared):
                 with mine:

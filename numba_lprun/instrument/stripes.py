@@ -27,6 +27,8 @@ import sys
 import numpy as np
 from llvmlite import ir
 
+from ..internals import native_function
+
 _I64 = ir.IntType(64)
 _FS = 257  # x86-64's %fs segment as an LLVM address space
 _HASH = 0x9E3779B97F4A7C15  # Fibonacci hashing: spreads thread pointers 8 MiB apart over the slots
@@ -52,6 +54,8 @@ class CounterTable:
     def __init__(self, n_lines: int, stripes: int = 0):
         self.n_lines = n_lines
         self.stripes = stripes
+        if stripes:  # before any twin that adds here is compiled or loaded
+            native_function(stripe_function_module(stripes), stripe_function_name(stripes))
         self.rows, cells, _ = layout(n_lines, stripes)
         owner_blocks = -(-stripes // cells)
         self.array = np.zeros((1 + stripes + owner_blocks, cells // 2, 2), dtype=np.int64)
@@ -117,19 +121,47 @@ def _slot_of_thread(builder: ir.IRBuilder, base: ir.Value, owners_cell: int, str
     return thread, slot, owner, held
 
 
-def emit_held_stripe(
-    builder: ir.IRBuilder, base: ir.Value, owners_cell: int, stripes: int
-) -> tuple[ir.Value, ir.Value]:
-    """(the calling thread's stripe, whether the thread holds it already): the fast path alone,
-    a load and a compare, for code inlined into a caller's loop; where it does not hold it,
-    ``emit_own_stripe`` (out of line) claims it or finds it another's.
+def stripe_function_name(stripes: int) -> str:
+    """The symbol of the stripe function (``emit_thread_stripe``) for ``stripes`` stripes."""
+    return f"nlp_thread_stripe_{stripes}"
 
-    The owner read is not marked invariant, though a thread holds its slot for life: marked, it
-    was read once before the loop, before the thread's first flush had claimed the slot, and
-    every flush of that loop then went out of line (a one-call profile of a KDE whose helper
-    returns early: 4.3x the plain call, 1.1x in the next profile of the same process)."""
-    thread, slot, _, held = _slot_of_thread(builder, base, owners_cell, stripes)
-    return builder.add(slot, ir.Constant(_I64, 1)), builder.icmp_unsigned("==", held, thread)
+
+def stripe_function_module(stripes: int) -> str:
+    """LLVM IR of a module defining the stripe function for ``stripes`` stripes: given the owner
+    table's first cell, the calling thread's stripe (1..stripes), its slot claimed if free, or 0
+    where another thread holds the slot (``emit_own_stripe``). Compiled once per process, on its
+    own (``internals.native_function``), so that no twin sees its body."""
+    module = ir.Module(name="nlp_stripes")
+    signature = ir.FunctionType(_I64, [_I64.as_pointer()])
+    function = ir.Function(module, signature, name=stripe_function_name(stripes))
+    function.attributes.add("nounwind")
+    builder = ir.IRBuilder(function.append_basic_block("entry"))
+    builder.ret(emit_own_stripe(builder, function.args[0], 0, stripes))
+    return str(module)
+
+
+def emit_thread_stripe(builder: ir.IRBuilder, base: ir.Value, owners_cell: int, stripes: int) -> ir.Value:
+    """The calling thread's stripe (1..stripes), or 0 where another thread holds its slot: a call
+    of the stripe function (``stripe_function_module``), which claims a free slot.
+
+    The call is declared to touch no memory (``readnone``): true of all the memory the twin's
+    code sees, since only the stripe function reads or writes the owner table, and a thread's
+    answer never changes once its slot is claimed or found another's (a thread keeps its
+    pointer for life; the owner table is never reset). LLVM then moves the call out of a loop
+    that a helper's flush is inlined into, and with the stripe fixed before the loop it may keep
+    the stripe's counters in registers across it. Not an inline owner check: read before the
+    loop, before the thread's first flush had claimed its slot, it made every flush of that
+    loop go out of line (a one-call profile of a KDE whose helper returns early: 4.3x the plain
+    call); and the owner table's cells, indexed like the stripes' by the thread, may alias
+    them for all LLVM can tell, so it reread the owner at every flush."""
+    name = stripe_function_name(stripes)
+    function = builder.module.globals.get(name)
+    if function is None:
+        function = ir.Function(builder.module, ir.FunctionType(_I64, [_I64.as_pointer()]), name=name)
+        function.attributes.add("readnone")
+        function.attributes.add("nounwind")
+    owners = builder.gep(base, [ir.Constant(_I64, owners_cell)])
+    return builder.call(function, [owners])
 
 
 def emit_own_stripe(builder: ir.IRBuilder, base: ir.Value, owners_cell: int, stripes: int) -> ir.Value:

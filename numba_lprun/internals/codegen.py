@@ -258,6 +258,35 @@ def register_symbol(name: str, address: int) -> None:
 
 
 @touches(
+    "numba.core.codegen",
+    "CPUCodeLibrary.add_llvm_module",
+    "instrument/stripes.py: the stripe function is compiled by Numba's own JIT, on its own",
+)
+@touches(
+    "numba.core.codegen",
+    "JITCodeLibrary.get_pointer_to_function",
+    "instrument/stripes.py: the stripe function's address, for the JIT's linker",
+)
+@functools.cache
+def native_function(ir_text: str, name: str) -> tuple[object, int]:
+    """(the code library, the address) of the function ``name`` that the LLVM module ``ir_text``
+    defines, compiled once per process by Numba's JIT (the library is kept with the answer, for
+    the process's life) and resolved by that name in the code the JIT loads later
+    (``register_symbol``): twins call it without seeing its body, which is the point."""
+    import llvmlite.binding as ll
+    from numba.core.compiler_lock import global_compiler_lock
+    from numba.core.registry import cpu_target
+
+    with global_compiler_lock:  # Numba's JIT is driven under it
+        library = cpu_target.target_context.codegen().create_library(f"numba_lprun.{name}")
+        library.add_llvm_module(ll.parse_assembly(ir_text))
+        library.finalize()
+        address = library.get_pointer_to_function(name)
+    register_symbol(name, address)
+    return library, address
+
+
+@touches(
     "llvmlite.binding",
     "get_host_cpu_features",
     "instrument/disk_cache.py: cached records and twins are keyed by the CPU code is made for",

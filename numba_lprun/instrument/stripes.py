@@ -11,9 +11,10 @@ counters are read, after the run. Which stripe is a thread's: its thread pointer
 table; the slot is claimed once with a compare-and-swap, and a thread that finds its
 slot held by another adds atomically to stripe 0, the shared one, so no count is lost
 whoever runs. A twin asks a function compiled on its own for the stripe
-(``emit_thread_stripe``), so LLVM can move the question out of a loop. A thread that ends leaves its stripe to whichever thread gets its thread
-pointer next (it no longer writes). Elsewhere (other CPUs, other systems) there are no
-stripes: every concurrent add is atomic on stripe 0, as before.
+(``emit_thread_stripe``), so LLVM can move the question out of a loop. A thread that ends
+leaves its stripe to whichever thread gets its thread pointer next (it no longer writes).
+Elsewhere (other CPUs, other systems) there are no stripes: every concurrent add is atomic
+on stripe 0, as before.
 
 Layout, int64 cells: ``1 + stripes`` blocks of ``padded`` rows of (hits, ticks), each
 block starting on a 64-byte line (stripe 0 is the shared one, and the only one of a

@@ -148,10 +148,12 @@ def test_sampled_shares_match_the_truth(case):
 
 #: The least share of each kernel's sampled time on its libm line. Measured 96.3-97.7% for
 #: ``libm_call_then_add`` and 94.7% for ``sincos_then_add`` (their two other lines: one
-#: multiply-add each, beside the call); 54-62% when the unrolled copies' calls took the line
-#: before them. At the SAMPLES the profile stops at, a 95% share has a standard error of 0.5
-#: points: 85 is about 20 of them below, and far above 62.
-LIBM_LINE_SHARE = 85.0
+#: multiply-add each, beside the call) on a quiet machine, 84.6% for ``sincos_then_add`` in CI
+#: under load (2026-12-06: the CPU weights move under contention, the line after the call read
+#: 14.8%); 54-62% when the unrolled copies' calls took the line before them. At the SAMPLES the
+#: profile stops at, a 95% share has a standard error of 0.5 points: 75 is far below what load
+#: was seen to leave and far above 62.
+LIBM_LINE_SHARE = 75.0
 
 
 @pytest.mark.parametrize("kernel", [K.libm_call_then_add, K.sincos_then_add], ids=lambda k: k.__name__)

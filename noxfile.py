@@ -77,17 +77,18 @@ OLDER_NUMBA = [
 #: (which goes through every stage once): the door and its registry (a few seconds).
 FAST_TESTS = ["tests/test_private_api.py"]
 #: What the LLVM a release bundles changes: samples charged to lines through the line maps read
-#: from the debug info LLVM writes (about 15 s), on one older release per LLVM (the newest's,
-#: LLVM 22 from 0.66, is the whole suite's): the same tests on two releases with one LLVM met the
-#: same debug info (CI ran them on every release until the lanes passed 20 minutes).
+#: from the debug info LLVM writes (about 15 s), on the oldest LLVM and the one between it and the
+#: newest (the newest's, LLVM 22 from 0.66, is the whole suite's): the same tests on two releases
+#: with one LLVM met the same debug info (CI ran them on every release until the lanes passed 20
+#: minutes, then on LLVM 15 too until they passed it again).
 LINE_MAP_TESTS = ["tests/test_sampled_view.py"]
-LINE_MAP_RELEASES = {"0.59", "0.61", "0.62"}  # LLVM 14, 15, 20
+LINE_MAP_RELEASES = {"0.59", "0.62"}  # LLVM 14, 20
 #: Each kind of function and state the internals reach (jitclasses, recursive jitclasses, ufuncs,
 #: stencils, overloads, random states, machine code, threads' atomic counters) and the twins cached
 #: on disk, through the API (the front ends do not meet the internals: the whole suite runs them),
 #: on the oldest release, whose LLVM the whole suite does not meet and which differs most: 0.59
 #: (LLVM 14, NumPy 1.x). The newest release's LLVM 22 (0.66-0.68) is the whole suite's; 0.61's
-#: LLVM 15 ran them too until CI's 20 minutes ran out (its line maps still run: LINE_MAP_TESTS).
+#: LLVM 15 ran them too until CI's 20 minutes ran out.
 KIND_TESTS = [
     "tests/test_kinds.py",
     "tests/test_isolation.py",
@@ -109,6 +110,7 @@ KIND_LITE = {
         "tests/test_isolation.py",
         "tests/test_jitclass.py",
         "tests/test_twin_cache.py",  # the twins' own cache: Numba's caching machinery, not LLVM's
+        "tests/test_recursive_types.py",  # a recursive jitclass's debug info: the line maps' tests
     ]
 }
 #: What differs between Pythons in line events, hits and the interpreter itself, run on each Python
@@ -125,12 +127,11 @@ LINE_TESTS = [
     "tests/test_sampling.py",
     "tests/test_cli.py::test_a_script_runs_statement_by_statement_with_the_bytecode_of_the_whole_module",
 ]
-#: The front ends that meet the interpreter (IPython's magic, the CLI's script runner, errors shown
-#: with the user's frames, worker processes), on the newest Python: the whole suite runs them on the
-#: oldest, and 3.12 lies between (both newer ones have sys.monitoring; CI's 20 minutes ran out with
-#: them on every Python).
+#: The front ends that meet the interpreter (IPython's magic, errors shown with the user's frames,
+#: worker processes), on the newest Python: the whole suite runs them on the oldest, and 3.12 lies
+#: between (both newer ones have sys.monitoring; CI's 20 minutes ran out with them on every
+#: Python). The CLI's script runner: the whole suite's, and a script's bytecode (LINE_TESTS) on each.
 FRONT_END_TESTS = [
-    "tests/test_cli.py",
     "tests/test_magic.py",
     "tests/test_raising.py",
     # fork's rules and multiprocessing's start-up change between Pythons: every start method, and

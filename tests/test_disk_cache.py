@@ -375,16 +375,13 @@ def test_a_parallel_function_is_loaded_from_the_cache_and_sampled_as_fresh(tmp_p
     assert second["same"] and second["compiles"] == []
     assert second["hits"] == first["hits"]
     assert first["uncached"] == {"caller": {}, "rows": {}}
-    # the def line may hold a sample: the call that finds a worker's counter stripe is made once
-    # per chunk, before the loop, where LLVM moves it without a line of its own (1 of 625 samples
-    # once in CI); every other sampled line has hits
-    def_line = PARALLEL_PROGRAM.splitlines().index("def rows(a):") + 1
     for run in (first, second):
         hit_lines = {line for line, _ in run["hits"]["rows"]}
         sampled = dict(run["samples"]["rows"])
         assert sampled.get(run["body"], 0) > 0, run["samples"]  # the loop body, run by the workers
-        assert set(sampled) - {def_line} <= hit_lines, run["samples"]
-        assert sampled.get(def_line, 0) <= 0.02 * sum(sampled.values()), run["samples"]
+        # every sampled line has hits: not the def line, where LLVM puts the prologue of the
+        # gufunc each worker calls per chunk (1 of 625 samples there once in CI)
+        assert set(sampled) <= hit_lines, run["samples"]
 
 
 def test_a_function_taking_jitclass_instances_is_cached_by_a_description_of_the_class(tmp_path):

@@ -124,6 +124,16 @@ def test_inlined_callee_gets_its_own_samples_and_the_caller_keeps_them(inlined):
     assert in_calls >= callee.samples.total  # every callee sample also counts on a calling line
 
 
+def test_no_code_is_charged_to_the_def_line(conv):
+    """LLVM puts a function's prologue on the ``def`` line, which never holds a hit: that code,
+    and the samples landing in it, go to the body's lines (a gufunc's prologue, run per chunk,
+    put a sample on a parallel function's ``def`` line)."""
+    stats, _, _ = conv
+    lines, first = inspect.getsourcelines(K.conv.py_func)
+    body = first + next(i for i, text in enumerate(lines) if text.lstrip().startswith("def ")) + 1
+    assert stats.machine.lines and min(stats.machine.lines) >= body, sorted(stats.machine.lines)
+
+
 def test_a_line_without_code_says_so(conv):
     stats, _, _ = conv
     from numba_lprun.machine import line_hints

@@ -43,6 +43,13 @@ class FunctionSource:
         code = self.py_func.__code__
         return (code.co_filename, code.co_firstlineno, getattr(code, "co_qualname", code.co_name))
 
+    @property
+    def body_lineno(self) -> int:
+        """The body's first line. Why: the lines before it (decorators, the ``def`` and its
+        arguments) never hold a hit in line_profiler's model, yet LLVM puts a function's
+        prologue on the ``def`` line; the sampler charges it to the body instead."""
+        return self.tree.body[0].lineno if self.tree.body else self.first_lineno
+
     def line_text(self, lineno: int) -> str:
         index = lineno - self.first_lineno
         return self.lines[index].rstrip("\n") if 0 <= index < len(self.lines) else ""

@@ -34,10 +34,10 @@ def read_twin_code(runner: Runner, record: CallRecord, kept: dict) -> dict[Key, 
             src = target.source
             last = src.first_lineno + len(src.lines) - 1
             hosts = hosts_of(
-                (twin.code, src.filename, src.first_lineno, last), runner.twin_code(twin.kind).values()
+                (twin.code, src.filename, src.body_lineno, last), runner.twin_code(twin.kind).values()
             )
             kept[state] = read_code_by_line(
-                twin.code, twin.kind, src.filename, src.first_lineno, last, addresses, hosts
+                twin.code, twin.kind, src.filename, src.body_lineno, last, addresses, hosts
             )
         out[key] = kept[state]
     return out

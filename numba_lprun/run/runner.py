@@ -65,7 +65,7 @@ from .targets import (
     twin_specs,
 )
 
-Where = tuple[object, str, int, int]  # code (dispatcher), filename, first line, last line
+Where = tuple[object, str, int, int]  # code (dispatcher), filename, first line of the body, last line
 
 
 def _must_compile(py_func: object, run: PhaseRun) -> bool:
@@ -512,7 +512,7 @@ class Runner:
             twin = target.twins.get(kind)
             if twin is not None:
                 last = target.source.first_lineno + len(target.source.lines) - 1
-                where[key] = (twin.code, target.source.filename, target.source.first_lineno, last)
+                where[key] = (twin.code, target.source.filename, target.source.body_lineno, last)
         return where
 
     def facts(self, user_kind: str) -> tuple[FunctionFacts, ...]:

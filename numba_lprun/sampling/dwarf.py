@@ -28,6 +28,9 @@ Why the detours:
   made with LLVM's line 0 on what it could not place (``internals.mark_unplaced_code``),
   where by default it would take the line before it, and the calls LLVM copies into an
   unrolled loop lose their line.
+* The range callers pass starts at the body's first line (``Source.body_lineno``): the
+  prologue LLVM puts on the ``def`` line (a gufunc's, run once per chunk) is charged like a
+  line-0 row, to the body, since no hit is ever on the ``def`` line.
 
 Inlined code: code of a profiled function that LLVM inlined into other profiled functions.
 

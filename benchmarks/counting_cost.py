@@ -22,6 +22,9 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import kernels
 
 import numba_lprun
+from numba_lprun.sampling import Sampler
+from numba_lprun.sampling._native import libc
+from numba_lprun.sampling.sampler import WALK_BUDGET, signal_seconds
 
 MODES = {"hits only": {"timing": False}, "sampled": {}}
 
@@ -57,6 +60,12 @@ def main() -> None:
     print(
         "ratio: the call in a one-run profile / the original's call (best of 3 each, twins compiled)\n"
         "figure: the profile's overhead figure, counting twin / plain twin (kernel, helpers)"
+    )
+    with Sampler(rate_hz=100.0):  # the handler installed, as when a profile measures it
+        signal = signal_seconds(libc())
+    print(
+        f"a timer signal costs about {signal * 1e6:.0f} us here: the sampler's rate is lowered to keep"
+        f" its signals under {WALK_BUDGET:.0%} of the CPU"
     )
     print(f"{'kernel':22} {'plain s':>8} {'hits only':>10} {'sampled':>10}   figure")
     for name, (kernel, args) in kernels.make_kernels().items():

@@ -24,6 +24,7 @@ from numba_lprun.run.measurements import fold
 from numba_lprun.sampling import DISABLE_ENV, RawSamples, Sampler, attribute, line_map
 from numba_lprun.sampling import _native as N
 from numba_lprun.sampling.attribution import LATE_SIGNAL, LONGEST_WAIT, trim_frames
+from numba_lprun.sampling.sampler import afford, signal_seconds
 
 pytestmark = [
     pytest.mark.skipif(N.check_platform() is not None, reason=str(N.check_platform())),
@@ -281,7 +282,35 @@ def test_rate_lowered_where_stack_walks_are_dear(monkeypatch):
     monkeypatch.setenv("NUMBA_LPRUN_WALK_BUDGET", "0.001")
     assert Sampler().walk_budget == 0.001
     monkeypatch.delenv("NUMBA_LPRUN_WALK_BUDGET")
-    assert Sampler().walk_budget == 0.10
+    assert Sampler().walk_budget == 0.05
+
+
+def test_the_rate_is_lowered_where_timer_signals_are_dear():
+    """A timer signal costs about 2 us on a plain Linux machine and 25-35 us in some virtual
+    machines: each sample's signal counts against the budget as a walk does, the start boost
+    gets half of it, and the header says which cost lowered the rate."""
+    rate, boost, why = afford(2000.0, (8000.0, 800), 0.05, 0.0, 1, 35e-6)
+    assert rate == pytest.approx(0.05 / 35e-6) and boost == (pytest.approx(0.025 / 35e-6), 800)
+    assert why == (
+        "rate lowered from 2000 Hz: a timer signal costs about 35 us here"
+        " (the machine's timer interrupts are dear)"
+    )
+    rate, boost, why = afford(2000.0, (8000.0, 800), 0.05, 0.0, 1, 2e-6)  # a plain machine
+    assert (rate, why) == (2000.0, None) and boost == (8000.0, 800)
+    _, _, why = afford(2000.0, None, 0.05, 20e-6, 3, 35e-6)
+    assert (
+        "a stack walk costs about 20 us here, on each of 3 threads" in why
+        and "a timer signal about 35 us" in why
+    )
+
+
+def test_a_timer_signal_is_timed_once_per_process():
+    """With the handler installed (a sampler's start), below the probe's period (what it can
+    see), and the same figure for the life of the process."""
+    with Sampler(rate_hz=100.0):
+        cost = signal_seconds(N.libc())
+    assert 0.0 <= cost < 100e-6
+    assert signal_seconds(N.libc()) == cost
 
 
 def test_unavailable_by_env_does_not_raise(monkeypatch):

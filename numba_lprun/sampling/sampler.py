@@ -36,6 +36,7 @@ lowered so that walks take at most ``WALK_BUDGET`` of the CPU (``afford``).
 from __future__ import annotations
 
 import ctypes
+import functools
 import os
 import random
 import threading
@@ -106,14 +107,17 @@ _HANDLER_FRAMES = 4
 #: that fills the buffer without reaching a profiled frame is counted as stopped.
 #: Each frame walked costs about half a microsecond.
 DEFAULT_DEPTH = 64
-#: Share of the CPU the stack walks may take; the rate is lowered to keep them under it.
+#: Share of the CPU the sampler may take, its timer signals and stack walks (``afford``); the
+#: rate is lowered to keep them under it, and a start boost to half of it. A timer signal costs
+#: about 2 us on a plain Linux machine and 25-35 us in some virtual machines (``signal_seconds``):
+#: there, 2 kHz on each thread took 7% of the run, and the 8 kHz boost made a 10 ms call 1.4x.
 #: libgcc's unwinder searches the modules JIT-registered with it one by one on every
 #: frame (GCC 12's list, under one lock for all threads), so a walk's cost grows with the
 #: modules Numba compiled in the process: 4 us with none, 17 us with 600 (a test session,
 #: a long notebook), 54 us with 1,200 here. Walks costing half the period biased the
 #: ``prange`` shares by up to 17 points (25 -> 42%); at a tenth they were within a point.
-#: A sampler that walks its profiled code itself (``own_code``) is not lowered.
-WALK_BUDGET = 0.10
+#: A sampler that walks its profiled code itself (``own_code``) counts no walk.
+WALK_BUDGET = 0.05
 #: Set to another share (``1`` for no limit) to change ``WALK_BUDGET``.
 WALK_BUDGET_ENV = settings.WALK_BUDGET
 #: Most threads one run can sample (the handler's per-thread CPU-time slots).
@@ -251,12 +255,7 @@ class Sampler:
         except (OSError, AttributeError) as exc:
             return f"libc lacks what sampling needs: {exc}"
         self._ctrl, handler_address = H.get_handler(libc)
-        self._table = own_table(self.own_code, python_calls_in()) if self.own_code else None
-        self._libraries = library_table() if self._table is not None else None  # never freed
-        nframes = self.depth + _HANDLER_FRAMES
-        self._buffer = np.empty((self.max_samples, H.HEADER + nframes), np.uint64)
-        self._afford(nframes)
-        self._configure(nframes)
+        self._ctrl[H.ACTIVE] = 0  # (already: a sampler's teardown leaves it off) records nothing yet
         action = N.sigaction_t()
         action.sa_handler = handler_address
         action.sa_flags = N.SA_SIGINFO | N.SA_RESTART
@@ -266,6 +265,12 @@ class Sampler:
         except OSError as exc:
             self._old_action = None
             return f"sigaction(SIGPROF) failed: {exc}"
+        self._table = own_table(self.own_code, python_calls_in()) if self.own_code else None
+        self._libraries = library_table() if self._table is not None else None  # never freed
+        nframes = self.depth + _HANDLER_FRAMES
+        self._buffer = np.empty((self.max_samples, H.HEADER + nframes), np.uint64)
+        self._afford(nframes)
+        self._configure(nframes)
         self._ctrl[H.ACTIVE] = 1
         self._tids = N.list_threads()
         self._started = time.perf_counter()
@@ -352,14 +357,19 @@ class Sampler:
         return period_ns(self.boost[0] if boosting else self.rate_hz)
 
     def _afford(self, nframes: int) -> None:
-        """Lower the rate (and the boost's) so that libgcc's stack walks take at most
-        ``walk_budget`` of the CPU (see ``WALK_BUDGET``); not where the handler walks the profiled
-        code itself (``_handler.own_walk``: a walk there costs well under a microsecond)."""
+        """Lower the rate (and the boost's) so that the timer signals and libgcc's stack walks
+        take at most ``walk_budget`` of the CPU (see ``WALK_BUDGET``); no walk is counted where
+        the handler walks the profiled code itself (``_handler.own_walk``: a walk there costs well
+        under a microsecond). Called with the handler installed (``signal_seconds``)."""
         walk = walk_seconds(self._libc, nframes)  # also the warm-up the handler needs
         walk = 0.0 if self._table is not None else walk
         walkers = max(1, len(N.list_threads())) if self.numba_threads else 1
+        # every thread armed, sleeping ones too: beyond one per core, their signals take the cores
+        # the busy ones run on
+        crowding = max(1.0, walkers / len(os.sched_getaffinity(0)))
+        signal = signal_seconds(self._libc) * crowding
         self.rate_hz, self.boost, self.lowered = afford(
-            self.asked_hz, self.boost, self.walk_budget, walk, walkers
+            self.asked_hz, self.boost, self.walk_budget, walk, walkers, signal
         )
 
     def _configure(self, nframes: int) -> None:
@@ -547,6 +557,57 @@ class NewThreads:
             thread.join()
 
 
+# -- what a signal costs here ------------------------------------------------------------
+
+
+@functools.cache
+def signal_seconds(libc: N.Libc) -> float:
+    """What one timer signal costs the thread it interrupts, in wall time: measured once per
+    process (it is the machine's), with SIGPROF's handler installed and recording off.
+
+    Why measured: the kernel's timer interrupt, the signal's delivery and its return cost
+    about 2 us on a plain Linux machine but 25-35 us in some virtual machines (this project's
+    CI: a C loop interrupted by an empty handler 8,000 times a second ran 1.3x slower), where
+    the start boost alone made a 10 ms call 1.4x slower. A spin of the interpreter's is timed
+    with and without a periodic timer on this thread (``_PROBE_PERIOD_NS`` apart), best of
+    three each: about 15 ms once."""
+    timer = ctypes.c_void_p()
+    event = N.sigevent_t()
+    event.sigev_value = 0  # no magic number: the handler counts nothing (it records nothing anyway)
+    event.sigev_signo = N.SIGPROF
+    event.sigev_notify = N.SIGEV_THREAD_ID
+    event.tid = threading.get_native_id()
+    if libc.timer_create(N.CLOCK_MONOTONIC, ctypes.byref(event), ctypes.byref(timer)) != 0:
+        return 0.0
+    every = N.itimerspec_t()
+    every.it_value.tv_nsec = every.it_interval.tv_nsec = _PROBE_PERIOD_NS
+    stop = N.itimerspec_t()
+    try:
+        plain = interrupted = float("inf")
+        for _ in range(3):
+            plain = min(plain, _spin())
+            libc.timer_settime(timer, 0, ctypes.byref(every), None)
+            try:
+                interrupted = min(interrupted, _spin())
+            finally:
+                libc.timer_settime(timer, 0, ctypes.byref(stop), None)
+    finally:
+        libc.timer_delete(timer)
+    signals = interrupted / (_PROBE_PERIOD_NS * 1e-9)
+    return max(0.0, interrupted - plain) / signals
+
+
+_PROBE_PERIOD_NS = 100_000  # 10 kHz: a cost up to 100 us is seen (a periodic timer's signals merge beyond)
+
+
+def _spin(n: int = 40_000) -> float:
+    """Seconds the interpreter takes to count to ``n`` (about 2 ms)."""
+    began = time.perf_counter()
+    for _ in range(n):
+        pass
+    return time.perf_counter() - began
+
+
 # -- what a walk costs here --------------------------------------------------------------
 
 
@@ -566,22 +627,33 @@ def walk_seconds(libc: object, nframes: int) -> float:
 
 
 def afford(
-    asked_hz: float, boost: tuple[float, int] | None, budget: float, walk: float, walkers: int
+    asked_hz: float,
+    boost: tuple[float, int] | None,
+    budget: float,
+    walk: float,
+    walkers: int,
+    signal: float = 0.0,
 ) -> tuple[float, tuple[float, int] | None, str | None]:
-    """(rate, boost, why lowered or None): the rate and the boost's lowered so that walks of
-    ``walk`` seconds on ``walkers`` threads, taking turns under libgcc's lock, take at most
-    ``budget`` of the CPU."""
-    affordable = budget / (walk * walkers) if walk > 0 else float("inf")
-    if boost is not None and boost[0] > affordable:
-        boost = (affordable, boost[1])
+    """(rate, boost, why lowered or None): the rate lowered so that what a sample costs, a timer
+    signal of ``signal`` seconds and a walk of ``walk`` seconds on ``walkers`` threads (taking
+    turns under libgcc's lock), takes at most ``budget`` of the CPU; the boost, a faster start
+    nobody asked for, at most half of it."""
+    cost = signal + walk * walkers
+    affordable = budget / cost if cost > 0 else float("inf")
+    if boost is not None and boost[0] > affordable / 2:
+        boost = (affordable / 2, boost[1])
     if affordable >= asked_hz:
         return asked_hz, boost, None
     threads = f", on each of {walkers} threads" if walkers > 1 else ""
-    return (
-        affordable,
-        boost,
-        (
-            f"rate lowered from {asked_hz:.0f} Hz: a stack walk costs about {walk * 1e6:.0f} us "
-            f"here{threads} (the unwinder searches every module compiled in this process)"
-        ),
+    walks = (
+        f"a stack walk costs about {walk * 1e6:.0f} us here{threads}"
+        " (the unwinder searches every module compiled in this process)"
     )
+    signals = (
+        f"a timer signal costs about {signal * 1e6:.0f} us here (the machine's timer interrupts are dear)"
+    )
+    if walk > 0 and signal > 0:
+        why = f"{walks}, a timer signal about {signal * 1e6:.0f} us"
+    else:
+        why = walks if walk > 0 else signals
+    return affordable, boost, f"rate lowered from {asked_hz:.0f} Hz: {why}"

@@ -152,3 +152,28 @@ def test_profiles_of_throwaway_functions_free_their_twins():
     assert len(refs) == 26 * 3
     assert [r() for r in refs if r() is not None] == []
     assert (sys.getallocatedblocks() - blocks) / 25 < 1500  # Numba's registrations only
+
+
+def test_a_run_past_the_extra_limit_keeps_no_copy_of_its_calls():
+    """The calls of a run are copied for replays that a run past ``--extra-limit`` never gets:
+    past the limit the recorder drops what it kept and copies nothing more (a kernel on 80 MB
+    arrays called for a second spent 2 s copying). Before the limit it keeps the calls."""
+    from numba_lprun.run.replay import CallRecorder
+
+    @njit
+    def scale(a, f):
+        a *= f
+
+    a = np.ones(1000)
+    scale(a, 2.0)
+    elapsed = [0.0]
+    recorder = CallRecorder(budget=1 << 30)
+    recorder.stop_after(0.5, lambda: elapsed[0])
+    for _ in range(3):
+        recorder(scale, scale, (a, 2.0), {})
+    assert len(recorder.calls) == 3 and not recorder.stopped
+    elapsed[0] = 0.6  # the run is now past the limit
+    for _ in range(3):
+        recorder(scale, scale, (a, 2.0), {})
+    assert recorder.stopped and recorder.calls == [] and recorder.seen == 6
+    assert a[0] == 2.0**7  # every call made, recorded or not

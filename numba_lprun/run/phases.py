@@ -308,6 +308,9 @@ class UserRun:
     sampled: bool
     boost: bool = False
     records: bool = False  # its calls are recorded, for the extra runs to replay
+    # seconds of the run past which the recorded calls are of no use (only the runs a run this
+    # long leaves out would replay them): recording stops and what it kept is dropped
+    records_until: float | None = None
 
     def run(self, ctx: CallContext) -> None:
         sampling = ctx.sampling(self.kind, self.boost) if self.sampled else None
@@ -324,6 +327,8 @@ class UserRun:
                     # handler loaded: 0.2 s or more in a process's first profile, over --extra-limit
                     # for a short run on a busy machine) to the statement's end, not the stop
                     started, faults_at = time.perf_counter(), minor_faults()
+                    if recorder is not None and self.records_until is not None:
+                        recorder.stop_after(self.records_until, lambda: _own_seconds(run, started))
                     try:
                         ctx.result = ctx.execute(run)
                     finally:
@@ -390,7 +395,9 @@ def plan(settings: RunSettings, once: str | None, sampler_unavailable: str | Non
         if settings.asm:
             extra.append(AllocationRun())
     after = (PlainBuild(kind),) if settings.timing else ()
-    user = UserRun(kind, sampled, boost=once is not None, records=bool(extra))
+    # a run longer than --extra-limit gets no plain run and no sampled repeats (``too_long``)
+    until = settings.extra_limit if all(isinstance(p, (PlainRun, SampledRepeats)) for p in extra) else None
+    user = UserRun(kind, sampled, boost=once is not None, records=bool(extra), records_until=until)
     return Plan(user, tuple(extra), after)
 
 
@@ -411,16 +418,16 @@ def run_phases(ctx: CallContext, planned: Plan, once: str | None) -> Any:
     if elsewhere:  # a second run would do that work again, and it would be counted twice
         extra = []
         ctx.made.append(RanOnce(elsewhere))
+    long = too_long(ctx) if extra else None
+    if long is not None:  # (first: a recorder that stopped past the limit kept no call)
+        extra = [p for p in extra if not isinstance(p, (PlainRun, SampledRepeats))]
+        if not extra:
+            ctx.made.append(RanOnce(long))
     if extra and (ctx.recorder is None or not ctx.recorder.calls):
         extra = []
         ctx.made.append(
             RanOnce(ctx.recorder.why_none() if ctx.recorder is not None else "no call was recorded")
         )
-    long = too_long(ctx) if extra else None
-    if long is not None:
-        extra = [p for p in extra if not isinstance(p, (PlainRun, SampledRepeats))]
-        if not extra:
-            ctx.made.append(RanOnce(long))
     if extra:
         ctx.recorder.keep_final()  # what the user's run left, written back after the replays
         try:

@@ -24,7 +24,8 @@ import kernels
 import numba_lprun
 from numba_lprun.sampling import Sampler
 from numba_lprun.sampling._native import libc
-from numba_lprun.sampling.sampler import WALK_BUDGET, signal_seconds
+from numba_lprun.sampling.sample_cost import signal_seconds
+from numba_lprun.sampling.sampler import WALK_BUDGET
 
 MODES = {"hits only": {"timing": False}, "sampled": {}}
 

@@ -24,7 +24,7 @@ from numba_lprun.run.measurements import fold
 from numba_lprun.sampling import DISABLE_ENV, RawSamples, Sampler, attribute, line_map
 from numba_lprun.sampling import _native as N
 from numba_lprun.sampling.attribution import LATE_SIGNAL, LONGEST_WAIT, trim_frames
-from numba_lprun.sampling.sampler import afford, signal_seconds
+from numba_lprun.sampling.sample_cost import afford, signal_seconds
 
 pytestmark = [
     pytest.mark.skipif(N.check_platform() is not None, reason=str(N.check_platform())),

@@ -29,14 +29,13 @@ runs; after it the parent's timers are armed again (a handler that found recordi
 did not re-arm its timer), and the child forgets the parent's sampler: POSIX timers are
 not inherited, so nothing samples the child until it starts a sampler of its own.
 
-The rate it can afford: where libgcc walks, a walk's cost is timed at start and the rate
-lowered so that walks take at most ``WALK_BUDGET`` of the CPU (``afford``).
+The rate it can afford: a timer signal's cost (timed once per process) and, where libgcc
+walks, a walk's (timed at start) are kept to ``WALK_BUDGET`` of the CPU (``sample_cost``).
 """
 
 from __future__ import annotations
 
 import ctypes
-import functools
 import os
 import random
 import threading
@@ -51,6 +50,7 @@ from ..interrupts import ctrl_c_deferred
 from . import _handler as H
 from . import _native as N
 from .attribution import RawSamples, samples_from
+from .sample_cost import afford, signal_seconds, walk_seconds
 from .unwind_tables import library_table, own_table, python_calls_in
 
 # -- forks -------------------------------------------------------------------------------
@@ -555,105 +555,3 @@ class NewThreads:
         thread, self._thread = self._thread, None
         if thread is not None and thread is not threading.current_thread():
             thread.join()
-
-
-# -- what a signal costs here ------------------------------------------------------------
-
-
-@functools.cache
-def signal_seconds(libc: N.Libc) -> float:
-    """What one timer signal costs the thread it interrupts, in wall time: measured once per
-    process (it is the machine's), with SIGPROF's handler installed and recording off.
-
-    Why measured: the kernel's timer interrupt, the signal's delivery and its return cost
-    about 2 us on a plain Linux machine but 25-35 us in some virtual machines (this project's
-    CI: a C loop interrupted by an empty handler 8,000 times a second ran 1.3x slower), where
-    the start boost alone made a 10 ms call 1.4x slower. A spin of the interpreter's is timed
-    with and without a periodic timer on this thread (``_PROBE_PERIOD_NS`` apart), best of
-    three each: about 15 ms once."""
-    timer = ctypes.c_void_p()
-    event = N.sigevent_t()
-    event.sigev_value = 0  # no magic number: the handler counts nothing (it records nothing anyway)
-    event.sigev_signo = N.SIGPROF
-    event.sigev_notify = N.SIGEV_THREAD_ID
-    event.tid = threading.get_native_id()
-    if libc.timer_create(N.CLOCK_MONOTONIC, ctypes.byref(event), ctypes.byref(timer)) != 0:
-        return 0.0
-    every = N.itimerspec_t()
-    every.it_value.tv_nsec = every.it_interval.tv_nsec = _PROBE_PERIOD_NS
-    stop = N.itimerspec_t()
-    try:
-        plain = interrupted = float("inf")
-        for _ in range(3):
-            plain = min(plain, _spin())
-            libc.timer_settime(timer, 0, ctypes.byref(every), None)
-            try:
-                interrupted = min(interrupted, _spin())
-            finally:
-                libc.timer_settime(timer, 0, ctypes.byref(stop), None)
-    finally:
-        libc.timer_delete(timer)
-    signals = interrupted / (_PROBE_PERIOD_NS * 1e-9)
-    return max(0.0, interrupted - plain) / signals
-
-
-_PROBE_PERIOD_NS = 100_000  # 10 kHz: a cost up to 100 us is seen (a periodic timer's signals merge beyond)
-
-
-def _spin(n: int = 40_000) -> float:
-    """Seconds the interpreter takes to count to ``n`` (about 2 ms)."""
-    began = time.perf_counter()
-    for _ in range(n):
-        pass
-    return time.perf_counter() - began
-
-
-# -- what a walk costs here --------------------------------------------------------------
-
-
-def walk_seconds(libc: object, nframes: int) -> float:
-    """How long a stack walk of ``nframes`` takes from here: the quickest of 20 (the first
-    walks are cold, a preempted one is slow), after one that warms up outside the handler
-    (glibc loads libgcc_s on first use, and libgcc sorts the unwind tables Numba registered:
-    both allocate, which a signal handler must not)."""
-    scratch = (ctypes.c_void_p * nframes)()
-    libc.backtrace(scratch, nframes)
-    walk = float("inf")
-    for _ in range(20):
-        began = time.perf_counter()
-        libc.backtrace(scratch, nframes)
-        walk = min(walk, time.perf_counter() - began)
-    return walk
-
-
-def afford(
-    asked_hz: float,
-    boost: tuple[float, int] | None,
-    budget: float,
-    walk: float,
-    walkers: int,
-    signal: float = 0.0,
-) -> tuple[float, tuple[float, int] | None, str | None]:
-    """(rate, boost, why lowered or None): the rate lowered so that what a sample costs, a timer
-    signal of ``signal`` seconds and a walk of ``walk`` seconds on ``walkers`` threads (taking
-    turns under libgcc's lock), takes at most ``budget`` of the CPU; the boost, a faster start
-    nobody asked for, at most half of it."""
-    cost = signal + walk * walkers
-    affordable = budget / cost if cost > 0 else float("inf")
-    if boost is not None and boost[0] > affordable / 2:
-        boost = (affordable / 2, boost[1])
-    if affordable >= asked_hz:
-        return asked_hz, boost, None
-    threads = f", on each of {walkers} threads" if walkers > 1 else ""
-    walks = (
-        f"a stack walk costs about {walk * 1e6:.0f} us here{threads}"
-        " (the unwinder searches every module compiled in this process)"
-    )
-    signals = (
-        f"a timer signal costs about {signal * 1e6:.0f} us here (the machine's timer interrupts are dear)"
-    )
-    if walk > 0 and signal > 0:
-        why = f"{walks}, a timer signal about {signal * 1e6:.0f} us"
-    else:
-        why = walks if walk > 0 else signals
-    return affordable, boost, f"rate lowered from {asked_hz:.0f} Hz: {why}"

@@ -86,7 +86,8 @@ class CallRecorder:
     calls: list[_Call] = field(default_factory=list)
     seen: int = 0  # top-level calls made
     stride: int = 1  # every stride-th call is recorded
-    saving: float = 0.0  # seconds spent saving calls' state
+    saving: float = 0.0  # seconds spent saving the kept calls' state (halved as the stride doubles)
+    saved: float = 0.0  # seconds spent saving calls' state, all of it
     calling: float = 0.0  # seconds spent in the calls themselves
     refused: dict[str, str] = field(default_factory=dict)  # function -> why its calls are not replayed
     _why_not: dict[object, str | None] = field(default_factory=dict)  # function -> why (None: replayable)
@@ -113,7 +114,7 @@ class CallRecorder:
             return twin(*args, **kwargs)
         with self._lock:
             index, self.seen = self.seen, self.seen + 1
-            wanted = index % self.stride == 0 and not self._past_limit()
+            wanted = index % self.stride == 0 and not self._past_limit() and not self._too_dear()
         began = time.perf_counter()
         call = self._saved(original, index, args, kwargs) if wanted else None
         started = time.perf_counter()
@@ -126,7 +127,9 @@ class CallRecorder:
         if call is not None:
             self._keep(call, result)
         with self._lock:
-            self.saving += started - began + time.perf_counter() - ended
+            spent = started - began + time.perf_counter() - ended
+            self.saving += spent
+            self.saved += spent
             self.calling += ended - started
         return result
 
@@ -137,10 +140,15 @@ class CallRecorder:
             self.calls.clear()
         return self.stopped
 
+    def _too_dear(self) -> bool:
+        """Whether saving this call would take the saves past ``SAVING_SHARE`` of the run so far
+        (all of it: a dear first save is not forgotten when the stride doubles)."""
+        return self._past_few() and self.saved > SAVING_SHARE * (self.saved + self.calling)
+
     def _past_few(self) -> bool:
         """Whether the saves are ruled by ``SAVING_SHARE``: once ``_FEW`` calls are kept, or once
         the saves took ``FEW_SHARE`` of the limit (``stop_after``)."""
-        dear = self._limit is not None and self.saving > FEW_SHARE * self._limit
+        dear = self._limit is not None and self.saved > FEW_SHARE * self._limit
         return len(self.calls) >= _FEW or dear
 
     @property

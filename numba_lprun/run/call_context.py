@@ -19,7 +19,8 @@ from .runner import Runner
 from .sampled_run import SegmentedSampling
 from .snapshot import describe
 
-#: A run that is the only one starts sampling this many times faster (at most BOOST_MAX_HZ)
+#: A run that is the only one starts sampling this many times faster (at most BOOST_MAX_HZ, and
+#: at most what half the sampler's budget affords where signals are dear: ``sample_cost.afford``)
 #: for its first BOOST_SAMPLES samples: about 0.1 s at the default rate.
 BOOST_FACTOR, BOOST_MAX_HZ, BOOST_SAMPLES = 4.0, 10_000.0, 800
 

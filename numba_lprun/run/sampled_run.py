@@ -105,8 +105,11 @@ class SegmentedSampling:
 
     @property
     def lowered(self) -> str | None:
-        """Why a segment sampled below the asked rate (the first reason given)."""
-        return next((s.lowered for s in self.segments if s.lowered), None)
+        """Why the segment with the most samples sampled below the asked rate (None: it did not).
+
+        Not the first reason given: a script's first segment, before its twins compile, is walked
+        by libgcc, and its reason (a walk's cost) was said of a run the twins' own walk sampled."""
+        return max(self.segments, key=lambda s: s.count).lowered if self.segments else None
 
     @property
     def signals(self) -> int:

@@ -31,7 +31,7 @@ import os
 import threading
 import time
 import types as pytypes
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -97,10 +97,10 @@ class CallRecorder:
     _pid: int = field(default_factory=os.getpid)  # a forked worker inherits the recorder: it records nothing
     _own_states: Snapshot | None = None  # its random states as the user's run left them
     _limit: float | None = None  # run seconds past which nothing is recorded (``stop_after``)
-    _elapsed: Any = None  # () -> the run's seconds so far
+    _elapsed: Callable[[], float] | None = None  # the run's own seconds so far
     stopped: bool = False  # the run outlasted ``_limit``: nothing kept, nothing more recorded
 
-    def stop_after(self, seconds: float, elapsed: Any) -> None:
+    def stop_after(self, seconds: float, elapsed: Callable[[], float]) -> None:
         """Record no more, and drop what was kept, once ``elapsed()`` (the run's own seconds so
         far) passes ``seconds``: the extra runs that replay calls are not made after a run that
         long. Why: a statement calling a kernel on 80 MB arrays for a second spent 2 s copying
@@ -232,9 +232,8 @@ class CallRecorder:
         call.result = _copy_of(result)
         call.after = call.before.keep()
         with self._lock:
-            if (
-                call.index % self.stride or self.stopped
-            ):  # the stride grew while it ran, or the run outlasted the limit
+            # the stride grew while it ran, or the run outlasted the limit
+            if call.index % self.stride or self.stopped:
                 return
             self.calls.append(call)
             self.calls.sort(key=lambda c: c.index)

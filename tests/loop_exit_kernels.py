@@ -1,8 +1,9 @@
 """Loops left every way a loop can be left, for tests/test_loop_exits.py: the hits a counting
 twin holds in registers while a loop runs must all reach the counters, whichever way out."""
 
-import numpy as np
 from numba import njit
+
+from tests.raising_kernels import checked_sum  # noqa: F401  (a loop that raises on its k-th iteration)
 
 
 @njit
@@ -23,16 +24,6 @@ def return_from_inside(a, limit):
         if total > limit:
             return i
     return -1
-
-
-@njit
-def raise_on_negative(a):
-    total = 0.0
-    for i in range(a.size):
-        if a[i] < 0:
-            raise ValueError("a negative value")
-        total += np.sqrt(a[i])
-    return total
 
 
 @njit

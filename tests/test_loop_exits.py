@@ -53,8 +53,8 @@ CASES = {
     "break": ([K.break_when_over], lambda f: f["break_when_over"](A, 5.0)),
     "return inside the loop": ([K.return_from_inside], lambda f: f["return_from_inside"](A, 10.0)),
     "raise on the 4th iteration": (
-        [K.raise_on_negative],
-        lambda f: f["raise_on_negative"](np.array([1.0, 4.0, 9.0, -1.0, 16.0])),
+        [K.checked_sum],
+        lambda f: f["checked_sum"](np.array([1.0, 4.0, 9.0, -1.0, 16.0])),
     ),
     "continue and an inner break": ([K.continue_and_break], lambda f: f["continue_and_break"](GRID)),
     "generator left mid-loop": ([K.squares], lambda f: list(islice(f["squares"](10), 3))),

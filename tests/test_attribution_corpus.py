@@ -50,13 +50,10 @@ pytestmark = [
 
 
 @pytest.fixture(autouse=True)
-def walk_budget_lowers_the_rate(monkeypatch):
-    """The corpus samples with the rate lowered where stack walks are dear (a process that has
-    compiled hundreds of functions), at a budget of 10% of the CPU: the default 5%, which counts
-    the timer signals too, lowers the rate further where signals are dear (this project's VMs),
-    and that only took the corpus longer to reach its samples (3-6 s a case, in CI's 20
-    minutes); a walk's bias does not grow as the rate falls."""
-    monkeypatch.setenv("NUMBA_LPRUN_WALK_BUDGET", "0.1")
+def walk_budget_as_users_have_it(monkeypatch):
+    """The corpus samples as a user's profile does: with the rate lowered where stack walks
+    are dear (a process that has compiled hundreds of functions)."""
+    monkeypatch.delenv("NUMBA_LPRUN_WALK_BUDGET", raising=False)
 
 
 TOLERANCE = 2.0  # points

@@ -269,3 +269,78 @@ def test_when_the_named_function_did_not_run_the_hint_never_names_it_again(tmp_p
     (tmp_path / "kern.py").write_text("from numba import njit\n\n@njit\ndef add(a, b):\n    return a + b\n")
     done = script_output("-m", "numba_lprun", "-f", "kern:add", "main.py", cwd=tmp_path)
     assert "no profiled function ran in this process" in done.stdout and "-f kern:add" not in done.stdout
+
+
+CODE_OUTSIDE_DISPATCHERS = """\
+import numpy as np
+from numba import cfunc, guvectorize, njit, vectorize
+
+
+@guvectorize(["void(float64[:], float64[:])"], "(n)->()")
+def row_total(a, out):
+    s = 0.0
+    for v in a:
+        s += v
+    out[0] = s
+
+
+@guvectorize("(n)->()")
+def row_peak(a, out):
+    m = a[0]
+    for v in a:
+        if v > m:
+            m = v
+    out[0] = m
+
+
+@vectorize
+def twice(x):
+    return 2.0 * x
+
+
+@cfunc("float64(float64)")
+def halve(x):
+    return x / 2.0
+
+
+@njit
+def spread(a):
+    return a.max() - a.min()
+
+
+data = np.arange(4000.0).reshape(40, 100)
+peaks = np.empty(40)
+row_peak(data, peaks)
+print(row_total(data).sum(), peaks.sum(), twice(data[0]).sum(), halve.ctypes(8.0), spread(data))
+"""
+
+
+def test_no_code_is_generated_while_the_sampler_is_armed(ipshell, capsys, monkeypatch):
+    """Numba generates code with the sampler paused, whatever generates it: a compiled dispatcher
+    fires a compile event, but a ufunc's wrapper, a gufunc twin rebuilt for one the cell
+    defined, a dynamic gufunc's new loop and a ``cfunc`` fire none; each holds Numba's compiler
+    lock, which pauses the sampler (``run.compiles``). Generated with the sampler armed, a gufunc
+    twin's wrapper aborted a test worker in libgcc's unwinder (a walk meeting frames being
+    registered)."""
+    from numba.core.codegen import JitEngine
+
+    from numba_lprun.sampling import sampler_running
+
+    armed: list[bool] = []
+    finalize = JitEngine.finalize_object
+
+    def watched(self, *args, **kwargs):
+        armed.append(sampler_running())
+        return finalize(self, *args, **kwargs)
+
+    monkeypatch.setattr(JitEngine, "finalize_object", watched)
+    plain: dict = {}
+    exec(compile(CODE_OUTSIDE_DISPATCHERS, "<plain>", "exec"), plain)  # warm: Numba's own first compiles
+    shown = capsys.readouterr().out
+    armed.clear()
+    ipshell.run_cell_magic("nlprun", "", CODE_OUTSIDE_DISPATCHERS)
+    out = capsys.readouterr().out
+    assert out.startswith(shown), out
+    assert "Function:   row_total at line" in out and "Function:   row_peak at line" in out
+    assert armed, "no code generated: the test saw nothing"
+    assert not any(armed), f"{sum(armed)} of {len(armed)} code generations ran with the sampler armed"

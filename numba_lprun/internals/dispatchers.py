@@ -139,6 +139,11 @@ LOAD_EVENT = "numba_lprun:load"
 )
 @touches("numba.core.event", "Listener", "the base class Numba sends events to")
 @touches(
+    "numba.core.compiler_lock",
+    "_CompilerLock.acquire",
+    "run/compiles.py: each hold of the compiler lock fires numba:compiler_lock (the sampler pauses)",
+)
+@touches(
     "numba.core.event",
     "Event",
     "run/compiles.py: the exception a compile ended with (Event.is_failed says the opposite of its name)",
@@ -149,8 +154,10 @@ def compile_events(listener) -> contextlib.AbstractContextManager:
     the loads of twins from numba_lprun's cache (``caching.LOAD_EVENT``: code the JIT loads).
 
     ``listener.on_start(data)`` and ``listener.on_end(data, error)`` get each event's data
-    (a dict with ``dispatcher`` and ``args``, or empty) and, at the end, the exception the
-    compile raised (None: it compiled): Numba's ``Event`` objects stay behind the door.
+    (a dict with ``dispatcher`` and ``args``, or empty: a hold of Numba's compiler lock, which
+    every code generation takes, announced before the thread waits for it) and, at the end,
+    the exception the compile raised (None: it compiled): Numba's ``Event`` objects stay
+    behind the door.
     """
     from numba.core import event
 
@@ -163,7 +170,9 @@ def compile_events(listener) -> contextlib.AbstractContextManager:
             listener.on_end(ev.data or {}, details[1] if details else None)
 
     both = contextlib.ExitStack()
-    for kind in ("numba:compile", LOAD_EVENT):
+    # every code generation holds the compiler lock (``CodeLibrary.finalize`` requires it), and
+    # some fire no compile event: a ufunc's wrapper, a gufunc rebuilt, a cfunc
+    for kind in ("numba:compile", "numba:compiler_lock", LOAD_EVENT):
         both.enter_context(event.install_listener(kind, Relay()))
     both.enter_context(_ufunc_kernel_compiles(listener))
     return both

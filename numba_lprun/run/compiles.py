@@ -2,7 +2,12 @@
 
 A compile can start inside a sampled run (a new argument type, a twin compiled on
 first use): Numba must not compile while the native sampler is armed (its
-unwinder lock), so the sampler is paused for the compile and resumed after.
+unwinder lock), so the sampler is paused for the compile and resumed after. Not only
+a dispatcher's compile: a ufunc's wrapper, a ``cfunc``, a twin built for a function a
+statement defined, all generate code under Numba's compiler lock, and every hold of it
+pauses the sampler too (a gufunc twin's wrapper built with the sampler armed aborted
+the process in libgcc's unwinder). A thread announces the lock before it waits for it,
+so compiles are followed per thread, and sampling resumes when no thread compiles.
 A compile can trigger others (a caller compiles its callees), so each dispatcher
 is charged its own time only.
 
@@ -22,6 +27,7 @@ from __future__ import annotations
 import contextlib
 import os
 import re
+import threading
 import time
 import weakref
 from collections.abc import Callable, Iterator
@@ -97,11 +103,15 @@ class CompileWatcher:
         # the call that compiled, with its arguments: held here, a typed dict passed in outlived its
         # program's last reference (Numba's own leak checks saw it)
         self.seconds: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()  # dispatcher -> self seconds
-        self.spans: list[tuple[float, float]] = []  # (start, end) of each outermost compile
+        self.spans: list[tuple[float, float]] = []  # (start, end) of each stretch of compiling
         self.span_faults: list[int] = []  # the page faults of each (-1: unknown)
         self._faults_at = -1
-        self._stack: list[list] = []  # [dispatcher, start, time spent in nested compiles]
-        self._held = None  # Ctrl-C held while the outermost compile runs
+        self._span_start = 0.0
+        # each thread's compiles under way: [dispatcher, start, time spent in nested compiles]. Per
+        # thread: a thread announces the compiler lock before it waits for it (``compile_events``)
+        self._stacks: dict[int, list[list]] = {}
+        self._held: dict[int, contextlib.AbstractContextManager] = {}  # Ctrl-C held, per thread
+        self._guard = threading.RLock()  # (a sampler resumed here may compile its handler: events again)
         self._pid = os.getpid()
         # dispatcher -> (why, in one line; its types)
         self.failed: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
@@ -113,38 +123,51 @@ class CompileWatcher:
         if self.progress is not None and disp is not None:
             args = ", ".join(str(a) for a in data.get("args") or ())
             self.progress(f"compiling {disp.py_func.__qualname__}({args}) for the {self.phase} run")
-        if not self._stack:
-            self._held = ctrl_c_deferred()
-            self._held.__enter__()
-            if self.paused is not None:
-                self.paused.pause()
-            self._faults_at = minor_faults()
-        self._stack.append([disp, time.perf_counter(), 0.0])
+        thread = threading.get_ident()
+        with self._guard:
+            first_anywhere = not any(self._stacks.values())
+            stack = self._stacks.setdefault(thread, [])
+            if not stack:
+                held = self._held[thread] = ctrl_c_deferred()
+                held.__enter__()
+            if first_anywhere:
+                if self.paused is not None:
+                    self.paused.pause()
+                self._faults_at = minor_faults()
+                self._span_start = time.perf_counter()
+            stack.append([disp, time.perf_counter(), 0.0])
         if self.starting is not None and disp is not None:
             self.starting(disp, tuple(data.get("args") or ()))
 
     def on_end(self, data: dict, error: BaseException | None = None) -> None:
-        if not self._stack or os.getpid() != self._pid:
+        if os.getpid() != self._pid:
             return
         disp = data.get("dispatcher")
-        with contextlib.suppress(TypeError):  # (a compiling object without weak references: not kept)
-            if isinstance(error, Exception) and disp is not None:  # not a Ctrl-C: Numba's or the code's error
-                self.failed[disp] = (failure_reason(error), tuple(data.get("args") or ()))
-            elif error is None and disp is not None:  # compiled after all (Numba retries with literal types)
-                self.failed.pop(disp, None)
-        key, start, nested = self._stack.pop()
-        spent = time.perf_counter() - start
-        with contextlib.suppress(TypeError):
-            if key is not None:
-                self.seconds[key] = self.seconds.get(key, 0.0) + spent - nested
-        if self._stack:
-            self._stack[-1][2] += spent
-            return
-        self.spans.append((start, start + spent))
-        self.span_faults.append(faults_since(self._faults_at))
-        if self.paused is not None:
-            self.paused.resume()
-        held, self._held = self._held, None
+        thread = threading.get_ident()
+        with self._guard:
+            stack = self._stacks.get(thread)
+            if not stack:
+                return
+            with contextlib.suppress(TypeError):  # (a compiling object without weak references: not kept)
+                if isinstance(error, Exception) and disp is not None:  # not a Ctrl-C: Numba's or the code's
+                    self.failed[disp] = (failure_reason(error), tuple(data.get("args") or ()))
+                elif error is None and disp is not None:  # compiled after all (retried with literal types)
+                    self.failed.pop(disp, None)
+            key, start, nested = stack.pop()
+            now = time.perf_counter()
+            spent = now - start
+            with contextlib.suppress(TypeError):
+                if key is not None:
+                    self.seconds[key] = self.seconds.get(key, 0.0) + spent - nested
+            if stack:
+                stack[-1][2] += spent
+                return
+            held = self._held.pop(thread, None)
+            if not any(self._stacks.values()):  # no thread compiles now: sampling goes on
+                self.spans.append((self._span_start, now))
+                self.span_faults.append(faults_since(self._faults_at))
+                if self.paused is not None:
+                    self.paused.resume()
         if held is not None:  # a Ctrl-C held during the compile is raised now
             held.__exit__(None, None, None)
 
@@ -167,8 +190,10 @@ class CompileWatcher:
             with compile_events(self):
                 yield
         finally:
-            held, self._held = self._held, None
-            self._stack.clear()
+            with self._guard:
+                held = self._held.pop(threading.get_ident(), None)
+                self._held.clear()  # (other threads' holds do nothing: only the main thread's holds)
+                self._stacks.clear()
             if held is not None:
                 held.__exit__(None, None, None)
 

@@ -247,14 +247,17 @@ class Sampler:
             return reason
         if not self.rate_hz > 0:
             return f"rate_hz must be positive, got {self.rate_hz}"
-        if not _active.acquire(blocking=False):
-            return "another Sampler is running in this process"
-        self._locked = True
         try:
             self._libc = libc = N.libc()
         except (OSError, AttributeError) as exc:
             return f"libc lacks what sampling needs: {exc}"
-        self._ctrl, handler_address = H.get_handler(libc)
+        # (compiled, or loaded from Numba's cache, on first use: before the slot is taken, so that
+        # no code is generated while a sampler is running)
+        ctrl, handler_address = H.get_handler(libc)
+        if not _active.acquire(blocking=False):
+            return "another Sampler is running in this process"
+        self._locked = True
+        self._ctrl = ctrl
         self._ctrl[H.ACTIVE] = 0  # (already: a sampler's teardown leaves it off) records nothing yet
         action = N.sigaction_t()
         action.sa_handler = handler_address

@@ -139,11 +139,6 @@ LOAD_EVENT = "numba_lprun:load"
 )
 @touches("numba.core.event", "Listener", "the base class Numba sends events to")
 @touches(
-    "numba.core.compiler_lock",
-    "_CompilerLock.acquire",
-    "run/compiles.py: each hold of the compiler lock fires numba:compiler_lock (the sampler pauses)",
-)
-@touches(
     "numba.core.event",
     "Event",
     "run/compiles.py: the exception a compile ended with (Event.is_failed says the opposite of its name)",

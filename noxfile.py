@@ -249,6 +249,7 @@ SUITE_SECOND_HALF = [
     "tests/test_repeat.py",
     "tests/test_mpi.py",
     "tests/test_program_cache.py",
+    "tests/test_compiled_callers.py",
     "tests/test_ray.py",
 ]
 #: Run apart, after the rest of their half: a Ray cluster's start-up loads the machine enough to

@@ -14,7 +14,7 @@ from collections.abc import Callable, Hashable, Iterable, Iterator
 from dataclasses import dataclass, field, replace
 
 from ..interrupts import ctrl_c_deferred
-from ..sampling import LineMap, RawSamples, Sampler, attribute, line_map
+from ..sampling import LineMap, RawSamples, Sampler, attribute, line_map, prepare_handler
 from .measurements import LineSamples, Sampled, fold
 from .runner import Where
 
@@ -41,6 +41,9 @@ class SegmentedSampling:
 
     @contextlib.contextmanager
     def running(self) -> Iterator[None]:
+        # the handler compiled here, with no lock held: a resume at a compile's end (under the
+        # compile watcher's lock, while another thread may hold Numba's) then compiles nothing
+        prepare_handler()
         self._running = True
         try:
             self.resume()

@@ -87,7 +87,7 @@ from .. import settings
 from .attribution import LineSamples, RawSamples, SampledLines, attribute
 from .dwarf import LineMap, line_map
 from .object_code import FunctionCode
-from .sampler import DISABLE_ENV, Sampler, sampler_running
+from .sampler import DISABLE_ENV, Sampler, prepare_handler, sampler_running
 
 
 def sampler_unavailable() -> str | None:
@@ -109,6 +109,7 @@ __all__ = [
     "Sampler",
     "attribute",
     "line_map",
+    "prepare_handler",
     "sampler_running",
     "sampler_unavailable",
 ]

@@ -136,6 +136,18 @@ def sampler_running() -> bool:
     return _active.locked()
 
 
+def prepare_handler() -> None:
+    """Compile the handler now (or load it from Numba's cache), where no lock is held: a sampler
+    started while threads compile (a compile's end resumes sampling) must not wait for Numba's
+    compiler lock. Nothing to do where no sampler can run (its start says why)."""
+    if settings.switch(DISABLE_ENV, False) or N.check_platform() is not None:
+        return
+    try:
+        H.get_handler(N.libc())
+    except Exception:  # (the sampler's start meets it again, and says why)
+        return
+
+
 class Sampler:
     """Sample every thread's native stack at ``rate_hz`` while the ``with`` block runs.
 

@@ -163,6 +163,7 @@ class CompileWatcher:
                 stack[-1][2] += spent
                 return
             held = self._held.pop(thread, None)
+            del self._stacks[thread]  # (threads come and go: a pool's)
             if not any(self._stacks.values()):  # no thread compiles now: sampling goes on
                 self.spans.append((self._span_start, now))
                 self.span_faults.append(faults_since(self._faults_at))

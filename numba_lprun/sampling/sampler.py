@@ -400,7 +400,7 @@ class Sampler:
         ctrl[H.MAGIC] = (
             int.from_bytes(os.urandom(4), "little") % (2**31 - 1) + 1
         )  # leaves random's state alone
-        lo, hi = N.mapped_range("libgcc_s")
+        lo, hi = N.library_range("libgcc_s")
         ctrl[H.SKIP_LO], ctrl[H.SKIP_HI] = lo, hi
         ctrl[H.OWN_TABLE] = self._table.ctypes.data if self._table is not None else 0
         ctrl[H.LIBRARY_TABLE] = self._libraries.ctypes.data if self._libraries is not None else 0

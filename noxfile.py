@@ -219,6 +219,13 @@ def _install(session: nox.Session, numba: str, *extra: str, cuda: bool = True) -
     session.run("python", "-c", _SHOW_VERSIONS)
 
 
+def _one_process() -> list[str]:
+    """``-n 0`` where pytest-xdist would start a single worker (CI's lanes: one per session): the
+    tests then run in pytest's own process, which imports numba_lprun and Numba once, not twice
+    (1.3-2 s of each short session's run). The suite's halves keep their worker."""
+    return ["-n", "0"] if os.environ.get("PYTEST_XDIST_AUTO_NUM_WORKERS") == "1" else []
+
+
 def _run_suite(session: nox.Session, core: str | None, *tests: str) -> None:
     _install(session, NEWEST_NUMBA)
     env = {"NUMBA_LPRUN_FUZZ_EXAMPLES": os.environ.get("NUMBA_LPRUN_FUZZ_EXAMPLES", FUZZ_EXAMPLES)}
@@ -276,11 +283,10 @@ def lines(session: nox.Session) -> None:
     (LINE_TESTS); on the newest Python also the front ends that meet it (FRONT_END_TESTS)."""
     _install(session, NEWEST_NUMBA)
     env = {"NUMBA_LPRUN_FUZZ_EXAMPLES": os.environ.get("NUMBA_LPRUN_FUZZ_EXAMPLES", FUZZ_EXAMPLES)}
-    session.run("python", "-m", "pytest", "-q", *python_tests(session.python), *session.posargs, env=env)
+    pytest = ["python", "-m", "pytest", "-q", *_one_process()]
+    session.run(*pytest, *python_tests(session.python), *session.posargs, env=env)
     # generators' line events changed in 3.12: their hits against line_profiler's, every Python
-    session.run(
-        "python", "-m", "pytest", "-q", "tests/test_kinds.py", "-k", "generator", *session.posargs, env=env
-    )
+    session.run(*pytest, "tests/test_kinds.py", "-k", "generator", *session.posargs, env=env)
 
 
 @nox.session(python=PYTHONS, tags=["full"])
@@ -305,10 +311,11 @@ def numba(session: nox.Session, numba: str) -> None:
     _install(session, numba, cuda=False)
     session.run("python", "-m", "numba_lprun.demo", silent=True)  # the first thing a new user runs
     line_maps = LINE_MAP_TESTS if numba in LINE_MAP_RELEASES else []
-    session.run("python", "-m", "pytest", "-q", *FAST_TESTS, *line_maps, *session.posargs)
+    one = _one_process()
+    session.run("python", "-m", "pytest", "-q", *one, *FAST_TESTS, *line_maps, *session.posargs)
     if numba in KIND_RELEASES:
         kinds = [t for t in KIND_TESTS if t not in KIND_LITE.get(numba, [])]
-        session.run("python", "-m", "pytest", "-q", *kinds, "-k", KIND_SELECTION, *session.posargs)
+        session.run("python", "-m", "pytest", "-q", *one, *kinds, "-k", KIND_SELECTION, *session.posargs)
 
 
 @nox.session(python="3.12", tags=["line_profiler", "lane"])
@@ -318,7 +325,7 @@ def line_profiler_floor(session: nox.Session) -> None:
     On 3.12, where line_profiler 5 would use sys.monitoring and 4 uses its settrace-style core.
     """
     _install(session, NEWEST_NUMBA, f"line_profiler=={LINE_PROFILER_FLOOR}.*", cuda=False)
-    session.run("python", "-m", "pytest", "-q", *LINE_PROFILER_TESTS, *session.posargs)
+    session.run("python", "-m", "pytest", "-q", *_one_process(), *LINE_PROFILER_TESTS, *session.posargs)
 
 
 #: The documentation's build (README and CONTRIBUTING.md say the same command).

@@ -103,7 +103,7 @@ class CompileWatcher:
         # the call that compiled, with its arguments: held here, a typed dict passed in outlived its
         # program's last reference (Numba's own leak checks saw it)
         self.seconds: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()  # dispatcher -> self seconds
-        self.spans: list[tuple[float, float]] = []  # (start, end) of each stretch of compiling
+        self.spans: list[tuple[float, float]] = []  # (start, end) of each stretch in which a thread compiled
         self.span_faults: list[int] = []  # the page faults of each (-1: unknown)
         self._faults_at = -1
         self._span_start = 0.0
@@ -173,13 +173,15 @@ class CompileWatcher:
             held.__exit__(None, None, None)
 
     def compiling_since(self, since: float) -> float:
-        """Seconds spent in outermost compiles that started at ``since`` or later: what a
-        run's wall time leaves out to be the run's own (a ufunc compiles on its first call)."""
+        """Seconds of the stretches in which some thread compiled (or held Numba's compiler lock)
+        that started at ``since`` or later: what a run's wall time leaves out to be the run's
+        own (a ufunc compiles on its first call)."""
         return sum(end - start for start, end in self.spans if start >= since)
 
     def faults_since(self, since: float) -> int:
-        """Page faults of the outermost compiles that started at ``since`` or later (LLVM's
-        memory: left out of a run's faults as its time is left out of the run's time)."""
+        """Page faults of the stretches of compiling (``spans``) that started at ``since`` or
+        later (LLVM's memory: left out of a run's faults as its time is left out of the run's
+        time)."""
         found = [n for (start, _), n in zip(self.spans, self.span_faults, strict=True) if start >= since]
         return -1 if any(n < 0 for n in found) else sum(found)
 

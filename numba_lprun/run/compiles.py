@@ -31,6 +31,7 @@ import threading
 import time
 import weakref
 from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Protocol
 
 from ..internals import compile_events
@@ -84,6 +85,15 @@ def failure_reason(error: BaseException) -> str:
     return said if name in ("TypingError", "NumbaError") else f"{name}: {said}"
 
 
+@dataclass
+class _ThreadCompiles:
+    """One thread's compiles under way, innermost last (``[dispatcher, start, seconds spent in
+    nested compiles]``), and the Ctrl-C held from the outermost's start to its end."""
+
+    held: contextlib.AbstractContextManager
+    frames: list[list] = field(default_factory=list)
+
+
 class CompileWatcher:
     """Compile events of one phase: progress messages and self time per dispatcher."""
 
@@ -107,10 +117,9 @@ class CompileWatcher:
         self.span_faults: list[int] = []  # the page faults of each (-1: unknown)
         self._faults_at = -1
         self._span_start = 0.0
-        # each thread's compiles under way: [dispatcher, start, time spent in nested compiles]. Per
-        # thread: a thread announces the compiler lock before it waits for it (``compile_events``)
-        self._stacks: dict[int, list[list]] = {}
-        self._held: dict[int, contextlib.AbstractContextManager] = {}  # Ctrl-C held, per thread
+        # each thread's compiles under way (an entry only while it compiles). Per thread: a thread
+        # announces the compiler lock before it waits for it (``compile_events``)
+        self._compiling: dict[int, _ThreadCompiles] = {}
         self._guard = threading.RLock()  # (a sampler resumed here may compile its handler: events again)
         self._pid = os.getpid()
         # dispatcher -> (why, in one line; its types)
@@ -125,17 +134,17 @@ class CompileWatcher:
             self.progress(f"compiling {disp.py_func.__qualname__}({args}) for the {self.phase} run")
         thread = threading.get_ident()
         with self._guard:
-            first_anywhere = not any(self._stacks.values())
-            stack = self._stacks.setdefault(thread, [])
-            if not stack:
-                held = self._held[thread] = ctrl_c_deferred()
-                held.__enter__()
+            first_anywhere = not self._compiling
+            compiles = self._compiling.get(thread)
+            if compiles is None:
+                compiles = self._compiling[thread] = _ThreadCompiles(ctrl_c_deferred())
+                compiles.held.__enter__()
             if first_anywhere:
                 if self.paused is not None:
                     self.paused.pause()
                 self._faults_at = minor_faults()
                 self._span_start = time.perf_counter()
-            stack.append([disp, time.perf_counter(), 0.0])
+            compiles.frames.append([disp, time.perf_counter(), 0.0])
         if self.starting is not None and disp is not None:
             self.starting(disp, tuple(data.get("args") or ()))
 
@@ -145,9 +154,10 @@ class CompileWatcher:
         disp = data.get("dispatcher")
         thread = threading.get_ident()
         with self._guard:
-            stack = self._stacks.get(thread)
-            if not stack:
+            compiles = self._compiling.get(thread)
+            if compiles is None:
                 return
+            stack = compiles.frames
             with contextlib.suppress(TypeError):  # (a compiling object without weak references: not kept)
                 if isinstance(error, Exception) and disp is not None:  # not a Ctrl-C: Numba's or the code's
                     self.failed[disp] = (failure_reason(error), tuple(data.get("args") or ()))
@@ -162,15 +172,13 @@ class CompileWatcher:
             if stack:
                 stack[-1][2] += spent
                 return
-            held = self._held.pop(thread, None)
-            del self._stacks[thread]  # (threads come and go: a pool's)
-            if not any(self._stacks.values()):  # no thread compiles now: sampling goes on
+            del self._compiling[thread]  # (threads come and go: a pool's)
+            if not self._compiling:  # no thread compiles now: sampling goes on
                 self.spans.append((self._span_start, now))
                 self.span_faults.append(faults_since(self._faults_at))
                 if self.paused is not None:
                     self.paused.resume()
-        if held is not None:  # a Ctrl-C held during the compile is raised now
-            held.__exit__(None, None, None)
+        compiles.held.__exit__(None, None, None)  # a Ctrl-C held during the compile is raised now
 
     def compiling_since(self, since: float) -> float:
         """Seconds of the stretches in which some thread compiled (or held Numba's compiler lock)
@@ -194,11 +202,10 @@ class CompileWatcher:
                 yield
         finally:
             with self._guard:
-                held = self._held.pop(threading.get_ident(), None)
-                self._held.clear()  # (other threads' holds do nothing: only the main thread's holds)
-                self._stacks.clear()
-            if held is not None:
-                held.__exit__(None, None, None)
+                mine = self._compiling.pop(threading.get_ident(), None)
+                self._compiling.clear()  # (other threads' holds do nothing: only the main thread's holds)
+            if mine is not None:
+                mine.held.__exit__(None, None, None)
 
 
 # -- a profiled function whose compile failed in the user's run -----------------------

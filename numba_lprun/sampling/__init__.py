@@ -83,21 +83,10 @@ the unwinder allocate: hence, compile nothing inside the sampled block.
 
 from __future__ import annotations
 
-from .. import settings
 from .attribution import LineSamples, RawSamples, SampledLines, attribute
 from .dwarf import LineMap, line_map
 from .object_code import FunctionCode
-from .sampler import DISABLE_ENV, Sampler, prepare_handler, sampler_running
-
-
-def sampler_unavailable() -> str | None:
-    """Why no sampler can run in this process (None: it can), asked before any run."""
-    if settings.switch(DISABLE_ENV, False):
-        return f"sampling disabled by {DISABLE_ENV}"
-    from ._native import check_platform
-
-    return check_platform()
-
+from .sampler import DISABLE_ENV, Sampler, prepare_handler, sampler_running, sampler_unavailable
 
 __all__ = [
     "DISABLE_ENV",

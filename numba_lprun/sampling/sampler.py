@@ -136,11 +136,19 @@ def sampler_running() -> bool:
     return _active.locked()
 
 
+def sampler_unavailable() -> str | None:
+    """Why no sampler can run in this process (None: it can), asked before any run: the switch
+    (``DISABLE_ENV``), then the platform."""
+    if settings.switch(DISABLE_ENV, False):
+        return f"sampling disabled by {DISABLE_ENV}"
+    return N.check_platform()
+
+
 def prepare_handler() -> None:
     """Compile the handler now (or load it from Numba's cache), where no lock is held: a sampler
     started while threads compile (a compile's end resumes sampling) must not wait for Numba's
     compiler lock. Nothing to do where no sampler can run (its start says why)."""
-    if settings.switch(DISABLE_ENV, False) or N.check_platform() is not None:
+    if sampler_unavailable() is not None:
         return
     try:
         H.get_handler(N.libc())
@@ -252,9 +260,7 @@ class Sampler:
 
     # --- start ---------------------------------------------------------------------
     def _start(self) -> str | None:
-        if settings.switch(DISABLE_ENV, False):
-            return f"sampling disabled by {DISABLE_ENV}"
-        reason = N.check_platform()
+        reason = sampler_unavailable()
         if reason is not None:
             return reason
         if not self.rate_hz > 0:

@@ -65,3 +65,17 @@ def par_roots(a, reps):
         for i in prange(a.size):
             out[i] = math.sqrt(a[i]) * 2.0 + math.sin(a[i])  # BODY
     return out
+
+
+@njit
+def collatz_steps(n):
+    total = 0
+    for start in range(1, n):
+        k = start
+        while k != 1:
+            if k % 2 == 0:
+                k //= 2
+            else:
+                k = 3 * k + 1
+            total += 1
+    return total

@@ -110,7 +110,7 @@ def test_the_post_lowering_hook_runs_on_each_lowered_module_and_is_seen_by_the_c
 
     modules, hooked_here = [], []
 
-    def hook(module):
+    def hook(module, library):
         modules.append(module)
 
     @intrinsic
@@ -166,3 +166,84 @@ def _recording_pass() -> type:
     if not hasattr(_recording_pass, "made"):
         _recording_pass.made = library_pass("test_nlp_record_final_module", _record_final_module, "record")
     return _recording_pass.made
+
+
+def _steps_counted_in_arms(n):
+    """A Collatz loop whose arms each add to a counter, as a counting twin's do."""
+    total = evens = odds = 0
+    for start in range(1, n):
+        k = start
+        while k != 1:
+            if k % 2 == 0:
+                evens += 1
+                k //= 2
+            else:
+                odds += 1
+                k = 3 * k + 1
+            total += 1
+    return total + evens + odds
+
+
+def _machine_code(dispatcher) -> str:
+    """The function's own machine code (its CPython wrapper left out), symbol names blanked."""
+    import re
+
+    (signature,) = dispatcher.signatures
+    own = dispatcher.inspect_asm(signature).split("_ZN7cpython")[0]
+    return re.sub(r"_ZN\S+", "SYMBOL", own)
+
+
+def test_the_if_conversion_budget_folds_a_branch_and_is_put_back_after():
+    """What the counting twins' branch budget stands on (instrument/branch_budget.py): LLVM's
+    option, raised while one library is optimized, folds the arms into selects (a ``cmov`` on
+    x86 with LLVM 20 and newer), and code compiled after is compiled as before it."""
+    import platform
+
+    from llvmlite import binding as ll
+
+    from numba_lprun.internals import optimized_with_if_conversion_budget, pipeline_class, with_post_lowering
+
+    before = numba.njit(_steps_counted_in_arms)
+    assert before(50) == before.py_func(50)
+    raised = []
+
+    def hook(module, library):
+        raised.append(optimized_with_if_conversion_budget(library, 2))
+
+    pipeline = with_post_lowering(pipeline_class(before), hook, "TestBudget")
+    budgeted = numba.njit(pipeline_class=pipeline)(_steps_counted_in_arms)
+    assert budgeted(50) == before(50)
+    after = numba.njit(_steps_counted_in_arms)
+    assert after(50) == before(50)
+    assert raised and all(r == (ll.llvm_version_info >= (15,)) for r in raised)
+    assert _machine_code(after) == _machine_code(before)  # the option was put back
+    if ll.llvm_version_info >= (20,) and platform.machine() in ("x86_64", "AMD64"):
+        assert "cmov" in _machine_code(budgeted) and "cmov" not in _machine_code(before)
+
+
+def test_setting_llvm_options_for_twins_prints_nothing(tmp_path):
+    """LLVM 14 refuses an option set a second time, on the process's stderr ("may only occur
+    zero or one times!"), and keeps the first value: profiles there set none
+    (``internals.llvm_options_settable``). Two twins finalized, with the sampler's line maps."""
+    import subprocess
+    import sys
+
+    script = tmp_path / "two.py"
+    script.write_text(
+        "from numba import njit\n"
+        "import numba_lprun\n"
+        "@njit\n"
+        "def f(n):\n"
+        "    s = 0\n"
+        "    for i in range(n):\n"
+        "        s += i % 3 if i % 2 else i\n"
+        "    return s\n"
+        "@njit\n"
+        "def g(n):\n"
+        "    return f(n) + 1\n"
+        "numba_lprun.LineProfiler(f, g, timing=False).runcall(g, 1000)\n"
+        "print(g(1000))\n"
+    )
+    done = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr
+    assert "may only occur" not in done.stderr and "option" not in done.stderr, done.stderr

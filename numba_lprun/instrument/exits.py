@@ -45,7 +45,7 @@ def flush_on_exit(function: ir.Function, key: object, flush: Flush) -> None:
     flushes.setdefault(key, flush)
 
 
-def _flush_exits(module: ir.Module) -> None:
+def _flush_exits(module: ir.Module, library: object) -> None:
     """Emit each function's flushes before its exits, once: Numba runs the hook on a module
     again when it lowers more into it (a function with a ``with objmode`` block), and a
     second flush at each exit counted every call twice, its time as the clock's reading."""

@@ -31,6 +31,7 @@ from numba import types
 from numba.extending import intrinsic
 
 from ..internals import branching_here
+from .branch_budget import note_counts_in_registers
 from .clock import emit_read
 from .counter_slots import (  # noqa: F401  (the symbol helpers, re-exported for twin_cache and twin_identity)
     CounterSlot,
@@ -234,6 +235,7 @@ class _Emitter:
         slot = self.state(builder)
         if self.cfg.local_hits:  # count in the stack slot: LLVM keeps it in a register
             self.bump(builder, slot, LOCAL_HITS + row)
+            note_counts_in_registers(builder.module)  # (an if's arms may still fold: ``branch_budget``)
             return
         self.add(builder, row, 0, ir.Constant(_I64, 1))
         if not self.cfg.timing:

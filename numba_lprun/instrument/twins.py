@@ -34,6 +34,7 @@ from ..internals import (
 from ..twin_kind import PLAIN, TwinKind
 from . import probes as P
 from . import unwind
+from .branch_budget import budgeted
 from .disk_cache import cache_root
 from .exits import flushing
 from .function_kinds import treated_as
@@ -145,6 +146,7 @@ def _new_dispatcher(
         options.update(line_table_options(original))
         pipeline = line_tables_pipeline(pipeline)
     pipeline = flushing(pipeline)  # counters held in registers reach memory on every exit
+    pipeline = budgeted(pipeline)  # and leave an if's arms as foldable as the plain code's
     locals_ = dict(original.locals)
     naming = name_twin(twin_key(kind, py_func, options, locals_, pipeline, slot), slot)
     dispatcher = make_twin_dispatcher(
@@ -208,7 +210,7 @@ def make_twin(
     if build_kernel is not None:  # a ufunc's kernel compiles as the original's (no line tables)
 
         def pipeline(base: type) -> type:  # a stencil's loop nest, as a dispatcher twin's
-            return flushing(line_tables_pipeline(base) if line_tables else base)
+            return budgeted(flushing(line_tables_pipeline(base) if line_tables else base))
 
         try:
             twin, code = build_kernel(original, py_func, pipeline, line_tables)

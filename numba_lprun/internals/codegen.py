@@ -20,8 +20,9 @@ which numba_lprun reaches only here.
 
 from __future__ import annotations
 
+import contextlib
 import functools
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 
 from numba.core import funcdesc
 
@@ -42,7 +43,7 @@ def _context_with_hook(base: type, hook: Callable, label: str) -> type:
 
     def post_lowering(self, module, library):
         base.post_lowering(self, module, library)
-        hook(module)
+        hook(module, library)
 
     hooks = (*getattr(base, "nlp_post_lowering_hooks", ()), hook)
     namespace = {"post_lowering": post_lowering, "nlp_post_lowering_hooks": hooks}
@@ -61,7 +62,7 @@ def _context_with_hook(base: type, hook: Callable, label: str) -> type:
     "instrument/exits.py: the pipeline lowers with a copy of its context, of the hooked class",
 )
 def with_post_lowering(base: type, hook: Callable, label: str = "PostLowering") -> type:
-    """``base`` (a Numba compiler pipeline class) whose lowering runs ``hook(module)`` after
+    """``base`` (a Numba compiler pipeline class) whose lowering runs ``hook(module, library)`` after
     Numba's own post-lowering of each function (and of each ``prange`` body's gufunc).
 
     ``label`` prefixes the new classes' names. Cached: one class per ``(base, hook)``.
@@ -187,23 +188,94 @@ def mark_unplaced_code(library: object) -> None:
     the sampled view places it (``sampling.object_code.function_lines``). The option is
     global to LLVM, so it is on only while this library's machine code is made: other code
     compiled meanwhile on another thread would get the marks too, which changes only the
-    line tables of code compiled with them. Once per library.
+    line tables of code compiled with them. Once per library. Not on LLVM 14, which cannot
+    put an option back (``llvm_options_settable``): there such code keeps the row before it.
     """
-    import llvmlite.binding as ll
 
-    if getattr(library, "nlp_unplaced_marked", False):
+    if getattr(library, "nlp_unplaced_marked", False) or not llvm_options_settable():
         return
     finalize = library._finalize_final_module
 
     def _finalize_final_module() -> None:
-        ll.set_option("", "-use-unknown-locations=Enable")
-        try:
+        with llvm_option("use-unknown-locations", "Enable", "Default"):
             finalize()
-        finally:
-            ll.set_option("", "-use-unknown-locations=Default")
 
     library._finalize_final_module = _finalize_final_module
     library.nlp_unplaced_marked = True
+
+
+#: LLVM's own default of ``-two-entry-phi-node-folding-threshold`` (SimplifyCFG, LLVM 11-22)
+IF_CONVERSION_DEFAULT = 4
+
+
+@touches(
+    "numba.core.codegen",
+    "CPUCodeLibrary.add_ir_module",
+    "instrument/branch_budget.py: a counting twin's functions are optimized with a wider budget",
+    params=("self", "ir_module"),
+)
+@touches(
+    "numba.core.codegen",
+    "CPUCodeLibrary.finalize",
+    "instrument/branch_budget.py: a counting twin's linked module is optimized with a wider budget",
+    params=("self",),
+)
+def optimized_with_if_conversion_budget(library: object, extra: int) -> bool:
+    """Have LLVM optimize ``library``'s code (each function as it is added, then the linked
+    module) with the budget of SimplifyCFG's turning an ``if``/``else`` into selects
+    (``-two-entry-phi-node-folding-threshold``) raised by ``extra`` instructions, and its
+    default back after each.
+
+    The option is global to LLVM; Numba optimizes under its compiler lock, so no other
+    compile of Numba's sees it. False, and nothing done, where LLVM cannot set an option a
+    second time (``llvm_options_settable``). Once per library."""
+    if getattr(library, "nlp_if_conversion_budget", None) is not None:
+        return True
+    if not llvm_options_settable():
+        return False
+    threshold = IF_CONVERSION_DEFAULT + extra
+    option = ("two-entry-phi-node-folding-threshold", str(threshold), str(IF_CONVERSION_DEFAULT))
+    add_ir_module, finalize = library.add_ir_module, library.finalize
+
+    def add_ir_module_with_budget(ir_module) -> None:
+        with llvm_option(*option):
+            add_ir_module(ir_module)
+
+    def finalize_with_budget() -> None:
+        with llvm_option(*option):
+            finalize()
+
+    library.add_ir_module = add_ir_module_with_budget
+    library.finalize = finalize_with_budget
+    library.nlp_if_conversion_budget = threshold
+    return True
+
+
+@functools.cache
+def llvm_options_settable() -> bool:
+    """Whether LLVM lets a command-line option be set more than once (LLVM 15 and newer).
+
+    LLVM 14 (Numba 0.59 and 0.60) refuses a second setting: it prints "may only occur zero or
+    one times!" to the process's stderr and keeps the first value for the rest of the process,
+    so an option set for a twin's compile and put back would stay set for the user's code.
+    There, numba_lprun leaves LLVM's options alone."""
+    import llvmlite.binding as ll
+
+    return ll.llvm_version_info >= (15,)
+
+
+@contextlib.contextmanager
+def llvm_option(name: str, value: str, default: str) -> Iterator[None]:
+    """LLVM's option ``name`` set to ``value`` while the block runs, then to ``default``: LLVM
+    has no way to read an option back, so it is put back to its default, not to what it was
+    (numba_lprun is the only code here that sets these). Only where ``llvm_options_settable``."""
+    import llvmlite.binding as ll
+
+    ll.set_option("", f"-{name}={value}")
+    try:
+        yield
+    finally:
+        ll.set_option("", f"-{name}={default}")
 
 
 #: Linkages of function copies linked in from other libraries (weak: the JIT would run

@@ -1,0 +1,43 @@
+"""A counting twin's short ``if``/``else`` still becomes a select where the plain code's does.
+
+Why: LLVM turns an ``if``/``else`` whose two arms are short into selects, with no branch
+left, when the arms' instructions fit SimplifyCFG's budget for it (LLVM's
+``-two-entry-phi-node-folding-threshold``, 4). In hits-only mode the counting twin adds to
+each arm the count of its first line (an add to a register), which spends 2 of those 4: the
+Collatz step ``if k % 2 == 0: k //= 2`` / ``else: k = 3 * k + 1`` was a conditional move in the
+plain code and a branch in the twin, mispredicted on about every other step (the loop ran
+1.7-2.2x the plain loop's time). So a counting twin's code is optimized with that budget
+raised by the two adds (``EXTRA``): a two-armed ``if`` the plain code folds folds in the twin
+too. Counts cannot change: the optimizer keeps what the code computes.
+
+What it does not match: an arm of several lines adds a counter per line (beyond the raise), and
+the raise also lets LLVM fold an ``if`` whose arms cost 5 or 6, which the plain code keeps as a
+branch. Only twins that hold counters in registers (hits only, which the sampled view runs on
+too), and only where LLVM can put the option back (LLVM 15 and newer: Numba 0.61 and newer,
+``internals.llvm_options_settable``): the budget is raised only while such a twin's code is
+optimized, under Numba's compiler lock.
+"""
+
+from __future__ import annotations
+
+from ..internals import optimized_with_if_conversion_budget, with_post_lowering
+
+#: The instructions a counting twin adds to a two-armed ``if``: one count in each arm
+EXTRA = 2
+_MARK = "_nlp_counts_in_registers"
+
+
+def note_counts_in_registers(module: object) -> None:
+    """Say that ``module`` (an llvmlite ``ir.Module`` being lowered) counts hits in registers."""
+    setattr(module, _MARK, True)
+
+
+def _raise_budget(module: object, library: object) -> None:
+    if getattr(module, _MARK, False):
+        optimized_with_if_conversion_budget(library, EXTRA)
+
+
+def budgeted(base: type) -> type:
+    """``base`` (a Numba compiler pipeline class) whose libraries that count hits in registers
+    are optimized with the raised budget (a ``prange`` body's gufunc too: lowered the same way)."""
+    return with_post_lowering(base, _raise_budget, "Budgeted")

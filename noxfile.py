@@ -193,12 +193,6 @@ def _pyenv_versions() -> None:
 
 _pyenv_versions()
 
-_SHOW_VERSIONS = (
-    "import sys, numba, llvmlite, numpy, line_profiler as lp; "
-    "print('python', sys.version.split()[0], 'numba', numba.__version__, 'llvmlite', llvmlite.__version__, "
-    "'numpy', numpy.__version__, 'line_profiler', lp.__version__)"
-)
-
 
 def _test_tools() -> list[str]:
     """The ``test`` extra without numba-cuda, which needs Numba 0.60 or newer and serves only
@@ -213,10 +207,10 @@ def _test_tools() -> list[str]:
 
 def _install(session: nox.Session, numba: str, *extra: str, cuda: bool = True) -> None:
     """The project and its test tools, with the latest patch of Numba ``numba`` (wheels only, so a
-    missing wheel fails the session instead of building LLVM); the versions go to the log."""
+    missing wheel fails the session instead of building LLVM); the tests' first line in the log
+    names the versions (``tests/conftest.py``)."""
     project = ["-e", ".[test]"] if cuda else ["-e", ".", *_test_tools()]
     session.install("--only-binary=numba,llvmlite,numpy", *project, f"numba=={numba}.*", *extra)
-    session.run("python", "-c", _SHOW_VERSIONS)
 
 
 def _one_process() -> list[str]:
@@ -283,10 +277,11 @@ def lines(session: nox.Session) -> None:
     (LINE_TESTS); on the newest Python also the front ends that meet it (FRONT_END_TESTS)."""
     _install(session, NEWEST_NUMBA)
     env = {"NUMBA_LPRUN_FUZZ_EXAMPLES": os.environ.get("NUMBA_LPRUN_FUZZ_EXAMPLES", FUZZ_EXAMPLES)}
+    # and generators' line events, which changed in 3.12: their hits against line_profiler's (one
+    # pytest run: the kinds' tests whose names say generator, and every test of the other files)
+    pick = ["tests/test_kinds.py", "-k", "generator or not test_kinds"]
     pytest = ["python", "-m", "pytest", "-q", *_one_process()]
-    session.run(*pytest, *python_tests(session.python), *session.posargs, env=env)
-    # generators' line events changed in 3.12: their hits against line_profiler's, every Python
-    session.run(*pytest, "tests/test_kinds.py", "-k", "generator", *session.posargs, env=env)
+    session.run(*pytest, *python_tests(session.python), *pick, *session.posargs, env=env)
 
 
 @nox.session(python=PYTHONS, tags=["full"])
@@ -309,10 +304,10 @@ def tests_legacy_core(session: nox.Session) -> None:
 def numba(session: nox.Session, numba: str) -> None:
     """The demo and the tests that go through Numba's internals, on an older Numba release."""
     _install(session, numba, cuda=False)
-    session.run("python", "-m", "numba_lprun.demo", silent=True)  # the first thing a new user runs
     line_maps = LINE_MAP_TESTS if numba in LINE_MAP_RELEASES else []
     one = _one_process()
     session.run("python", "-m", "pytest", "-q", *one, *FAST_TESTS, *line_maps, *session.posargs)
+    session.run("python", "-m", "numba_lprun.demo", silent=True)  # the first thing a new user runs
     if numba in KIND_RELEASES:
         kinds = [t for t in KIND_TESTS if t not in KIND_LITE.get(numba, [])]
         session.run("python", "-m", "pytest", "-q", *one, *kinds, "-k", KIND_SELECTION, *session.posargs)

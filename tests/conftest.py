@@ -37,6 +37,22 @@ def pytest_configure(config):
         os.environ["NUMBA_LPRUN_CACHE_DIR"] = os.environ[_SUITE_CACHE] = _OWN_CACHE[0]
 
 
+def pytest_sessionstart(session):
+    """The versions under test, first in each run's log, ``-q`` or not (each of CI's nox sessions
+    installs its own: this is where its log says which)."""
+    reporter = session.config.pluginmanager.get_plugin("terminalreporter")
+    if reporter is None or hasattr(session.config, "workerinput"):  # (an xdist worker: no terminal)
+        return
+    import llvmlite
+    import numba
+    import numpy
+
+    reporter.write_line(
+        f"python {sys.version.split()[0]} numba {numba.__version__} llvmlite {llvmlite.__version__}"
+        f" numpy {numpy.__version__} line_profiler {line_profiler.__version__}"
+    )
+
+
 def pytest_unconfigure(config):
     for path in _OWN_CACHE:
         shutil.rmtree(path, ignore_errors=True)

@@ -191,7 +191,6 @@ def mark_unplaced_code(library: object) -> None:
     line tables of code compiled with them. Once per library. Not on LLVM 14, which cannot
     put an option back (``llvm_options_settable``): there such code keeps the row before it.
     """
-
     if getattr(library, "nlp_unplaced_marked", False) or not llvm_options_settable():
         return
     finalize = library._finalize_final_module

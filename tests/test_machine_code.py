@@ -261,11 +261,6 @@ def test_a_helper_called_from_jitted_code_reads_no_clock_when_sampled():
     assert "(its samples' CPU time; calls are not timed)" in text.getvalue()
 
 
-def _own_code(dispatcher) -> str:
-    """A compiled function's own machine code, its CPython wrapper left out."""
-    return "\n".join(code.split("_ZN7cpython")[0] for code in dispatcher.inspect_asm().values())
-
-
 def test_a_counting_twin_folds_a_two_armed_if_where_the_plain_code_does():
     """Each arm of the Collatz step counts its line in the counting twin; the plain code turns
     the ``if``/``else`` into a conditional move, and so must the twin (``instrument.
@@ -277,7 +272,7 @@ def test_a_counting_twin_folds_a_two_armed_if_where_the_plain_code_does():
 
     from numba_lprun.instrument.clock import current_clock
     from numba_lprun.run.targets import cached_target
-    from tests.conftest import hits_of, reference_hits
+    from tests.conftest import hits_of, own_machine_code, reference_hits
 
     prof = numba_lprun.LineProfiler(K.collatz_steps, timing=False)
     assert prof.runcall(K.collatz_steps, 60) == K.collatz_steps(60) == K.collatz_steps.py_func(60)
@@ -285,5 +280,5 @@ def test_a_counting_twin_folds_a_two_armed_if_where_the_plain_code_does():
     if ll.llvm_version_info < (20,) or platform.machine() not in ("x86_64", "AMD64"):
         pytest.skip("checked where LLVM 20 or newer writes x86 code (LLVM 15 folds neither)")
     twin = cached_target(K.collatz_steps, current_clock().kind).twins["counting"]
-    plain_moves = _own_code(K.collatz_steps).count("\tcmov")  # the step's select, unrolled; range()'s
-    assert plain_moves >= 2 and _own_code(twin.dispatcher).count("\tcmov") >= plain_moves
+    plain_moves = own_machine_code(K.collatz_steps).count("\tcmov")  # the step's select, unrolled; range()'s
+    assert plain_moves >= 2 and own_machine_code(twin.dispatcher).count("\tcmov") >= plain_moves

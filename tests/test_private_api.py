@@ -184,15 +184,6 @@ def _steps_counted_in_arms(n):
     return total + evens + odds
 
 
-def _machine_code(dispatcher) -> str:
-    """The function's own machine code (its CPython wrapper left out), symbol names blanked."""
-    import re
-
-    (signature,) = dispatcher.signatures
-    own = dispatcher.inspect_asm(signature).split("_ZN7cpython")[0]
-    return re.sub(r"_ZN\S+", "SYMBOL", own)
-
-
 def test_the_if_conversion_budget_folds_a_branch_and_is_put_back_after():
     """What the counting twins' branch budget stands on (instrument/branch_budget.py): LLVM's
     option, raised while one library is optimized, folds the arms into selects (a ``cmov`` on
@@ -202,6 +193,7 @@ def test_the_if_conversion_budget_folds_a_branch_and_is_put_back_after():
     from llvmlite import binding as ll
 
     from numba_lprun.internals import optimized_with_if_conversion_budget, pipeline_class, with_post_lowering
+    from tests.conftest import own_machine_code
 
     before = numba.njit(_steps_counted_in_arms)
     assert before(50) == before.py_func(50)
@@ -216,9 +208,9 @@ def test_the_if_conversion_budget_folds_a_branch_and_is_put_back_after():
     after = numba.njit(_steps_counted_in_arms)
     assert after(50) == before(50)
     assert raised and all(r == (ll.llvm_version_info >= (15,)) for r in raised)
-    assert _machine_code(after) == _machine_code(before)  # the option was put back
+    assert own_machine_code(after) == own_machine_code(before)  # the option was put back
     if ll.llvm_version_info >= (20,) and platform.machine() in ("x86_64", "AMD64"):
-        assert "cmov" in _machine_code(budgeted) and "cmov" not in _machine_code(before)
+        assert "cmov" in own_machine_code(budgeted) and "cmov" not in own_machine_code(before)
 
 
 def _every_other(n):

@@ -79,3 +79,19 @@ def collatz_steps(n):
                 k = 3 * k + 1
             total += 1
     return total
+
+
+@njit
+def epanechnikov(x, y, h):
+    u = (x - y) / h
+    if abs(u) >= 1.0:
+        return 0.0
+    return 0.75 * (1.0 - u * u) / h
+
+
+@njit
+def density_at(x, points, h):
+    s = 0.0
+    for j in range(points.size):
+        s += epanechnikov(x, points[j], h)
+    return s / points.size

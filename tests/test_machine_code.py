@@ -282,3 +282,70 @@ def test_a_counting_twin_folds_a_two_armed_if_where_the_plain_code_does():
     twin = cached_target(K.collatz_steps, current_clock().kind).twins["counting"]
     plain_moves = own_machine_code(K.collatz_steps).count("\tcmov")  # the step's select, unrolled; range()'s
     assert plain_moves >= 2 and own_machine_code(twin.dispatcher).count("\tcmov") >= plain_moves
+
+
+def _selects_in(code: str) -> int:
+    """x86 selects of floating-point values: AVX-512 masked moves and blends."""
+    return code.count("{%k") + code.count("\tvblendv") + code.count("\tblendv")
+
+
+def test_a_counting_twin_branches_around_a_division_where_the_plain_code_does():
+    """A helper that returns early outside its support, then divides, called in a loop: the
+    plain code branches around the division (LLVM's code generation turns the select back into
+    a branch), and so must the twin, whose arms count their lines on the select's compare
+    (``instrument.select_compares``); it divided for every point and kept the result with a
+    masked move (1.4x the plain loop). The hits stay line_profiler's."""
+    import platform
+
+    from numba_lprun.instrument.clock import current_clock
+    from numba_lprun.run.targets import cached_target
+    from tests.conftest import hits_of, own_machine_code, reference_hits
+
+    points = np.random.default_rng(7).random(400)
+    prof = numba_lprun.LineProfiler(K.density_at, K.epanechnikov, timing=False)
+    assert prof.runcall(K.density_at, 0.5, points, 0.1) == K.density_at.py_func(0.5, points, 0.1)
+    stats = prof.get_stats()
+    assert hits_of(stats, "density_at") == reference_hits(K.density_at, 0.5, points, 0.1)
+    source, first = inspect.getsourcelines(K.epanechnikov.py_func)
+    outside, inside = (first + i for i, text in enumerate(source) if text.lstrip().startswith("return"))
+    helper = hits_of(stats, "epanechnikov")
+    assert helper[outside] == np.sum(np.abs((0.5 - points) / 0.1) >= 1.0)
+    assert helper[inside] + helper[outside] == points.size
+    if platform.machine() not in ("x86_64", "AMD64"):
+        pytest.skip("the selects counted are x86 instructions")
+    K.density_at(0.5, points, 0.1)
+    twin = cached_target(K.density_at, current_clock().kind).twins["counting"]
+    assert _selects_in(own_machine_code(twin.dispatcher)) <= _selects_in(own_machine_code(K.density_at))
+
+
+_SHARED = """define double @f(double %x, i64 %n) {
+entry:
+  %c = fcmp ult double %x, 1.000000e+00, !dbg !7
+  %d = fdiv double %x, 3.000000e+00
+  %v = select nnan i1 %c, double %d, double 0.000000e+00, !dbg !7
+  %k = zext i1 %c to i64
+  %not = xor i1 %c, true
+  %k2 = zext i1 %not to i64
+  %s = add i64 %k, %k2
+  ret double %v
+}"""
+
+
+def test_a_select_gets_its_own_compare_only_where_the_others_are_counts():
+    """The rewrite itself: the select's condition becomes a copy of the compare, placed after it;
+    a compare that a branch, an ``and`` or a negation used otherwise keeps its one use list."""
+    from numba_lprun.instrument.select_compares import own_select_compares
+
+    text, copied = own_select_compares(_SHARED)
+    assert copied == 1
+    lines = text.split("\n")
+    at = lines.index("  %c = fcmp ult double %x, 1.000000e+00, !dbg !7")
+    assert lines[at + 1] == "  %nlp.own.cmp.0 = fcmp ult double %x, 1.000000e+00, !dbg !7"
+    assert "  %v = select nnan i1 %nlp.own.cmp.0, double %d, double 0.000000e+00, !dbg !7" in lines
+    assert "  %k = zext i1 %c to i64" in lines and "  %not = xor i1 %c, true" in lines
+    for other_use in ("  br i1 %c, label %a, label %b", "  %o = and i1 %c, %c", "  %q = xor i1 %c, true"):
+        unchanged = _SHARED.replace("  ret double %v", f"{other_use}\n  ret double %v")
+        assert own_select_compares(unchanged) == (unchanged, 0)
+    counts = ("zext", "xor", "add")
+    alone = "\n".join(line for line in _SHARED.split("\n") if not any(op in line for op in counts))
+    assert own_select_compares(alone) == (alone, 0)

@@ -16,11 +16,16 @@ branch. Only twins that hold counters in registers (hits only, which the sampled
 too), and only where LLVM can put the option back (LLVM 15 and newer: Numba 0.61 and newer,
 ``internals.llvm_options_settable``): the budget is raised only while such a twin's code is
 optimized, under Numba's compiler lock.
+
+The other way round, a select the plain code's code generation turns back into a branch (to
+skip a division) is given the same chance in the twin: ``select_compares``, for the same
+twins, on every LLVM.
 """
 
 from __future__ import annotations
 
 from ..internals import optimized_with_if_conversion_budget, with_post_lowering
+from .select_compares import give_selects_own_compares
 
 #: The instructions a counting twin adds to a two-armed ``if``: one count in each arm
 EXTRA = 2
@@ -35,6 +40,7 @@ def note_counts_in_registers(module: object) -> None:
 def _raise_budget(module: object, library: object) -> None:
     if getattr(module, _MARK, False):
         optimized_with_if_conversion_budget(library, EXTRA)
+        give_selects_own_compares(library)
 
 
 def budgeted(base: type) -> type:

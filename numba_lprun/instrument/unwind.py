@@ -125,9 +125,13 @@ def unwindable_module(module: object, frame_pointers: bool = False) -> object:
     return module if result is None else result
 
 
+#: The rewrites, made once each, so that a library given one twice rewrites once
+_REWRITES = {flag: functools.partial(unwindable_module, frame_pointers=flag) for flag in (False, True)}
+
+
 def make_unwindable(library: object, frame_pointers: bool = False) -> None:
     """Rewrite ``library``'s final module when it is finalized (see the module docstring)."""
-    rewrite_final_module(library, functools.partial(unwindable_module, frame_pointers=frame_pointers))
+    rewrite_final_module(library, _REWRITES[frame_pointers])
     mark_unplaced_code(library)  # its line tables then say where LLVM lost a line
 
 

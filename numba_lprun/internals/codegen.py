@@ -9,8 +9,9 @@ Twins need three things done to their code that Numba has no public switch for:
 * the code library a function is lowered into, before lowering fills it (a pass
   inserted before Numba's native lowering creates it, as lowering would);
 * the library's final module, linked and optimized, rewritten before machine code is
-  made (``instrument.unwind``): ``CPUCodeLibrary._finalize_final_module`` is the only
-  place where that module exists and is not yet compiled;
+  made (``instrument.unwind``, ``instrument.select_compares``):
+  ``CPUCodeLibrary._finalize_final_module`` is the only place where that module exists
+  and is not yet compiled;
 * symbol names of a twin's own (``tagged_context``), so that code cached by different
   processes never defines the same symbol twice in one.
 
@@ -144,7 +145,7 @@ def before_lowering(passes: list[tuple[type, str]], inserted: type) -> list[tupl
 @touches(
     "numba.core.codegen",
     "CPUCodeLibrary._finalize_final_module",
-    "instrument/unwind.py: a twin's linked, optimized module is rewritten before machine code is made",
+    "instrument/unwind.py, select_compares.py: a twin's optimized module rewritten before its machine code",
 )
 @touches(
     "numba.core.codegen",
@@ -157,19 +158,23 @@ def rewrite_final_module(library: object, rewrite: Callable[[object], object]) -
 
     Numba calls ``_finalize_final_module`` once, after the linked module is
     optimized and before machine code is made; ``rewrite`` gets that module (an
-    llvmlite ``ModuleRef``) and returns the one to compile. Once per library: a
-    second call changes nothing.
+    llvmlite ``ModuleRef``) and returns the one to compile. Rewrites run in the order
+    they were given, each once: giving one a second time changes nothing.
     """
-    if getattr(library, "nlp_final_module_rewritten", False):
+    rewrites = getattr(library, "nlp_final_module_rewrites", None)
+    if rewrites is not None:
+        if rewrite not in rewrites:
+            rewrites.append(rewrite)
         return
+    rewrites = library.nlp_final_module_rewrites = [rewrite]
     finalize = library._finalize_final_module
 
     def _finalize_final_module() -> None:
-        library._final_module = rewrite(library._final_module)
+        for each in rewrites:
+            library._final_module = each(library._final_module)
         finalize()
 
     library._finalize_final_module = _finalize_final_module
-    library.nlp_final_module_rewritten = True
 
 
 @touches(
@@ -298,7 +303,7 @@ def internalize_linked_copies(module: object) -> int:
 @touches(
     "llvmlite.binding",
     "parse_assembly",
-    "instrument/unwind.py: the rewritten final module is parsed back and verified",
+    "instrument/unwind.py, select_compares.py: the rewritten final module is parsed back and verified",
 )
 def reparsed(module: object, text: str) -> object | None:
     """``text`` (LLVM IR) parsed as a module that replaces ``module`` (its name, data layout

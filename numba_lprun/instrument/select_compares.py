@@ -1,0 +1,153 @@
+"""A counting twin's select gets a compare of its own, so LLVM may still make it a branch.
+
+Why: LLVM turns a short ``if``/``else`` into a select (SimplifyCFG), computing both arms, and
+only at code generation turns a select back into a branch when one arm holds an expensive
+instruction used nowhere else (a division, a remainder): CodeGenPrepare sinks that
+instruction into the branch, so the plain code skips it when the condition says so. But it
+does so only when the select's compare has no other use ("there is probably another cmov or
+setcc around"). In a counting twin the arms' hit counts, kept in registers, become additions
+of that compare (``zext i1 %c``, or of its negation): the compare has more uses, and the twin
+ran the division on every iteration where the plain code branched around it. A kernel-density
+estimate over a helper that returns early outside its support (``if abs(u) >= 1.0: return
+0.0``, then a division) cost 1.4x in hits-only mode on this alone; a hand-written Numba loop
+that adds the same counts reproduces it, and one that counts only the calls does not.
+
+What it does: in a counting twin's optimized code, a compare whose only uses are selects and
+counts (zero- or sign-extensions of it, or of its negation) gets a copy, right after it, that
+the selects use instead. The copy computes the same value from the same operands, so nothing
+the code computes changes; the selects are then what they were in the plain code, and LLVM's
+code generation decides about them as it does there. Applied between LLVM's optimization and
+code generation (``internals.rewrite_final_module``), where no pass merges the two compares
+again before the decision (instruction selection merges them after it, where both stay
+selects).
+"""
+
+from __future__ import annotations
+
+import re
+
+from ..internals import reparsed, rewrite_final_module
+
+_NAME = r'%(?:"[^"]*"|[-\w$.]+)'
+_TOKEN_RE = re.compile(_NAME)
+_DEF_RE = re.compile(rf"^(\s+)({_NAME}) = (.*)$")
+_COMPARE_RE = re.compile(r"^[if]cmp ")
+_COUNT_RE = re.compile(rf"^[sz]ext i1 ({_NAME}) to i\d+")
+_NOT_RE = re.compile(rf"^xor i1 ({_NAME}), true")
+_SELECT_RE = re.compile(rf"^select (?:[a-z]+ )*i1 ({_NAME}), ")
+
+
+def own_select_compares(text: str) -> tuple[str, int]:
+    """``text`` (an LLVM module) with a copy of each compare that selects share only with
+    counts, used by those selects; and how many compares were copied."""
+    lines = text.split("\n")
+    out: list[str] = []
+    copied = 0
+    start = None
+    for i, line in enumerate(lines):
+        if line.startswith("define "):
+            start = i
+        elif line == "}" and start is not None:
+            body, n = _function_with_own_compares(lines[start : i + 1])
+            out.extend(body)
+            copied += n
+            start = None
+        elif start is None:
+            out.append(line)
+    return "\n".join(out), copied
+
+
+def _function_with_own_compares(lines: list[str]) -> tuple[list[str], int]:
+    """One function's lines (``define`` to ``}``), rewritten."""
+    defs: dict[str, tuple[int, str]] = {}  # value name -> (line index, right-hand side)
+    uses: dict[str, list[int]] = {}
+    for i, line in enumerate(lines[1:-1], start=1):
+        found = _DEF_RE.match(line)
+        rhs = found.group(3) if found else line
+        if found:
+            defs[found.group(2)] = (i, rhs)
+        for token in _TOKEN_RE.findall(rhs):
+            uses.setdefault(token, []).append(i)
+    taken = set(defs) | set(uses)
+    copies: dict[int, str] = {}  # line index of a compare -> its copy's line
+    renamed: dict[int, tuple[str, str]] = {}  # line index of a select -> (compare, copy)
+    for name, (at, rhs) in defs.items():
+        if not _COMPARE_RE.match(rhs):
+            continue
+        selects = _selects_sharing_with_counts(name, uses.get(name, []), lines, uses)
+        if not selects:
+            continue
+        copy = _fresh_name(taken, len(copies))
+        taken.add(copy)
+        indent = _DEF_RE.match(lines[at]).group(1)
+        copies[at] = f"{indent}{copy} = {rhs}"
+        for s in selects:
+            renamed[s] = (name, copy)
+    if not copies:
+        return lines, 0
+    out = []
+    for i, line in enumerate(lines):
+        if i in renamed:
+            name, copy = renamed[i]
+            head, rhs = line.split(" = ", 1)
+            line = f"{head} = {rhs.replace(f'i1 {name}, ', f'i1 {copy}, ', 1)}"
+        out.append(line)
+        if i in copies:
+            out.append(copies[i])
+    return out, len(copies)
+
+
+def _selects_sharing_with_counts(name: str, used_at: list[int], lines: list[str], uses: dict) -> list[int]:
+    """The lines of the selects that use compare ``name`` as their condition, when every
+    other use of it is a count; else none."""
+    selects, counts = [], 0
+    for i in used_at:
+        rhs = _rhs(lines[i])
+        if used_at.count(i) == 1 and _operand(rhs, _SELECT_RE) == name:
+            selects.append(i)
+        elif _operand(rhs, _COUNT_RE) == name or _is_counted_negation(lines[i], name, lines, uses):
+            counts += 1
+        else:
+            return []
+    return selects if counts else []
+
+
+def _is_counted_negation(line: str, name: str, lines: list[str], uses: dict) -> bool:
+    """Whether ``line`` negates ``name`` and that negation is only ever extended to a count."""
+    found = _DEF_RE.match(line)
+    if not found or _operand(found.group(3), _NOT_RE) != name:
+        return False
+    negation = found.group(2)
+    used_at = uses.get(negation, [])
+    return bool(used_at) and all(_operand(_rhs(lines[i]), _COUNT_RE) == negation for i in used_at)
+
+
+def _operand(rhs: str, pattern: re.Pattern) -> str | None:
+    found = pattern.match(rhs)
+    return found.group(1) if found else None
+
+
+def _rhs(line: str) -> str:
+    found = _DEF_RE.match(line)
+    return found.group(3) if found else line.strip()
+
+
+def _fresh_name(taken: set[str], n: int) -> str:
+    while f"%nlp.own.cmp.{n}" in taken:
+        n += 1
+    return f"%nlp.own.cmp.{n}"
+
+
+def module_with_own_compares(module: object) -> object:
+    """An optimized module (an llvmlite ``ModuleRef``) rewritten by :func:`own_select_compares`;
+    ``module`` itself when there is nothing to copy, or should the rewrite not parse back."""
+    text, copied = own_select_compares(str(module))
+    if not copied:
+        return module
+    result = reparsed(module, text)
+    return module if result is None else result
+
+
+def give_selects_own_compares(library: object) -> None:
+    """Rewrite ``library``'s final module so, once it is optimized (see the module docstring)."""
+    rewrite_final_module(library, module_with_own_compares)

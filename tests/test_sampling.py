@@ -495,3 +495,40 @@ def test_a_fork_while_sampling_leaves_both_processes_sampling():
     _, status = os.waitpid(pid, 0)
     assert os.waitstatus_to_exitcode(status) == 0
     assert parent.unavailable is None and parent.samples.count > 100, parent.samples.count
+
+
+def test_the_frame_index_finds_each_samples_innermost_profiled_frame():
+    """``FrameIndex.innermost`` against a walk of each row: random stacks of random depth (0
+    past the last frame), two functions' code ranges, addresses also outside both."""
+    from numba_lprun.sampling.attribution import FrameIndex
+    from numba_lprun.sampling.dwarf import LineMap
+
+    rng = np.random.default_rng(20261206)
+    rows, depth = 500, 16
+    addresses = rng.integers(1, 400, (rows, depth)).astype(np.uint64)
+    filled = rng.integers(0, depth + 1, rows)
+    addresses[np.arange(depth)[None, :] >= filled[:, None]] = 0
+    maps = [
+        LineMap(
+            "f.py",
+            1,
+            9,
+            np.array([100, 150], np.uint64),
+            np.array([150, 200], np.uint64),
+            np.array([3, 4], np.int32),
+        ),
+        LineMap(
+            "g.py", 1, 9, np.array([300], np.uint64), np.array([310], np.uint64), np.array([7], np.int32)
+        ),
+    ]
+    index = FrameIndex(addresses)
+    for lmap in maps:
+        found_rows, lines, where = index.innermost(lmap)
+        expected = []
+        for r in range(rows):
+            hits = [(int(a), int(lmap.lookup(np.array([a]))[0])) for a in addresses[r] if a]
+            hits = [(a, line) for a, line in hits if line >= 0]
+            if hits:
+                expected.append((r, hits[0][1], hits[0][0]))
+        assert list(zip(found_rows.tolist(), lines.tolist(), where.tolist(), strict=True)) == expected
+        assert expected  # the data reach each function

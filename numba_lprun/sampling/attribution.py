@@ -204,32 +204,41 @@ def _counted(values: np.ndarray) -> dict[int, int]:
 
 
 class FrameIndex:
-    """The frames of a set of samples (rows of return addresses, innermost first), indexed by
-    distinct address: where each one occurs."""
+    """The frames of a set of samples (rows of return addresses, innermost first, 0 past the
+    last frame), indexed by distinct address: where each one occurs.
+
+    Only the filled frames are sorted (about one in ten of a row's cells: a row is as deep as
+    the deepest stack kept), once: sorting every cell, twice, took 60 ms of a one-second run's
+    profile."""
 
     def __init__(self, addresses: np.ndarray):
         self.depth = addresses.shape[1]
         self.flat = addresses.ravel()
-        self.distinct, self.which = np.unique(self.flat, return_inverse=True)
-        self.which = self.which.ravel()
-        self.order = np.argsort(self.which, kind="stable")  # frames grouped by address
-        self.bounds = np.searchsorted(self.which[self.order], np.arange(len(self.distinct) + 1))
+        filled = np.flatnonzero(self.flat)
+        self.order = filled[np.argsort(self.flat[filled])]  # frames grouped by address
+        grouped = self.flat[self.order]
+        opens = np.ones(len(grouped), bool)  # where a new address's group starts
+        opens[1:] = grouped[1:] != grouped[:-1]
+        starts = np.flatnonzero(opens)
+        self.distinct = grouped[starts]
+        self.bounds = np.append(starts, len(grouped))
 
     def innermost(self, lmap: LineMap) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """The samples with a frame in ``lmap``'s code (row numbers, ascending), the line of
         their innermost such frame, and its address."""
-        lines = lmap.lookup(self.distinct)  # one lookup per distinct address (0 maps to none)
+        lines = lmap.lookup(self.distinct)  # one lookup per distinct address
         found = np.nonzero(lines >= 0)[0]
         if not len(found):
             return np.zeros(0, np.int64), np.zeros(0, np.int32), np.zeros(0, np.uint64)
         starts, sizes = self.bounds[found], self.bounds[found + 1] - self.bounds[found]
         offsets = np.repeat(starts - np.concatenate(([0], np.cumsum(sizes)[:-1])), sizes)
         positions = self.order[offsets + np.arange(int(sizes.sum()))]
-        positions.sort()  # by sample, then frame: the first of each sample is its innermost
+        groups = np.repeat(found, sizes)  # each position's distinct address
+        by_position = np.argsort(positions)  # by sample, then frame: a sample's first is its innermost
+        positions, groups = positions[by_position], groups[by_position]
         rows = positions // max(self.depth, 1)
         first = np.concatenate(([True], rows[1:] != rows[:-1]))
-        positions, rows = positions[first], rows[first]
-        return rows, lines[self.which[positions]], self.flat[positions]
+        return rows[first], lines[groups[first]], self.flat[positions[first]]
 
 
 def innermost_lines(found: np.ndarray, addresses: np.ndarray) -> tuple[np.ndarray, np.ndarray]:

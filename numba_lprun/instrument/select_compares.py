@@ -40,6 +40,8 @@ _SELECT_RE = re.compile(rf"^select (?:[a-z]+ )*i1 ({_NAME}), ")
 def own_select_compares(text: str) -> tuple[str, int]:
     """``text`` (an LLVM module) with a copy of each compare that selects share only with
     counts, used by those selects; and how many compares were copied."""
+    if " = select " not in text:
+        return text, 0
     lines = text.split("\n")
     out: list[str] = []
     copied = 0
@@ -48,13 +50,20 @@ def own_select_compares(text: str) -> tuple[str, int]:
         if line.startswith("define "):
             start = i
         elif line == "}" and start is not None:
-            body, n = _function_with_own_compares(lines[start : i + 1])
+            function = lines[start : i + 1]
+            body, n = _function_with_own_compares(function) if _may_share(function) else (function, 0)
             out.extend(body)
             copied += n
             start = None
         elif start is None:
             out.append(line)
     return "\n".join(out), copied
+
+
+def _may_share(function: list[str]) -> bool:
+    """Whether a function has a select and a count (a zero- or sign-extended compare): without
+    both, nothing is copied (a cheap look before the parse)."""
+    return any(" = select " in line for line in function) and any("ext i1 " in line for line in function)
 
 
 def _function_with_own_compares(lines: list[str]) -> tuple[list[str], int]:

@@ -37,7 +37,9 @@ def note_counts_in_registers(module: object) -> None:
     setattr(module, _MARK, True)
 
 
-def _raise_budget(module: object, library: object) -> None:
+def _branch_as_plain_code(module: object, library: object) -> None:
+    """A library that counts in registers: its ``if``s folded (the budget) and unfolded
+    (``select_compares``) where the plain code's are."""
     if getattr(module, _MARK, False):
         optimized_with_if_conversion_budget(library, EXTRA)
         give_selects_own_compares(library)
@@ -45,5 +47,6 @@ def _raise_budget(module: object, library: object) -> None:
 
 def budgeted(base: type) -> type:
     """``base`` (a Numba compiler pipeline class) whose libraries that count hits in registers
-    are optimized with the raised budget (a ``prange`` body's gufunc too: lowered the same way)."""
-    return with_post_lowering(base, _raise_budget, "Budgeted")
+    are optimized with the raised budget and their selects given compares of their own (a
+    ``prange`` body's gufunc too: lowered the same way)."""
+    return with_post_lowering(base, _branch_as_plain_code, "Budgeted")

@@ -115,6 +115,8 @@ HEADER = 5
 
 #: A frame's CFA lies at most this far above the stack pointer (a sanity bound on the rules).
 MAX_FRAME = 1 << 26
+#: ``own_walk``'s answer where the interrupted thread is inside libgcc's unwinder: no walk at all
+INSIDE_UNWINDER = -1
 _I64P = ir.IntType(64).as_pointer()
 
 
@@ -154,7 +156,9 @@ def rule_at(rows_at, nrows, address):
 
 @register_jitable
 def stops_at(table, address):
-    """Whether ``address`` lies in one of the table's stop ranges."""
+    """Whether ``address`` lies in one of the table's stop ranges (none without a table)."""
+    if table == 0:
+        return False
     for i in range(load_word(table + 8)):
         if load_word(table + 16 + 16 * i) <= address < load_word(table + 24 + 16 * i):
             return True
@@ -164,20 +168,31 @@ def stops_at(table, address):
 @register_jitable
 def rule_of(table, libraries, address):
     """The row that says how to unwind the frame at ``address``: the twins' table's, else the
-    libraries' (0: neither has one; a GAP row: past a function's end)."""
-    row = rule_at(table + 16 + 16 * load_word(table + 8), load_word(table), address)
+    libraries' (0: neither has one; a GAP row: past a function's end). ``table`` may be 0."""
+    row = rule_at(table + 16 + 16 * load_word(table + 8), load_word(table), address) if table != 0 else 0
     if (row == 0 or load_word(row + 8) == GAP) and libraries != 0:
         row = rule_at(libraries + 16 + 16 * load_word(libraries + 8), load_word(libraries), address)
     return row
 
 
 @register_jitable
-def own_walk(table, libraries, pc, sp, bp, frames, limit):
-    """Frames written at ``frames`` (the pc, then return addresses), or 0: libgcc must walk."""
-    if table == 0 or limit < 2:
+def own_walk(table, libraries, pc, sp, bp, frames, limit, unwinder_lo, unwinder_hi):
+    """Frames written at ``frames`` (the pc, then return addresses), or 0: libgcc must walk; or
+    -1: a frame on the way is libgcc's unwinder's own code (``INSIDE_UNWINDER``).
+
+    Why -1: a thread interrupted inside libgcc's unwinder may hold its lock (``_Unwind_Find_FDE``
+    holds one while it searches the frames the JIT registered, and calls libc's mutex and
+    ``malloc`` code meanwhile), and a ``backtrace`` from the handler on that thread then waits
+    for it forever: the program hangs. NumPy calls ``backtrace`` on every binary operation on a
+    large temporary array (its elision check), so a profiled statement doing array arithmetic
+    hung within seconds. With no twins' table (own walks switched off), the libraries' rules
+    still take the walk through libc to where it was called from, and only that is asked."""
+    if libraries == 0 or limit < 2:
         return 0
     n, address = 0, pc
     while n < limit:
+        if unwinder_lo <= pc < unwinder_hi:
+            return INSIDE_UNWINDER
         row = rule_of(table, libraries, address)
         how = load_word(row + 8) if row != 0 else GAP
         if how == GAP:
@@ -185,7 +200,7 @@ def own_walk(table, libraries, pc, sp, bp, frames, limit):
         store_word(frames + 8 * n, pc)
         n += 1
         if how == END:  # the thread's first frame: the walk is complete
-            return n
+            return n if table != 0 else 0
         cfa = (sp if how == FROM_RSP else bp) + load_word(row + 16)
         if cfa <= sp or cfa - sp > MAX_FRAME:
             return 0
@@ -194,7 +209,9 @@ def own_walk(table, libraries, pc, sp, bp, frames, limit):
         if saved_bp != 0:
             bp = load_word(cfa + saved_bp)
         sp, address = cfa, pc - 1
-    if n == 0 or n >= limit or not stops_at(table, pc):
+    if unwinder_lo <= pc < unwinder_hi:
+        return INSIDE_UNWINDER
+    if table == 0 or n == 0 or n >= limit or not stops_at(table, pc):
         return 0
     store_word(frames + 8 * n, pc)
     return n + 1
@@ -204,8 +221,8 @@ def checked(table, libraries, pc, sp, bp, frames, got, scratch, room):
     """For tests (the control block's ``VERIFY``): 1 when the own walk's frames, written at
     ``scratch``, are those libgcc's walk wrote at ``frames`` (``got`` of them) from the pc on;
     0 when they differ; -1 when the own walk gave up (libgcc walks such a stack anyway)."""
-    n = own_walk(table, libraries, pc, sp, bp, scratch, room)
-    if n == 0:
+    n = own_walk(table, libraries, pc, sp, bp, scratch, room, 0, 0)
+    if n <= 0:
         return -1
     for j in range(min(6, got)):
         if load_word(frames + 8 * j) == pc:
@@ -365,15 +382,30 @@ class _Body:
 
     def walk(self, pc, frames, nframes, count_p) -> None:
         """The interrupted stack's frames: by the handler's own walk (``own_walk``) where it can,
-        else glibc's ``backtrace``; with ``VERIFY``, by both, the own walk checked."""
+        else glibc's ``backtrace``; with ``VERIFY``, by both, the own walk checked. None where
+        the thread is inside libgcc's unwinder (``INSIDE_UNWINDER``): the sample is counted as
+        ``unwind_skipped``."""
         b = self.b
         sp = self.field(self.uctx_p, N.UCONTEXT_SP_OFFSET, _I64)
         bp = self.field(self.uctx_p, N.UCONTEXT_BP_OFFSET, _I64)
         table, frames_at = b.load(self.slot(OWN_TABLE)), b.ptrtoint(frames, _I64)
         libraries = b.load(self.slot(LIBRARY_TABLE))
         verify = b.icmp_signed("!=", b.load(self.slot(VERIFY)), _c64(0))
-        walked = self.internal(own_walk, [table, libraries, pc, sp, bp, frames_at, nframes])
+        unwinder = [b.load(self.slot(SKIP_LO)), b.load(self.slot(SKIP_HI))]
+        walked = self.internal(own_walk, [table, libraries, pc, sp, bp, frames_at, nframes, *unwinder])
+        inside = b.icmp_signed("==", walked, _c64(INSIDE_UNWINDER))
+        with b.if_then(inside):
+            b.store(_c64(0), count_p)
+            b.atomic_rmw("add", self.slot(SKIPPED), _c64(1), "monotonic")
         own = b.select(verify, _c64(0), walked)
+        with b.if_then(b.not_(inside)):
+            self.walked(own, verify, [table, libraries, pc, sp, bp, frames_at], frames, nframes, count_p)
+
+    def walked(self, own, verify, walk_args, frames, nframes, count_p) -> None:
+        """The frames of a stack outside libgcc's unwinder: the own walk's (``own`` of them), or
+        where it could not walk (0), libgcc's."""
+        b = self.b
+        table, libraries, pc, sp, bp, frames_at = walk_args
         b.store(own, count_p)
         with b.if_else(b.icmp_signed("==", own, _c64(0))) as (libgcc, walked):
             with libgcc:

@@ -287,7 +287,9 @@ class Sampler:
             self._old_action = None
             return f"sigaction(SIGPROF) failed: {exc}"
         self._table = own_table(self.own_code, python_calls_in()) if self.own_code else None
-        self._libraries = library_table() if self._table is not None else None  # never freed
+        # never freed; also without own walks: the handler reads it to tell a thread inside libgcc's
+        # unwinder, which its ``backtrace`` would wait for forever (``_handler.own_walk``)
+        self._libraries = library_table()
         nframes = self.depth + _HANDLER_FRAMES
         self._buffer = np.empty((self.max_samples, H.HEADER + nframes), np.uint64)
         self._afford(nframes)

@@ -94,7 +94,9 @@ print(*(stats.distortion.page_faults or ("no figure:", stats.distortion.unmeasur
 
 def test_the_first_run_in_a_process_counts_the_fresh_memory_it_touched():
     """In a fresh process the user's run is the first to allocate the kernel's 8 MB arrays: it
-    faults on fresh pages (2,000 or more: one array's worth), the plain runs after it reuse them.
+    faults on fresh pages (one array's worth, 1,953 pages of 4 kB, and a few more: the sampler's
+    records, fewer where a loaded machine lowers its rate; a CI run read 1,985, under the
+    2,000 once asserted), the plain runs after it reuse them.
 
     glibc's allocator keeps a freed block of that size for the next one by its own heuristics
     (a dynamic mmap threshold), which once failed in a loaded suite: every array of every run
@@ -112,7 +114,8 @@ def test_the_first_run_in_a_process_counts_the_fresh_memory_it_touched():
     )
     assert done.returncode == 0, done.stderr[-2000:]
     mine, plain = map(int, done.stdout.split()[:2])
-    assert mine > 2000 and plain < mine / 4, (mine, plain)
+    one_array = 1_000_000 * 8 // os.sysconf("SC_PAGESIZE")
+    assert mine > 0.9 * one_array and plain < mine / 4, (mine, plain)
 
 
 def _stats_with(overhead: float, faults: tuple[int, int] | None, lost=frozenset()) -> Measured:

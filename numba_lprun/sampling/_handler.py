@@ -187,7 +187,7 @@ def own_walk(table, libraries, pc, sp, bp, frames, limit, unwinder_lo, unwinder_
     large temporary array (its elision check), so a profiled statement doing array arithmetic
     hung within seconds. With no twins' table (own walks switched off), the libraries' rules
     still take the walk through libc to where it was called from, and only that is asked."""
-    if libraries == 0 or limit < 2:
+    if (table == 0 and libraries == 0) or limit < 2:
         return 0
     n, address = 0, pc
     while n < limit:

@@ -121,6 +121,7 @@ KIND_LITE = {
 #: not on Python: the whole suite runs them.
 LINE_TESTS = [
     "tests/test_line_events.py",
+    "tests/test_derived_counts.py",
     "tests/test_fuzz.py",
     "tests/test_fuzz_regressions.py",
     "tests/test_paths.py",

@@ -30,7 +30,7 @@ from llvmlite import ir
 from numba import types
 from numba.extending import intrinsic
 
-from ..internals import branching_here
+from ..internals import branching_here, ir_pass
 from .branch_budget import note_counts_in_registers
 from .clock import emit_read
 from .counter_slots import (  # noqa: F401  (the symbol helpers, re-exported for twin_cache and twin_identity)
@@ -40,6 +40,9 @@ from .counter_slots import (  # noqa: F401  (the symbol helpers, re-exported for
     symbol_taken,
     symbols_in,
 )
+from .derived_counts import DERIVED, PLANNED, Plan, decode, derive
+from .derived_counts import ENTRY as ENTRY_BASE
+from .derived_counts import RETURNED as RETURNED_BASE
 from .exits import exits_flushed, flush_on_exit
 from .probe_intrinsics import line_intrinsic, no_arg_intrinsic
 from .stripes import STRIPES, CounterTable, emit_thread_stripe, layout, stripes_supported
@@ -113,6 +116,30 @@ class _Emitter:
     def __init__(self, cfg: ProbeConfig, slot: CounterSlot):
         self.cfg = cfg
         self.slot = slot
+        self.plans: list[Plan] = []  # ``derived_counts``: one per function compiled with a plan
+
+    def register_plan(self, plan: Plan) -> int:
+        """Keep ``plan`` for the line probes that name it (by its index, in their literal)."""
+        self.plans.append(plan)
+        return len(self.plans) - 1
+
+    def plan_fields(self, builder: ir.IRBuilder, plan: Plan) -> ir.Value:
+        """The stack array of the function's counted probes' fields (``derived_counts``), made on
+        first use, zeroed at entry; the flush reads the plan from the function."""
+        fn = builder.function
+        plans = getattr(fn, "_nlp_plans", None)
+        if plans is None:
+            plans = fn._nlp_plans = {}
+        key = self.slot.name
+        if key not in plans:
+            with builder.goto_entry_block():
+                fields = builder.alloca(ir.ArrayType(_I64, max(plan.n_fields, 1)), name="nlp.fields")
+                for field in range(plan.n_fields):
+                    self.set(builder, fields, field, ir.Constant(_I64, 0))
+            plans[key] = (plan, fields)
+        elif plans[key][0] is not plan:
+            raise AssertionError(f"two count plans in one function ({fn.name})")
+        return plans[key][1]
 
     def base(self, builder: ir.IRBuilder) -> ir.Value:
         """The counters' first cell: the slot's symbol, declared in the module being lowered."""
@@ -233,6 +260,13 @@ class _Emitter:
 
     def line(self, builder: ir.IRBuilder, row: int) -> None:
         slot = self.state(builder)
+        if row >= PLANNED:  # a probe of a plan (``derived_counts``): its own field, or nothing
+            plan_id, field = decode(row)
+            fields = self.plan_fields(builder, self.plans[plan_id])
+            if field != DERIVED:
+                self.bump(builder, fields, field)
+                note_counts_in_registers(builder.module)
+            return
         if self.cfg.local_hits:  # count in the stack slot: LLVM keeps it in a register
             self.bump(builder, slot, LOCAL_HITS + row)
             note_counts_in_registers(builder.module)  # (an if's arms may still fold: ``branch_budget``)
@@ -255,6 +289,7 @@ class _Emitter:
         values = [self.get(builder, slot, field) for field in range(LOCAL_HITS, LOCAL_HITS + len(rows))]
         if not values:  # nothing counted (a plain twin's call-only probes)
             return
+        self.add_derived(builder, values, failing)
         if failing:
             self.call_out_of_line(builder, values, rows)
         elif self.cfg.atomic and self.cfg.stripes:  # a thread's own stripe takes plain adds
@@ -263,6 +298,33 @@ class _Emitter:
             self.add_values(builder, rows, values)
         for field in range(LOCAL_HITS, LOCAL_HITS + len(rows)):
             self.set(builder, slot, field, ir.Constant(_I64, 0))
+
+    def add_derived(self, builder: ir.IRBuilder, values: list[ir.Value], failing: bool) -> None:
+        """Each planned row's count (``derived_counts``) added to ``values``: sums and differences
+        of the counted fields, the call (1) and its normal return (0 at the error exit); the
+        fields zeroed after."""
+        planned = getattr(builder.function, "_nlp_plans", {}).get(self.slot.name)
+        if planned is None:
+            return
+        plan, fields = planned
+        counted = [self.get(builder, fields, field) for field in range(plan.n_fields)]
+        constants = {ENTRY_BASE: 1, RETURNED_BASE: 0 if failing else 1}
+        for row, terms in plan.rows:
+            total = values[row]
+            for base, coeff in terms:
+                if base in constants:
+                    total = builder.add(total, ir.Constant(_I64, coeff * constants[base]))
+                    continue
+                term = counted[base]
+                if coeff == 1:
+                    total = builder.add(total, term)
+                elif coeff == -1:
+                    total = builder.sub(total, term)
+                else:
+                    total = builder.add(total, builder.mul(term, ir.Constant(_I64, coeff)))
+            values[row] = total
+        for field in range(plan.n_fields):
+            self.set(builder, fields, field, ir.Constant(_I64, 0))
 
     def flush_striped(self, builder: ir.IRBuilder, values: list[ir.Value], rows: list[int]) -> None:
         """The flush of concurrent counters with stripes, where any hit is held: plain adds to
@@ -405,6 +467,27 @@ class _ProbeTag:
         return f"probe:{self.kind}:{self.emit.cfg.token()}:{slot.symbol}"
 
 
+_KINDS = {"_nlp_enter": "enter", "_nlp_line": "line", "_nlp_leave": "leave", "_nlp_flush": "flush"}
+
+
+def owner_of(obj: object) -> tuple[str, object] | None:
+    """``(kind, emitter)`` of a probe intrinsic ("enter", "line", "leave", "flush"), else None:
+    what ``internals.read_probe_flow`` reads a call's callee with."""
+    tag = getattr(obj, PROBE_ATTR, None)
+    if not isinstance(tag, _ProbeTag):
+        return None
+    return _KINDS[tag.kind], tag.emit
+
+
+def planning_emitter(obj: object) -> _Emitter | None:
+    """The emitter of the probe intrinsic ``obj`` where its lines may be planned: it counts hits
+    in registers (``derived_counts``)."""
+    tag = getattr(obj, PROBE_ATTR, None)
+    if isinstance(tag, _ProbeTag) and tag.emit.cfg.local_hits:
+        return tag.emit
+    return None
+
+
 def probe_token(obj: object) -> str | None:
     """``obj``'s probe token if it is a probe intrinsic with a cacheable symbol, else None."""
     tag = getattr(obj, PROBE_ATTR, None)
@@ -434,3 +517,11 @@ def make_python_hit(counters: CounterTable):
         shared[row, 0] += 1
 
     return nlp_pyhit
+
+
+#: the compiler pass of ``derived_counts`` (inserted just before lowering, ``twins``)
+derive_counts = ir_pass(
+    "nlp_derive_counts",
+    lambda state: derive(state, owner_of, planning_emitter),
+    "numba_lprun: count fewer lines, derive the rest",
+)

@@ -30,6 +30,7 @@ from ..internals import (
     make_twin_dispatcher,
     pipeline_class,
     tagged_pipeline,
+    with_pass_before_lowering,
 )
 from ..twin_kind import PLAIN, TwinKind
 from . import probes as P
@@ -147,6 +148,7 @@ def _new_dispatcher(
         pipeline = line_tables_pipeline(pipeline)
     pipeline = flushing(pipeline)  # counters held in registers reach memory on every exit
     pipeline = budgeted(pipeline)  # and leave an if's arms as foldable as the plain code's
+    pipeline = with_pass_before_lowering(pipeline, P.derive_counts)  # lines that follow from others: derived
     locals_ = dict(original.locals)
     naming = name_twin(twin_key(kind, py_func, options, locals_, pipeline, slot), slot)
     dispatcher = make_twin_dispatcher(

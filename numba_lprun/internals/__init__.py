@@ -31,6 +31,7 @@ from .codegen import (
     before_lowering,
     host_cpu_identity,
     internalize_linked_copies,
+    ir_pass,
     library_pass,
     llvm_options_settable,
     mark_unplaced_code,
@@ -42,6 +43,7 @@ from .codegen import (
     runs_post_lowering,
     tagged_context,
     tagged_pipeline,
+    with_pass_before_lowering,
     with_post_lowering,
 )
 from .cuda import simulated_device_flag, simulated_fastmath
@@ -102,6 +104,7 @@ from .overloads import (
     replace_implementations,
     templates_with_implementations,
 )
+from .probe_flow import EXIT, ProbeFlow, ProbeSite, read_probe_flow
 from .processes import process_target, set_process_target
 from .program_cache import forget_profiler_code, guarded_program_caches
 from .redirect import (
@@ -172,6 +175,12 @@ __all__ = [
     "jitclasses",
     "kernel_function",
     "library_pass",
+    "ir_pass",
+    "with_pass_before_lowering",
+    "read_probe_flow",
+    "ProbeFlow",
+    "ProbeSite",
+    "EXIT",
     "line_table_options",
     "line_tables_only",
     "linked_libraries",

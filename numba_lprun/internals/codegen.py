@@ -124,6 +124,45 @@ def library_pass(name: str, prepare: LibraryHook, description: str) -> type:
     return register_pass(mutates_CFG=False, analysis_only=True)(cls)
 
 
+@touches("numba.core.compiler_machinery", "LoweringPass", "instrument/derived_counts.py: its pass's base")
+@touches(
+    "numba.core.compiler_machinery",
+    "register_pass",
+    "instrument/derived_counts.py: the IR pass is registered (once per name)",
+)
+def ir_pass(name: str, run: Callable[[object], None], description: str) -> type:
+    """A compiler pass that hands the pipeline's state (its typed IR) to ``run(state)``, which
+    may rewrite statements but not the control flow; insert it with :func:`with_pass_before_lowering`.
+    Call once per ``name`` (Numba's pass registry refuses a second pass of one name)."""
+    from numba.core.compiler_machinery import LoweringPass, register_pass
+
+    def __init__(self) -> None:
+        LoweringPass.__init__(self)
+
+    def run_pass(self, state) -> bool:
+        run(state)
+        return True
+
+    namespace = {"_name": name, "description": description, "__init__": __init__, "run_pass": run_pass}
+    cls = type("IRPass", (LoweringPass,), namespace)
+    return register_pass(mutates_CFG=False, analysis_only=False)(cls)
+
+
+@functools.cache
+def with_pass_before_lowering(base: type, inserted: type) -> type:
+    """``base`` (a Numba compiler pipeline class) running ``inserted`` (an :func:`ir_pass`) just
+    before its native lowering, after every other pass: on the IR that is lowered."""
+
+    def define_pipelines(self):
+        pipelines = base.define_pipelines(self)
+        for pm in pipelines:
+            pm.passes = before_lowering(pm.passes, inserted)
+            pm.finalize()
+        return pipelines
+
+    return type(f"{inserted._name.title()}{base.__name__}", (base,), {"define_pipelines": define_pipelines})
+
+
 @touches(
     "numba.core.typed_passes",
     "BaseNativeLowering",

@@ -174,7 +174,12 @@ RANK_SPREAD = 20.0
 def _imbalance(stats: FunctionStats, others: list[tuple[ProcessPart, FunctionStats]]) -> Note | None:
     """The line whose share of the function's samples differs most between two ranks, where it
     differs by ``RANK_SPREAD`` points or more: where the fast ranks wait for the slow ones (a
-    collective call inside the kernel, or the kernel's loop that one rank runs longer)."""
+    collective call inside the kernel, or the kernel's loop that one rank runs longer).
+
+    A line every rank ran equally often comes first: the same calls taking different times is
+    a wait (a collective call), where different counts are different work. Why: the ranks'
+    shares sum to 100 each, so a slow rank's loop and a fast rank's wait differ by about the
+    same points, and which read larger was the samples' noise (a run under load named the loop)."""
     ranks = [("rank 0", stats), *((part.label, other) for part, other in others)]
     shares = {
         label: {line: 100.0 * n / s.samples.total for line, n in s.samples.counts.items()}
@@ -183,17 +188,21 @@ def _imbalance(stats: FunctionStats, others: list[tuple[ProcessPart, FunctionSta
     }
     if len(shares) < 2:
         return None
+    hits = {label: s.counts.hits for label, s in ranks if label in shares}
     lines = {line for found in shares.values() for line in found}
     best = None
     for line in lines:
         high = max(shares, key=lambda label: shares[label].get(line, 0.0))
         low = min(shares, key=lambda label: shares[label].get(line, 0.0))
         spread = shares[high].get(line, 0.0) - shares[low].get(line, 0.0)
-        if best is None or spread > best[0]:
-            best = (spread, line, high, low)
-    if best is None or best[0] < RANK_SPREAD:
+        if spread < RANK_SPREAD:
+            continue
+        same_calls = len({found.get(line, 0) for found in hits.values()}) == 1
+        if best is None or (same_calls, spread) > best[0]:
+            best = ((same_calls, spread), line, high, low)
+    if best is None:
         return None
-    spread, line, high, low = best
+    _, line, high, low = best
     text = stats.line_text(line).strip()
     return Note(
         "info",

@@ -4,12 +4,13 @@ Hypothesis writes small Numba-compatible functions (tests/fuzz/gen.py: nested
 ``for`` and ``while`` loops with bounded trip counts, if/elif/else, break,
 continue, early returns, loop else clauses, several statements on one line,
 statements and conditions spread over lines, int, float and 1-D array arithmetic,
-calls to jitted helpers) and runs each on random inputs. For every program the
-plain Numba compile accepts, the CPython result, the plain Numba result and the
-instrumented result (``LineProfiler.runcall``) must agree, and numba_lprun's hits
-must equal line_profiler's on ``target.py_func``, call by call. Programs Numba
-rejects are filtered out (``hypothesis.reject``) and counted; run with ``-s`` to
-see the counts. The source is registered in ``linecache`` under a fake file name,
+calls to jitted helpers, statements that raise on some inputs) and runs each on
+random inputs. For every program the plain Numba compile accepts, the CPython
+result, the plain Numba result and the instrumented result (``LineProfiler.runcall``)
+must agree (or raise the same exception), and numba_lprun's hits must equal
+line_profiler's on ``target.py_func``, call by call. Programs Numba rejects are
+filtered out (``hypothesis.reject``) and counted; run with ``-s`` to see the
+counts. The source is registered in ``linecache`` under a fake file name,
 as IPython does for cells, so ``inspect.getsource`` reads it.
 
 The default run checks a fixed, derandomized set of 8 examples (about 13 s on

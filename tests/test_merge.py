@@ -29,3 +29,25 @@ def test_a_function_only_workers_ran_has_each_workers_figures_once():
         assert got.probes.hits == {line: 2 * hits for line, hits in one.probes.hits.items()}
         assert got.samples.counts == {line: 2 * n for line, n in one.samples.counts.items()}
     assert [p.label for p in profile.parts] == ["main", "worker A", "worker B"]
+
+
+def test_the_ranks_wait_is_named_before_the_slow_ranks_loop():
+    """Rank 1 runs its loop three times as long; rank 0 waits for it in a collective call. Their
+    shares differ by about the same points on both lines (each rank's sum to 100), so which reads
+    larger is the samples' noise: the line both ranks ran equally often is the wait, and the note
+    names it where the loop's spread reads larger (as in one CI run under load)."""
+    from numba_lprun.merge import _imbalance
+    from numba_lprun.sampling.attribution import LineSamples
+
+    one = _load("sampled_probes").functions[0]
+    loop, wait, other = sorted(one.counts.hits)[:3]
+
+    def rank(loop_hits, samples):
+        counts = replace(one.counts, hits={loop: loop_hits, wait: 3, other: 3})
+        shares = dict(zip((loop, wait, other), samples, strict=True))
+        return replace(one, counts=counts, samples=LineSamples(counts=shares))
+
+    rank0, rank1 = rank(300, (300, 600, 100)), rank(900, (980, 20, 0))  # spreads: loop 68, wait 58
+    note = _imbalance(rank0, [(ProcessPart("rank 1", 2, _load("sampled_probes")), rank1)])
+    assert note is not None and f"differ most on line {wait} " in note.text
+    assert "rank 0 spends 60%" in note.text

@@ -16,7 +16,11 @@ The programs are built so that CPython and Numba agree on them:
 * integers stay far from 64-bit overflow: integer variables are only assigned
   ``(...) % M`` or changed by small steps, and expressions multiply at most four
   bounded atoms;
-* division only by positive constants, no float ``%``/``//`` and no ``**``;
+* division only by positive constants, no float ``%``/``//`` and no ``**``, but for one
+  statement that divides by ``(...) % 3`` and raises ``ZeroDivisionError`` where that is 0;
+  ``raise ValueError`` as a block's last statement, and calls of ``icheck``, a helper that
+  raises ``ValueError`` on some arguments: a call may raise on any iteration, and the hits of
+  the lines that ran before must still be line_profiler's;
 * types never change: ``x``/``y`` are always int, ``f``/``g`` always float (an
   integer-only float expression is wrapped in ``float()``), loop variables are
   read only inside their loop, and every ``return`` returns ``x, y, f, g, b``;
@@ -49,6 +53,13 @@ def ihelp(p, q):
 @njit
 def fhelp(u, v):
     return 0.5 * u + v
+
+
+@njit
+def icheck(p):
+    if p % 11 == 7:
+        raise ValueError("icheck")
+    return p % 101
 
 
 K = 3
@@ -196,10 +207,11 @@ class _Writer:
     def simple(self, sc: Scope, terminators: bool = True) -> tuple[str, bool]:
         """One simple statement and whether it ends its block."""
         kinds = ["iassign", "iaug", "fassign", "faug", "store", "swap", "pass", "call", "assert"]
+        kinds += ["divide", "check"]
         if self.risky:
             kinds += ["branchy"]
         if terminators:
-            kinds += ["return"] + (["break", "continue"] if sc.loops else [])
+            kinds += ["return", "raise"] + (["break", "continue"] if sc.loops else [])
         kind = self.pick(kinds)
         if kind == "iassign":
             return (
@@ -231,6 +243,12 @@ class _Writer:
             return f"assert ({test})" + (', "never"' if self.chance(30) else ""), False
         if kind == "call":
             return f"ihelp({self.iexpr(sc, 1)},{self.br()} {self.iexpr(sc, 1)})", False
+        if kind == "divide":  # ZeroDivisionError where the remainder is 0
+            return f"{self.pick(WRITABLE_INTS)} = ({self.iexpr(sc, 1)}) // (({self.iexpr(sc, 1)}) % 3)", False
+        if kind == "check":  # ValueError on some arguments
+            return f"{self.pick(WRITABLE_INTS)} = icheck({self.iexpr(sc, 1)})", False
+        if kind == "raise":
+            return 'raise ValueError("fuzz")', True
         if kind == "branchy":  # a conditional expression or and/or as a value, over lines
             if self.chance(50):
                 test = self.cond(sc, 1)

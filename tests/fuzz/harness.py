@@ -8,11 +8,12 @@ import itertools
 import linecache
 from collections import Counter
 
+import line_profiler
 from hypothesis import reject
 
 import numba_lprun
 from tests.compare import same
-from tests.conftest import hits_of, reference_hits
+from tests.conftest import hits_of
 
 STATS: Counter = Counter()  # programs checked, rejected by Numba, ...
 _serial = itertools.count()
@@ -37,31 +38,55 @@ def numbered(source: str) -> str:
     return "".join(f"{i:3d}  {line}" for i, line in enumerate(source.splitlines(True), 1))
 
 
+def outcome(call) -> tuple[str, object]:
+    """``("ok", result)`` of ``call()``, or ``("raised", the exception's type)``."""
+    try:
+        return "ok", call()
+    except Exception as exc:  # the generated programs raise ZeroDivisionError and ValueError
+        return "raised", type(exc)
+
+
+def same_outcome(got: tuple[str, object], want: tuple[str, object]) -> bool:
+    return got[0] == want[0] and (same(got[1], want[1]) if got[0] == "ok" else got[1] is want[1])
+
+
+def reference(func, args: tuple) -> dict[int, int]:
+    """line_profiler's hits for one call of the Python function, whether it returns or raises."""
+    prof = line_profiler.LineProfiler(func.py_func)
+    outcome(lambda: prof.runcall(func.py_func, *copy.deepcopy(args)))
+    return hits_of(prof.get_stats(), "target")
+
+
 def check_program(source: str, arg_sets: list[tuple], timing: bool = True) -> None:
-    """CPython == plain Numba == instrumented result, numba_lprun hits == line_profiler's."""
+    """CPython == plain Numba == instrumented result (or exception type), numba_lprun hits ==
+    line_profiler's, call by call, calls that raise included."""
     import numba.core.errors
 
     func, filename = load(source)
     try:
-        expected = [func.py_func(*copy.deepcopy(args)) for args in arg_sets]
+        expected = [outcome(lambda a=args: func.py_func(*copy.deepcopy(a))) for args in arg_sets]
         try:
-            plain = [func(*copy.deepcopy(args)) for args in arg_sets]
+            plain = [outcome(lambda a=args: func(*copy.deepcopy(a))) for args in arg_sets]
+            numba_error = numba.core.errors.NumbaError
+            if any(kind == "raised" and issubclass(value, numba_error) for kind, value in plain):
+                raise numba_error("rejected")
         except numba.core.errors.NumbaError:  # typing, unsupported construct, ...: not our property
             STATS["rejected by numba"] += 1
             reject()
         STATS["checked"] += 1
+        STATS["raised"] += sum(kind == "raised" for kind, _ in expected)
         where = f"\n{numbered(source)}"
         for args, want, got in zip(arg_sets, expected, plain, strict=True):
-            assert same(got, want), f"plain Numba {got} != CPython {want} for {args}{where}"
+            assert same_outcome(got, want), f"plain Numba {got} != CPython {want} for {args}{where}"
         prof = numba_lprun.LineProfiler(func, timing=timing, sample=False)
         before: dict[int, int] = {}
         for args, want in zip(arg_sets, expected, strict=True):
-            got = prof.runcall(func, *copy.deepcopy(args))
-            assert same(got, want), f"instrumented {got} != CPython {want} for {args}{where}"
+            got = outcome(lambda a=args: prof.runcall(func, *copy.deepcopy(a)))
+            assert same_outcome(got, want), f"instrumented {got} != CPython {want} for {args}{where}"
             total = hits_of(prof.get_stats(), "target")
             hits = {line: h - before.get(line, 0) for line, h in total.items() if h != before.get(line, 0)}
             before = total
-            ref = reference_hits(func, *args)
+            ref = reference(func, args)
             assert hits == ref, f"hits differ for {args} (timing={timing}):\n{diff(hits, ref)}{where}"
     finally:
         forget(filename)

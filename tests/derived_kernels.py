@@ -53,6 +53,18 @@ def raise_statement(a, stop):
 
 
 @njit
+def raise_with_value(a, stop):
+    total = 0
+    for i in range(a.size):
+        if a[i] > stop:
+            raise ValueError("too big:", a[i])  # a raise with a value known at run time
+        if a[i] % 3 == 0:
+            total += 1
+        total += 2
+    return total
+
+
+@njit
 def divides(a):
     total = 0
     for i in range(a.size):

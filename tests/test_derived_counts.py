@@ -23,6 +23,7 @@ CASES = [
     (K.arms_then_helper, (A * 2 + 6,), None),
     (K.raise_statement, (A, 15), ValueError),
     (K.raise_statement, (A, 100), None),
+    (K.raise_with_value, (A, 15), ValueError),
     (K.divides, (A,), ZeroDivisionError),  # a[i] == 3
     (K.divides, (A[A != 3],), None),
     (K.indexes, (A, IDX_OUT), IndexError),

@@ -264,8 +264,8 @@ class _Reader:
                     if target not in seen:
                         seen.add(target)
                         todo.append((target, 0))
-            elif isinstance(term, (ir.Raise, ir.StaticRaise)):
-                site.raise_free = False
+            elif type(term).__name__ in ("Raise", "StaticRaise", "DynamicRaise"):
+                site.raise_free = False  # (DynamicRaise: Numba 0.58 and newer)
             else:
                 return False
         return True
@@ -276,7 +276,7 @@ class _Reader:
 def read_probe_flow(state: object, probe_kind: ProbeKind) -> ProbeFlow | None:
     """The probe flow of the function a compiler pass's ``state`` holds (typed IR), or None where
     it is not read: a statement kind this reader does not know, a ``try`` block, a ``prange`` loop
-    (its body is lowered apart), or fewer than one line probe."""
+    (its body is lowered apart), or no line probe."""
     from numba.core import ir, types
     from numba.core.analysis import compute_cfg_from_blocks
     from numba.core.ir_utils import mk_unique_var
@@ -304,9 +304,10 @@ def read_probe_flow(state: object, probe_kind: ProbeKind) -> ProbeFlow | None:
         for k, value in values.items():
             label, _, call = sites[k].where
             literal = types.literal(value)
-            prepared.append(
-                (blocks[label], call, value, literal, resolve(state.typemap[call.func.name], (literal,), {}))
-            )
+            signature = resolve(state.typemap[call.func.name], (literal,), {})
+            if signature is None:
+                raise TypeError(f"the probe at site {k} does not type with {value}")
+            prepared.append((blocks[label], call, value, literal, signature))
         for block, call, value, literal, signature in prepared:
             index = next(i for i, s in enumerate(block.body) if isinstance(s, ir.Assign) and s.value is call)
             var = ir.Var(block.scope, mk_unique_var("$nlp_site"), call.loc)

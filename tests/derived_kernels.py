@@ -1,7 +1,7 @@
 """Kernels whose lines' counts follow from others' (``instrument.derived_counts``), with every way
 out of their loops: a normal exit, ``break``, ``return`` inside the loop, ``continue``, and a raise
 on an iteration (a ``raise`` statement, a helper that raises, a division by zero, an index out of
-bounds), for tests/test_derived_counts.py."""
+bounds, a slice's step of 0), for tests/test_derived_counts.py."""
 
 import numpy as np
 from numba import njit
@@ -135,6 +135,19 @@ def numpy_errors(a):
             total += 1.0
         total += 0.5
     return total
+
+
+@njit
+def windows(a, width, step):
+    """Views (no raise) before a line that can: ``checked`` raises on a negative window sum, the
+    slice with a run-time step on a step of 0; the 2-D row is a view too."""
+    out = np.empty(a.size - width + 1)
+    grid = a[: (a.size // width) * width].reshape((-1, width))
+    for i in range(out.size):
+        window = a[i : i + width]
+        out[i] = checked(window.sum())
+        out[i] += a[i::step][:1].sum() + grid[i % grid.shape[0], :].sum()
+    return out
 
 
 def data(n=50, seed=0):

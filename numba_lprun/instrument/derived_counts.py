@@ -68,7 +68,8 @@ def decode(value: int) -> tuple[int, int]:
 class _Flow:
     """Conservation of the probes' flow, as equations over numbered quantities (each a list of
     (quantity, coefficient) summing to 0): a site's count (quantity ``site``; the return's is
-    ``n_sites``) and each transition from a site to a next one (numbered after)."""
+    ``n_sites``), each transition from a site to a next one (numbered after) and, for each site
+    that can raise, how often a raise left the function before the next probes (numbered last)."""
 
     def __init__(self, flow: ProbeFlow):
         sites = flow.sites
@@ -84,11 +85,18 @@ class _Flow:
         equations = []
         for q in [*range(1, n), EXIT]:  # a site ran as often as control came to it
             equations.append([(self.node[q], 1)] + [(transitions[p, q], -1) for p in preds.get(q, ())])
-        for p, site in enumerate(sites):  # and, where nothing can raise, as often as it left
-            if site.raise_free:
-                equations.append([(p, 1)] + [(transitions[p, q], -1) for q in sorted(site.next)])
+        raised = n + 1 + len(transitions)  # the first "raised after site p" quantity
+        raising = []
+        for p, site in enumerate(sites):  # and as often as it left (or raised, where it can)
+            out = [(p, 1)] + [(transitions[p, q], -1) for q in sorted(site.next)]
+            if not site.raise_free:
+                out.append((raised + len(raising), -1))
+                raising.append(p)
+            equations.append(out)
+        # a call that did not return raised once (no ``try`` here: a raise leaves the function)
+        equations.append([(raised + k, 1) for k in range(len(raising))] + [(self.node[EXIT], 1), (0, -1)])
         self.equations = equations
-        self.size = n + 1 + len(transitions)
+        self.size = raised + len(raising)
         self.where: list[list[int]] = [[] for _ in range(self.size)]
         for k, eq in enumerate(equations):
             for q, _ in eq:

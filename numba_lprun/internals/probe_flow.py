@@ -7,9 +7,10 @@ between two probes, where flow conservation no longer holds). That is read here,
 Numba is about to lower (after its rewrites, inlining and ``prange`` conversion), so the flow
 is the flow of the code that runs. Nothing here decides what to count.
 
-"Cannot raise" is a short list of statements on numbers, scalar array elements, ``range`` and
-array iteration, tuples and a few builtins; anything else (every other call, a division by
-something not a nonzero constant, indexing with bounds checks on) is taken to raise.
+"Cannot raise" is a short list of statements on numbers, scalar array elements, slices of arrays
+(views), ``range`` and array iteration, tuples and a few builtins; anything else (every other
+call, a division by something not a nonzero constant, indexing with bounds checks on) is taken
+to raise.
 """
 
 from __future__ import annotations
@@ -119,6 +120,18 @@ class _Reader:
             and self.scalar_index(index)
         )
 
+    def view(self, array: object, index: object) -> bool:
+        """An array sliced (basic indexing: slices, and integers with bounds not checked): a view,
+        clamped to the array's bounds, no raise."""
+        types = self.types
+        parts = index.types if isinstance(index, types.BaseTuple) else (index,)
+        return (
+            isinstance(self.typ(array), types.Array)
+            and all(isinstance(p, (types.SliceType, types.Integer)) for p in parts)
+            and any(isinstance(p, types.SliceType) for p in parts)
+            and (not self.boundscheck or all(isinstance(p, types.SliceType) for p in parts))
+        )
+
     # -- what cannot raise ----------------------------------------------------------------
     def safe_call(self, expr: object) -> bool:
         types = self.types
@@ -134,6 +147,10 @@ class _Reader:
             return 1 <= len(args) <= 2 and all(isinstance(a, types.Integer) for a in args)
         if target is len:
             return len(args) == 1 and isinstance(args[0], (types.Array, types.BaseTuple))
+        if target is slice:  # (a step of 0 raises: only none or a nonzero constant)
+            bounds = all(isinstance(a, (types.Integer, types.NoneType)) for a in args)
+            step = len(args) < 3 or isinstance(args[2], types.NoneType) or self.nonzero_constant(expr.args[2])
+            return 1 <= len(args) <= 3 and bounds and step
         return False
 
     def safe_expr(self, expr: object) -> bool:
@@ -149,7 +166,8 @@ class _Reader:
         if op == "static_getitem" and isinstance(typ(expr.value), types.BaseTuple):
             return isinstance(expr.index, int)
         if op in ("getitem", "static_getitem", "typed_getitem"):
-            return self.element(expr.value, typ(expr.index_var if op == "static_getitem" else expr.index))
+            index = typ(expr.index_var if op == "static_getitem" else expr.index)
+            return self.element(expr.value, index) or self.view(expr.value, index)
         if op in ("getiter", "iternext", "pair_first", "pair_second"):
             iterated = (types.RangeType, types.RangeIteratorType, types.ArrayIterator, types.Pair)
             return isinstance(typ(expr.value), iterated)

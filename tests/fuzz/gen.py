@@ -19,8 +19,9 @@ The programs are built so that CPython and Numba agree on them:
 * division only by positive constants, no float ``%``/``//`` and no ``**``, but for one
   statement that divides by ``(...) % 3`` and raises ``ZeroDivisionError`` where that is 0;
   ``raise ValueError`` as a block's last statement, and calls of ``icheck``, a helper that
-  raises ``ValueError`` on some arguments: a call may raise on any iteration, and the hits of
-  the lines that ran before must still be line_profiler's;
+  raises ``ValueError`` on some arguments, and a slice whose step is ``(...) % 3`` (``ValueError``
+  where it is 0): a call may raise on any iteration, and the hits of the lines that ran before
+  must still be line_profiler's; slices with any bounds (they clamp) read windows of the array;
 * types never change: ``x``/``y`` are always int, ``f``/``g`` always float (an
   integer-only float expression is wrapped in ``float()``), loop variables are
   read only inside their loop, and every ``return`` returns ``x, y, f, g, b``;
@@ -156,7 +157,7 @@ class _Writer:
         return f"b[{self.iexpr(sc, 1)} % len(b)]"
 
     def fatom(self, sc: Scope) -> str:
-        kind = self.pick(["var", "const", "elem", "var", "int", "sum"])
+        kind = self.pick(["var", "const", "elem", "var", "int", "sum", "window"])
         if kind == "var":
             return self.pick(sc.floats)
         if kind == "const":
@@ -165,6 +166,8 @@ class _Writer:
             return self.index(sc)
         if kind == "int":
             return self.iatom(sc)
+        if kind == "window":  # a view (slices clamp: any bounds)
+            return f"b[{self.iatom(sc)} :{self.br()} {self.iatom(sc)}].sum()"
         return "b.sum()" if self.chance(50) else "np.sum(b)"
 
     def fexpr(self, sc: Scope, depth: int = 2) -> str:
@@ -207,7 +210,7 @@ class _Writer:
     def simple(self, sc: Scope, terminators: bool = True) -> tuple[str, bool]:
         """One simple statement and whether it ends its block."""
         kinds = ["iassign", "iaug", "fassign", "faug", "store", "swap", "pass", "call", "assert"]
-        kinds += ["divide", "check"]
+        kinds += ["divide", "check", "stride"]
         if self.risky:
             kinds += ["branchy"]
         if terminators:
@@ -245,6 +248,9 @@ class _Writer:
             return f"ihelp({self.iexpr(sc, 1)},{self.br()} {self.iexpr(sc, 1)})", False
         if kind == "divide":  # ZeroDivisionError where the remainder is 0
             return f"{self.pick(WRITABLE_INTS)} = ({self.iexpr(sc, 1)}) // (({self.iexpr(sc, 1)}) % 3)", False
+        if kind == "stride":  # ValueError where the step is 0
+            name, start, step = self.pick(WRITABLE_FLOATS), self.iatom(sc), self.iexpr(sc, 1)
+            return f"{name} = b[{start}::({step}) % 3].sum()", False
         if kind == "check":  # ValueError on some arguments
             return f"{self.pick(WRITABLE_INTS)} = icheck({self.iexpr(sc, 1)})", False
         if kind == "raise":

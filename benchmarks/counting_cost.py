@@ -22,7 +22,7 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import kernels
 
 import numba_lprun
-from numba_lprun.sampling import Sampler
+from numba_lprun.sampling import USERS_RUN_SIGNALS, Sampler
 from numba_lprun.sampling._native import libc
 from numba_lprun.sampling.sample_cost import signal_seconds
 from numba_lprun.sampling.sampler import WALK_BUDGET
@@ -66,7 +66,8 @@ def main() -> None:
         signal = signal_seconds(libc())
     print(
         f"a timer signal costs about {signal * 1e6:.0f} us here: the sampler's rate is lowered to keep"
-        f" its signals under {WALK_BUDGET:.0%} of the CPU"
+        f" its signals under {WALK_BUDGET:.0%} of the CPU (in the user's run, a sample counted as"
+        f" {USERS_RUN_SIGNALS:g} signals)"
     )
     print(f"{'kernel':22} {'plain s':>8} {'hits only':>10} {'sampled':>10}   figure")
     for name, (kernel, args) in kernels.make_kernels().items():

@@ -24,7 +24,7 @@ from numba_lprun.run.measurements import fold
 from numba_lprun.sampling import DISABLE_ENV, RawSamples, Sampler, attribute, line_map
 from numba_lprun.sampling import _native as N
 from numba_lprun.sampling.attribution import LATE_SIGNAL, LONGEST_WAIT, trim_frames
-from numba_lprun.sampling.sample_cost import afford, signal_seconds
+from numba_lprun.sampling.sample_cost import USERS_RUN_SIGNALS, afford, signal_seconds
 
 pytestmark = [
     pytest.mark.skipif(N.check_platform() is not None, reason=str(N.check_platform())),
@@ -302,6 +302,18 @@ def test_the_rate_is_lowered_where_timer_signals_are_dear():
         "a stack walk costs about 20 us here, on each of 3 threads" in why
         and "a timer signal about 35 us" in why
     )
+
+
+def test_a_sample_of_the_users_run_counts_what_it_costs_the_users_code():
+    """In the user's run a sample counts as ``USERS_RUN_SIGNALS`` timer signals (the handler's
+    system calls and what the interrupted code refills come on top of the signal): the rate is
+    lowered where signals are dear, by that much more, and the header says what a sample costs."""
+    bare, _, _ = afford(2000.0, None, 0.05, 0.0, 1, 35e-6)
+    rate, boost, why = afford(2000.0, (8000.0, 800), 0.05, 0.0, 1, 35e-6, USERS_RUN_SIGNALS)
+    assert USERS_RUN_SIGNALS > 1 and rate == pytest.approx(bare / USERS_RUN_SIGNALS)
+    assert boost == (pytest.approx(rate / 2), 800)
+    assert why.endswith(f"a sample about {35 * USERS_RUN_SIGNALS:.0f} us (the code it stops refills)")
+    assert afford(2000.0, None, 0.05, 0.0, 1, 2e-6, USERS_RUN_SIGNALS) == (2000.0, None, None)
 
 
 def test_a_timer_signal_is_timed_once_per_process():

@@ -10,6 +10,7 @@ from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 from .. import settings
+from ..sampling import USERS_RUN_SIGNALS
 from .compiles import Progress
 from .measurements import Measurement, Restored
 from .phase_run import PhaseRun
@@ -72,9 +73,10 @@ class CallContext:
     last_sampling: SegmentedSampling | None = None  # the latest phase's (a worker reads it as it runs)
     recorder: CallRecorder | None = None  # the user's run's calls, which the extra runs replay
 
-    def sampling(self, kind: str, boost: bool = False) -> SegmentedSampling:
+    def sampling(self, kind: str, boost: bool = False, users_run: bool = False) -> SegmentedSampling:
         """A sampler for one phase on ``kind`` twins (their code is walked by the handler
-        itself); ``boost``: start faster (a run that is the only one)."""
+        itself); ``boost``: start faster (a run that is the only one); ``users_run``: a sample
+        counted at what it costs the user's code (``sample_cost.USERS_RUN_SIGNALS``)."""
         rate = self.settings.rate_hz
         fast = (min(BOOST_FACTOR * rate, BOOST_MAX_HZ), BOOST_SAMPLES) if boost else None
         # the handler walks the twins' frames itself (sampling._handler); NUMBA_LPRUN_OWN_WALK=0 leaves
@@ -82,7 +84,12 @@ class CallContext:
         own = settings.switch(settings.OWN_WALK, True)
         code = functools.partial(twin_code, self.runner, kind) if own else None
         self.last_sampling = SegmentedSampling(
-            rate, self.concurrent, fast, code=code, existing_threads=self.settings.existing_threads
+            rate,
+            self.concurrent,
+            fast,
+            code=code,
+            existing_threads=self.settings.existing_threads,
+            sample_signals=USERS_RUN_SIGNALS if users_run else 1.0,
         )
         return self.last_sampling
 

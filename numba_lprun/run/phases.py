@@ -313,7 +313,7 @@ class UserRun:
     records_until: float | None = None
 
     def run(self, ctx: CallContext) -> None:
-        sampling = ctx.sampling(self.kind, self.boost) if self.sampled else None
+        sampling = ctx.sampling(self.kind, self.boost, users_run=True) if self.sampled else None
         started, ended, faults_at = time.perf_counter(), None, -1
         run = None
         try:

@@ -30,6 +30,7 @@ class SegmentedSampling:
     #: each segment's start: the twins compiled by then
     code: Callable[[], list[object]] | None = None
     existing_threads: str = "user"  # which threads existing at each segment's start are sampled (Sampler)
+    sample_signals: float = 1.0  # what a sample costs, in timer signals (``sample_cost.afford``)
     segments: list[RawSamples] = field(default_factory=list)
     unavailable: str | None = None
     _sampler: Sampler | None = None
@@ -95,6 +96,7 @@ class SegmentedSampling:
                 boost=boost,
                 own_code=own,
                 existing_threads=self.existing_threads,
+                sample_signals=self.sample_signals,
             )
             self._starting = True
             try:

@@ -86,6 +86,7 @@ from __future__ import annotations
 from .attribution import LineSamples, RawSamples, SampledLines, attribute
 from .dwarf import LineMap, line_map
 from .object_code import FunctionCode
+from .sample_cost import USERS_RUN_SIGNALS
 from .sampler import DISABLE_ENV, Sampler, prepare_handler, sampler_running, sampler_unavailable
 
 __all__ = [
@@ -96,6 +97,7 @@ __all__ = [
     "RawSamples",
     "SampledLines",
     "Sampler",
+    "USERS_RUN_SIGNALS",
     "attribute",
     "line_map",
     "prepare_handler",

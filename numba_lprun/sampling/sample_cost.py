@@ -83,6 +83,16 @@ def walk_seconds(libc: object, nframes: int) -> float:
     return walk
 
 
+#: What a sample costs the user's run, in timer signals as ``signal_seconds`` times them: the
+#: handler's own system calls (two CPU-clock reads, its timer re-armed) and what the interrupted
+#: code refills after it (caches, pipeline, vector registers) come on top of the signal. On this
+#: project's 2-core virtual machine, where a bare signal times at 18 us: 22-27 us a sample on a
+#: scalar loop (``benchmarks/one_run_sampler.py``), about 50 us on conv's vector loop (its call
+#: 1.11-1.13x sampled against 1.00-1.02x hits only, at 2 kHz). The extra runs, whose cost is
+#: not the user's, count a sample as one signal (their samples are the short statement's).
+USERS_RUN_SIGNALS = 2.0
+
+
 def afford(
     asked_hz: float,
     boost: tuple[float, int] | None,
@@ -90,12 +100,13 @@ def afford(
     walk: float,
     walkers: int,
     signal: float = 0.0,
+    signals_per_sample: float = 1.0,
 ) -> tuple[float, tuple[float, int] | None, str | None]:
-    """(rate, boost, why lowered or None): the rate lowered so that what a sample costs, a timer
-    signal of ``signal`` seconds and a walk of ``walk`` seconds on ``walkers`` threads (taking
-    turns under libgcc's lock), takes at most ``budget`` of the CPU; the boost, a faster start
-    nobody asked for, at most half of it."""
-    cost = signal + walk * walkers
+    """(rate, boost, why lowered or None): the rate lowered so that what a sample costs,
+    ``signals_per_sample`` timer signals of ``signal`` seconds and a walk of ``walk`` seconds on
+    ``walkers`` threads (taking turns under libgcc's lock), takes at most ``budget`` of the CPU;
+    the boost, a faster start nobody asked for, at most half of it."""
+    cost = signal * signals_per_sample + walk * walkers
     affordable = budget / cost if cost > 0 else float("inf")
     if boost is not None and boost[0] > affordable / 2:
         boost = (affordable / 2, boost[1])
@@ -109,6 +120,8 @@ def afford(
     signals = (
         f"a timer signal costs about {signal * 1e6:.0f} us here (the machine's timer interrupts are dear)"
     )
+    if signals_per_sample != 1.0:
+        signals += f", a sample about {signal * signals_per_sample * 1e6:.0f} us (the code it stops refills)"
     if walk > 0 and signal > 0:
         why = f"{walks}, a timer signal about {signal * 1e6:.0f} us"
     else:

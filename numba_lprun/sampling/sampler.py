@@ -182,11 +182,13 @@ class Sampler:
         own_code: Iterable[object] = (),
         verify_walks: bool = False,
         existing_threads: str = "user",
+        sample_signals: float = 1.0,
     ) -> None:
         self.rate_hz = self.asked_hz = float(rate_hz)
         if walk_budget is None:
             walk_budget = settings.number(WALK_BUDGET_ENV, WALK_BUDGET)
         self.walk_budget = walk_budget
+        self.sample_signals = sample_signals  # what a sample costs, in timer signals (``afford``)
         self.lowered: str | None = None  # why the rate is below the one asked for
         self.boost = boost  # (faster rate, samples taken at it before slowing to rate_hz)
         self.depth = max(1, int(depth))
@@ -392,7 +394,7 @@ class Sampler:
         crowding = max(1.0, walkers / len(os.sched_getaffinity(0)))
         signal = signal_seconds(self._libc) * crowding
         self.rate_hz, self.boost, self.lowered = afford(
-            self.asked_hz, self.boost, self.walk_budget, walk, walkers, signal
+            self.asked_hz, self.boost, self.walk_budget, walk, walkers, signal, self.sample_signals
         )
 
     def _configure(self, nframes: int) -> None:

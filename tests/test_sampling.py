@@ -312,6 +312,7 @@ def test_a_sample_of_the_users_run_counts_what_it_costs_the_users_code():
     rate, boost, why = afford(2000.0, (8000.0, 800), 0.05, 0.0, 1, 35e-6, USERS_RUN_SIGNALS)
     assert USERS_RUN_SIGNALS > 1 and rate == pytest.approx(bare / USERS_RUN_SIGNALS)
     assert boost == (pytest.approx(rate / 2), 800)
+    assert why.startswith("your run's rate lowered from 2000 Hz: a timer signal costs about 35 us")
     assert why.endswith(f"a sample about {35 * USERS_RUN_SIGNALS:.0f} us (the code it stops refills)")
     assert afford(2000.0, None, 0.05, 0.0, 1, 2e-6, USERS_RUN_SIGNALS) == (2000.0, None, None)
 

@@ -126,4 +126,7 @@ def afford(
         why = f"{walks}, a timer signal about {signal * 1e6:.0f} us"
     else:
         why = walks if walk > 0 else signals
-    return affordable, boost, f"rate lowered from {asked_hz:.0f} Hz: {why}"
+    # a sample counted above one signal is the user's run's (``USERS_RUN_SIGNALS``): the extra runs
+    # may sample faster, and the header's rate is over all runs
+    whose = "your run's rate" if signals_per_sample != 1.0 else "rate"
+    return affordable, boost, f"{whose} lowered from {asked_hz:.0f} Hz: {why}"

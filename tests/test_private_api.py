@@ -239,3 +239,29 @@ def test_setting_llvm_options_for_twins_prints_nothing(capfd):
     assert prof.runcall(_calls_every_other_jit, 100) == _calls_every_other(100)
     err = capfd.readouterr().err
     assert "may only occur" not in err and "option" not in err, err
+
+
+@numba.njit
+def _reads_first_writes_second(x, out):
+    for i in range(out.size):
+        out[i] = 2.0 * x[i]
+
+
+@numba.njit
+def _returns_a_view(x):
+    return x[1:]
+
+
+def test_the_arguments_a_call_only_reads_are_found_in_this_llvms_attributes():
+    """The replays leave an array the call's code never writes unsaved (``run/replay.py``):
+    LLVM's inferred parameter attributes say which, spelt by each LLVM in its own way (``nocapture
+    readonly`` in LLVM 14, ``readonly captures(none)`` from 20). A view returned, or code not
+    compiled for these types, is not taken as read only."""
+    from numba_lprun.internals import unwritten_arguments
+
+    x, out = np.ones(9), np.zeros(8)
+    assert unwritten_arguments(_reads_first_writes_second, (x, out)) is None  # not compiled yet
+    _reads_first_writes_second(x, out)
+    _returns_a_view(x)
+    assert unwritten_arguments(_reads_first_writes_second, (x, out)) == {0}
+    assert unwritten_arguments(_returns_a_view, (x,)) == frozenset()

@@ -121,3 +121,133 @@ def test_a_generator_is_not_replayed_and_the_profile_says_why():
     prof = numba_lprun.LineProfiler(pairs)
     assert prof.runctx("out = sum(pairs(10))", {"pairs": pairs}, None) is prof
     assert prof.profile.runs.once is not None and "generator" in prof.profile.runs.once
+
+
+BIG = 1 << 18  # float64 values: 2 MiB, over snapshot.UNSAVED_BYTES
+
+
+@njit
+def smooth(x, out):
+    for i in range(out.size):
+        out[i] = 0.5 * (x[i] + x[i + 1])
+    return out.sum()
+
+
+@njit
+def smooth_into_first(x, out):
+    out[0] = -1.0  # writes: its first argument is saved
+    return smooth(x, out)
+
+
+def _recorded(recorder, func, *args):
+    func(*args)  # compiled: what the call's code writes is known before the call
+    return recorder(func, func, args, {})
+
+
+def test_an_array_the_kernel_only_reads_is_fingerprinted_not_copied():
+    from numba_lprun.run.replay import CallRecorder
+
+    x, out = np.random.default_rng(1).random(BIG + 1), np.zeros(BIG)
+    smooth(x, out)
+    recorder = CallRecorder(budget=1 << 30)
+    expected = recorder(smooth, smooth, (x, out), {})
+    (call,) = recorder.calls
+    assert [u.name for u in call.before.unsaved] == ["argument 1"]
+    assert [item.name for item in call.before.items if item.kind == "array"] == ["argument 2"]
+    out[:] = 7.0  # the statement goes on: a replay starts from the saved output, then puts this back
+    recorder.keep_final()
+    assert recorder.replay({}, compare=True) == {}  # nothing differs from the user's call
+    recorder.put_back()
+    assert expected == smooth(x, np.zeros(BIG)) and (out == 7.0).all()
+
+
+def test_numba_lprun_unsaved_off_copies_every_array(monkeypatch):
+    from numba_lprun.run.replay import CallRecorder
+
+    monkeypatch.setenv("NUMBA_LPRUN_UNSAVED", "0")
+    recorder = CallRecorder(budget=1 << 30)
+    _recorded(recorder, smooth, np.ones(BIG + 1), np.zeros(BIG))
+    (call,) = recorder.calls
+    assert call.before.unsaved == [] and len([i for i in call.before.items if i.kind == "array"]) == 2
+
+
+def test_a_view_the_call_writes_saves_the_buffer_it_also_only_reads():
+    """``f(x, x[1:])``: the read-only first argument shares its buffer with the written second:
+    the buffer is saved, and every replay starts from it."""
+    from numba_lprun.run.replay import CallRecorder
+
+    x = np.random.default_rng(2).random(BIG + 2)
+    before = x.copy()
+    recorder = CallRecorder(budget=1 << 30)
+    _recorded(recorder, smooth, x.copy(), x.copy()[1:])
+    _recorded(recorder, smooth, x, x[1:])
+    call = recorder.calls[-1]
+    assert call.before.unsaved == [] and [i.name for i in call.before.items if i.kind == "array"] == [
+        "argument 2"
+    ]
+    after = x.copy()
+    recorder.keep_final()
+    assert recorder.replay({}, compare=True) == {}
+    recorder.put_back()
+    assert np.array_equal(x, after) and not np.array_equal(x, before)
+
+
+def test_an_array_changed_between_calls_is_copied_from_then_on():
+    """A time-stepping loop: ``force(x, f); x += f``. The first call left ``x`` unsaved (it
+    only reads it); the second finds it changed and copies it, and the first, which a replay
+    can no longer start from what it read, is dropped when the statement ends."""
+    from numba_lprun.run.replay import CallRecorder
+
+    x, f = np.random.default_rng(3).random(BIG + 1), np.zeros(BIG)
+    recorder = CallRecorder(budget=1 << 30)
+    smooth(x, f)
+    for _ in range(3):
+        recorder(smooth, smooth, (x, f), {})
+        x[:-1] += f
+    first, *later = recorder.calls
+    assert [u.name for u in first.before.unsaved] == ["argument 1"]
+    assert all(not c.before.unsaved and len(c.before.items) >= 2 for c in later)
+    final = x.copy()
+    recorder.keep_final()
+    assert [c.index for c in recorder.calls] == [1, 2] and not recorder.complete
+    assert recorder.replay({}, compare=True) == {}  # each replay read what its call read
+    recorder.put_back()
+    assert np.array_equal(x, final)
+
+
+def test_a_statement_that_changes_an_unsaved_array_after_the_call_gets_no_replay():
+    x, out = np.ones(BIG + 1), np.zeros(BIG)
+    smooth(x, out)
+    prof = numba_lprun.LineProfiler(smooth, sample_time=0.1)
+    prof.runctx("r = smooth(x, out); x += 1.0", {"smooth": smooth, "x": x, "out": out}, None)
+    assert (x == 2.0).all() and (out == 1.0).all()
+    once = prof.profile.runs.once
+    assert once is not None and "changed argument 1 of smooth after the call" in once, once
+
+
+def test_a_replay_that_writes_an_unsaved_array_is_reported(recwarn):
+    """The guard behind the proof: were a replay ever to write what the call's code was found
+    never to write, the profile says so (it could not put it back)."""
+    from numba_lprun.run.replay import CallRecorder
+
+    x, out = np.ones(BIG + 1), np.zeros(BIG)
+    recorder = CallRecorder(budget=1 << 30)
+    _recorded(recorder, smooth, x, out)
+    recorder.keep_final()
+    smooth_into_first(out, out[:-1])  # compiled before the replay
+    recorder.replay({id(smooth): lambda a, b: smooth_into_first(a, a[:-1])})
+    recorder.put_back()
+    (warning,) = [w for w in recwarn if "could not be put back" in str(w.message)]
+    assert "changed argument 1" in str(warning.message)
+
+
+def test_a_profile_of_a_kernel_reading_a_large_array_replays_it():
+    x, out = np.random.default_rng(4).random(BIG + 1), np.zeros(BIG)
+    smooth(x, out)
+    prof = numba_lprun.LineProfiler(smooth, sample_time=0.1)
+    x0 = x.copy()
+    prof.runcall(smooth, x, out)
+    assert _replayed(prof.profile), prof.profile.runs
+    assert np.array_equal(x, x0) and np.allclose(out, 0.5 * (x0[:-1] + x0[1:]))
+    (stats,) = prof.profile.functions
+    assert stats.counts.hits == reference_hits(smooth, x, np.zeros(BIG))

@@ -96,6 +96,7 @@ from .libraries import (
     optimized_ir,
     parse_line_program_at,
     symbol_address,
+    unwritten_arguments,
 )
 from .line_tables import line_table_options, line_tables_only
 from .overloads import (
@@ -193,6 +194,7 @@ __all__ = [
     "optimized_ir",
     "overloads_function",
     "parse_line_program_at",
+    "unwritten_arguments",
     "pipeline_class",
     "private_names",
     "rebuild_stencil",

@@ -423,13 +423,16 @@ def run_phases(ctx: CallContext, planned: Plan, once: str | None) -> Any:
         extra = [p for p in extra if not isinstance(p, (PlainRun, SampledRepeats))]
         if not extra:
             ctx.made.append(RanOnce(long))
+    if extra and ctx.recorder is not None and ctx.recorder.calls:
+        # what the user's run left, written back after the replays (a call that only read an
+        # array the statement changed since is dropped: no replay could start from what it read)
+        ctx.recorder.keep_final()
     if extra and (ctx.recorder is None or not ctx.recorder.calls):
         extra = []
         ctx.made.append(
             RanOnce(ctx.recorder.why_none() if ctx.recorder is not None else "no call was recorded")
         )
     if extra:
-        ctx.recorder.keep_final()  # what the user's run left, written back after the replays
         try:
             ctx.restore()
             for phase in extra:

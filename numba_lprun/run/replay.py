@@ -15,7 +15,9 @@ objects, so the same Numba types: no new signature compiles) and makes the call 
 the phase's twins; after the last replay every object is given the state the user's run
 left it in (``keep_final``, ``put_back``), as if no replay ran. A nopython function's
 effects are on what it is given (and ``print``, which an extra run silences), so a replay
-touches nothing else.
+touches nothing else. An array the call's compiled code never writes is not copied but
+fingerprinted (``fingerprints``): a call that read one the statement changed later is dropped
+when the statement ends.
 
 Not replayed (the run says why): a generator (the caller takes its values), code that
 calls foreign functions (ctypes, cffi, MPI through numba-mpi or mpi4py: a replay would
@@ -31,15 +33,19 @@ import os
 import threading
 import time
 import types as pytypes
+import warnings
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
 
+from .. import settings
+from ..internals import unwritten_arguments
 from .differences import differences
+from .fingerprints import Fingerprint, fingerprint
 from .reach import reached_values
-from .snapshot import Reach, Snapshot, call_reach, take_snapshot
+from .snapshot import UNSAVED_BYTES, Reach, Snapshot, call_reach, take_snapshot
 from .state_types import Item
 
 #: Calls recorded at most; past it, every other one is dropped and every 2k-th call kept.
@@ -99,6 +105,9 @@ class CallRecorder:
     _limit: float | None = None  # run seconds past which nothing is recorded (``stop_after``)
     _elapsed: Callable[[], float] | None = None  # the run's own seconds so far
     stopped: bool = False  # the run outlasted ``_limit``: nothing kept, nothing more recorded
+    # arrays a call only reads that changed between two recorded calls: copied from then on
+    _moving: list[np.ndarray] = field(default_factory=list)
+    dropped: str | None = None  # why calls were dropped when the statement ended (``keep_final``)
 
     def stop_after(self, seconds: float, elapsed: Callable[[], float]) -> None:
         """Record no more, and drop what was kept, once ``elapsed()`` (the run's own seconds so
@@ -116,7 +125,7 @@ class CallRecorder:
             index, self.seen = self.seen, self.seen + 1
             wanted = index % self.stride == 0 and not self._past_limit() and not self._too_dear()
         began = time.perf_counter()
-        call = self._saved(original, index, args, kwargs) if wanted else None
+        call = self._saved(original, twin, index, args, kwargs) if wanted else None
         started = time.perf_counter()
         self._local.depth = 1
         try:
@@ -163,6 +172,8 @@ class CallRecorder:
             return f"no call of a profiled function could be replayed ({reasons})"
         if not self.seen:
             return "your run made no call of a profiled function from Python that a replay could make again"
+        if self.dropped is not None:
+            return f"no call of your run could be kept for a replay ({self.dropped})"
         return "no call of your run could be kept for a replay"
 
     def described(self) -> str:
@@ -173,7 +184,18 @@ class CallRecorder:
 
     def keep_final(self) -> None:
         """Copy what the user's run left in each recorded call's state (after the statement
-        ended): ``put_back`` writes it back once the replays are done."""
+        ended): ``put_back`` writes it back once the replays are done. A call an array of
+        which was left unsaved (it only reads it) and has changed since is dropped: a replay
+        could not start from what it read."""
+        now = _Fingerprints()
+        for call in list(self.calls):
+            changed = [u for u in call.before.unsaved if not now.of(u.array).same_as(u.before)]
+            if changed:
+                self.calls.remove(call)
+                self.dropped = (
+                    f"your statement changed {changed[0].name} of {_name(call.function)} after the "
+                    "call, which only reads it and so did not save it"
+                )
         for call in self.calls:
             call.final = call.before.keep()
         self._own_states = take_snapshot(Reach(), None, self.parallel)
@@ -188,12 +210,25 @@ class CallRecorder:
         return list(changed.values())
 
     def put_back(self) -> None:
-        """Leave every recorded call's state as the user's run left it."""
+        """Leave every recorded call's state as the user's run left it; an array left unsaved
+        (the calls only read it) is checked to be as the user's run left it."""
         for call in self.calls:
             call.before.restore()
             call.before.put_back(call.final)
         if self._own_states is not None:  # a replay of another thread's call drew from this one's
             self._own_states.restore()
+        now = _Fingerprints()
+        for call in self.calls:
+            for unsaved in call.before.unsaved:
+                if not now.of(unsaved.array).same_as(unsaved.before):
+                    warnings.warn(
+                        f"numba_lprun: a replay of {_name(call.function)} changed {unsaved.name}, which "
+                        "its compiled code was found never to write, so it was not saved and could not be "
+                        "put back: please report this",
+                        RuntimeWarning,
+                        stacklevel=2,
+                    )
+                    return
 
     def replay(self, replacements: Mapping[int, object], compare: bool = False) -> dict[str, float] | None:
         """Make every recorded call again, each from its saved state, on what the phase swapped in
@@ -210,11 +245,11 @@ class CallRecorder:
                 pairs += [(f"{item.name}{where}", mine, item.read()) for item, mine in call.after]
         return differences(pairs) if compare else None
 
-    def _saved(self, original: object, index: int, args: tuple, kwargs: dict) -> _Call | None:
+    def _saved(self, original: object, twin: object, index: int, args: tuple, kwargs: dict) -> _Call | None:
         why = self._why_not.get(original, "")
         if why == "":
             why = self._why_not[original] = why_not_replayable(original)
-        name = getattr(original, "__qualname__", None) or repr(original)
+        name = _name(original)
         if why is not None:
             self.refused[name] = f"{name}: {why}"
             return None
@@ -222,11 +257,27 @@ class CallRecorder:
         # Numba's random state is per thread: one of a thread that ends before the replays (they
         # run on the profile's thread) must not be written to then
         own = threading.get_ident() == self._owner
-        before = take_snapshot(call_reach(original, args, kwargs), max(0, left // 2), self.parallel, own)
+        reach = call_reach(original, args, kwargs, _only_read((twin, original), args, kwargs))
+        before = take_snapshot(reach, max(0, left // 2), self.parallel, own, self._may_leave)
         if before.unrestorable is not None:
             self.refused[name] = f"{name}: {before.unrestorable}"
             return None
         return _Call(index, original, args, kwargs, before)
+
+    def _may_leave(self, array: np.ndarray, before: Fingerprint) -> bool:
+        """Whether a call may leave ``array`` (which it only reads) unsaved: not where an earlier
+        recorded call read it otherwise than it is now (the statement changes it between calls:
+        from then on it is copied, and the earlier call is dropped when the statement ends)."""
+        with self._lock:
+            if any(m is array for m in self._moving):
+                return False
+            earlier = next(
+                (u for c in reversed(self.calls) for u in c.before.unsaved if u.array is array), None
+            )
+            if earlier is not None and not earlier.before.same_as(before):
+                self._moving.append(array)
+                return False
+        return True
 
     def _keep(self, call: _Call, result: Any) -> None:
         call.result = _copy_of(result)
@@ -250,6 +301,41 @@ class CallRecorder:
 
 
 _UNCOPIED = object()
+
+
+def _name(function: object) -> str:
+    return getattr(function, "__qualname__", None) or repr(function)
+
+
+def _only_read(functions: tuple[object, ...], args: tuple, kwargs: dict) -> frozenset[int]:
+    """Positions of the large array arguments the code compiled for them never writes: the
+    twin's, or before the twin compiled for these types, the original's (the same source and
+    flags; the original's code was often made by the user's own calls before the profile). None
+    with keyword arguments, or where neither has compiled for them yet: then all is saved."""
+    if kwargs or not any(isinstance(a, np.ndarray) and a.nbytes >= UNSAVED_BYTES for a in args):
+        return frozenset()
+    if not settings.switch(settings.UNSAVED, True):  # NUMBA_LPRUN_UNSAVED=0: every array copied
+        return frozenset()
+    for function in functions:
+        found = unwritten_arguments(function, args)
+        if found is not None:
+            return found
+    return frozenset()
+
+
+class _Fingerprints:
+    """Arrays' fingerprints taken now, each array's once."""
+
+    def __init__(self) -> None:
+        self._taken: list[tuple[np.ndarray, Fingerprint]] = []
+
+    def of(self, array: np.ndarray) -> Fingerprint:
+        for seen, taken in self._taken:
+            if seen is array:
+                return taken
+        taken = fingerprint(array)
+        self._taken.append((array, taken))
+        return taken
 
 
 def _copy_of(value: Any) -> Any:

@@ -21,6 +21,9 @@ classes, modules, immutable values and Numba's code (dispatchers, ufuncs, gufunc
 DUFuncs, stencils: the profiled objects among them) are not state. Anything else
 (an open file, an extension object) cannot be put back: the snapshot then says
 which name reached it, and the profiler runs the call once instead of guessing.
+
+A call's arguments its compiled code cannot write (``Reach.only_read``) are walked last: a
+large array only they reach is fingerprinted, not copied (``Unsaved``; ``replay`` checks it).
 """
 
 from __future__ import annotations
@@ -30,11 +33,12 @@ import functools
 import gc
 import os
 import types as pytypes
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 
 import numpy as np
 
+from .fingerprints import Fingerprint, fingerprint
 from .state_types import ATOMS, BY_TYPE, HANDLERS, Item, global_random_states, numba_random_states
 
 _CODE = (
@@ -49,6 +53,9 @@ _CODE = (
 _MAX_DEPTH = 12
 _MAX_OBJECTS = 200_000
 _MISSING = object()
+#: An array the call only reads is fingerprinted instead of copied from this size on; a smaller
+#: one is copied (as cheap, and exact).
+UNSAVED_BYTES = 1 << 20
 
 
 def default_budget() -> int:
@@ -67,6 +74,15 @@ def default_budget() -> int:
         return limit
 
 
+@dataclass(frozen=True)
+class Unsaved:
+    """An array the call only reads, left uncopied: its fingerprint before the call."""
+
+    name: str
+    array: np.ndarray
+    before: Fingerprint
+
+
 @dataclass
 class Snapshot:
     """State a call can reach, saved so that each extra run can be undone."""
@@ -74,6 +90,7 @@ class Snapshot:
     items: list[Item] = field(default_factory=list)
     unrestorable: str | None = None  # why the call cannot be isolated (names the object)
     nbytes: int = 0
+    unsaved: list[Unsaved] = field(default_factory=list)  # arrays the call only reads (``Reach.only_read``)
 
     def restore(self) -> list[Item]:
         """Put back every item the last run changed; return those items.
@@ -96,14 +113,33 @@ class Snapshot:
             item.write(value)
 
 
+#: Told an array the call only reads and its fingerprint: whether it may stay uncopied (no: it
+#: changed since an earlier call read it, so it changes between calls and is copied).
+MayLeave = Callable[[np.ndarray, Fingerprint], bool]
+
+
 class _Walker:
     """Finds the state reachable from named roots and saves it."""
 
-    def __init__(self, budget: int):
+    def __init__(self, budget: int, may_leave: MayLeave | None = None):
         self.budget = budget
         self.snapshot = Snapshot()
         self.seen: set[int] = set()
         self.keep: list[object] = []  # objects whose ids are in ``seen`` stay alive while walking
+        self.only_reading = False  # walking the values the call cannot write (``Reach.only_read``)
+        self.may_leave = may_leave
+
+    def leave_unsaved(self, name: str, owner: np.ndarray) -> bool:
+        """Whether ``owner`` (an array's whole buffer) is fingerprinted instead of saved: the call
+        only reads it, no value walked before reaches it (one that may write it would have saved
+        it), it is large, and the recorder lets it (``may_leave``)."""
+        if not self.only_reading or owner.nbytes < UNSAVED_BYTES or self.snapshot.unrestorable is not None:
+            return False
+        before = fingerprint(owner)
+        if before is None or (self.may_leave is not None and not self.may_leave(owner, before)):
+            return False
+        self.snapshot.unsaved.append(Unsaved(name, owner, before))
+        return True
 
     def add(self, item: Item) -> None:
         self.snapshot.nbytes += item.nbytes
@@ -154,14 +190,18 @@ class Reach:
 
     values: list[tuple[str, object]] = field(default_factory=list)
     bindings: list[tuple[dict, list[str]]] = field(default_factory=list)
+    # values the call cannot write: walked last, so that an array another value reaches is saved
+    only_read: list[tuple[str, object]] = field(default_factory=list)
 
 
-def call_reach(func: object, args: tuple, kwargs: dict) -> Reach:
+def call_reach(func: object, args: tuple, kwargs: dict, unwritten: frozenset[int] = frozenset()) -> Reach:
     """A direct call reaches its arguments and what the callable carries: a bound
-    method's object, a closure's cells, a ``functools.partial``'s arguments."""
-    values = [(f"argument {i + 1}", a) for i, a in enumerate(args)]
+    method's object, a closure's cells, a ``functools.partial``'s arguments. The positions in
+    ``unwritten`` are arguments the call's code cannot write (``internals.unwritten_arguments``)."""
+    values = [(f"argument {i + 1}", a) for i, a in enumerate(args) if i not in unwritten]
     values += [(f"argument {k}", v) for k, v in kwargs.items()]
-    return Reach(_carried(func, "the called function") + values)
+    only_read = [(f"argument {i + 1}", a) for i, a in enumerate(args) if i in unwritten]
+    return Reach(_carried(func, "the called function") + values, only_read=only_read)
 
 
 def _carried(func: object, name: str, depth: int = 0) -> list[tuple[str, object]]:
@@ -227,20 +267,29 @@ def _bindings(w: _Walker, ns: dict, names: list[str]) -> None:
 
 
 def take_snapshot(
-    reach: Reach, budget: int | None = None, parallel: bool = False, numba_states: bool = True
+    reach: Reach,
+    budget: int | None = None,
+    parallel: bool = False,
+    numba_states: bool = True,
+    may_leave: MayLeave | None = None,
 ) -> Snapshot:
     """Save the state ``reach`` leads to (``unrestorable`` says why if it cannot be).
 
     With ``parallel`` (a ``parallel=True`` function is profiled) the random states
     of Numba's worker threads are saved too; without ``numba_states``, none of Numba's
     (a snapshot taken on a thread that ends before it is put back: its state dies with it).
+    A large array only ``reach.only_read`` leads to is fingerprinted, not saved (``Unsaved``).
     """
-    walker = _Walker(default_budget() if budget is None else budget)
+    walker = _Walker(default_budget() if budget is None else budget, may_leave)
     with _collector_paused():
         for ns, names in reach.bindings:
             _bindings(walker, ns, names)
         for name, value in reach.values:
             walker.walk(name, value)
+        walker.only_reading = True
+        for name, value in reach.only_read:
+            walker.walk(name, value)
+        walker.only_reading = False
         if numba_states:
             numba_random_states(walker, parallel)
         global_random_states(walker)

@@ -57,6 +57,7 @@ class Walker(Protocol):
     def add(self, item: Item) -> None: ...
     def walk(self, name: str, obj: object, depth: int = 0) -> None: ...
     def refuse(self, name: str, obj: object) -> None: ...
+    def leave_unsaved(self, name: str, owner: np.ndarray) -> bool: ...
 
 
 def same_state(a: object, b: object) -> bool:
@@ -121,7 +122,7 @@ def _array(w: Walker, name: str, a: np.ndarray, depth: int) -> None:
             return
         w.seen.add(id(owner))
         w.keep.append(owner)
-    if not owner.flags.writeable:
+    if not owner.flags.writeable or w.leave_unsaved(name, owner):
         return
 
     def same(saved: np.ndarray) -> bool:

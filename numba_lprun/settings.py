@@ -21,7 +21,7 @@ CLOCK = "NUMBA_LPRUN_CLOCK"  # "tsc" or "monotonic": the probes' clock (the TSC 
 NO_SAMPLER = "NUMBA_LPRUN_NO_SAMPLER"  # switch: no sampler at all (off)
 OWN_WALK = "NUMBA_LPRUN_OWN_WALK"  # switch: the handler walks the twins' stacks itself (on)
 WALK_BUDGET = "NUMBA_LPRUN_WALK_BUDGET"  # number: CPU share for the sampler's signals and walks (0.05)
-# switch: an array a recorded call only reads is fingerprinted, not copied, for its replays (on)
+# switch: an array a recorded call only reads or only writes is not copied for its replays (on)
 UNSAVED = "NUMBA_LPRUN_UNSAVED"
 RANK_WAIT = "NUMBA_LPRUN_RANK_WAIT"  # number: seconds rank 0 waits for the other ranks' parts (120)
 # path: set by a profile in the Ray workers it reaches (their runtime environment): the run's folder

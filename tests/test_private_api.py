@@ -252,16 +252,16 @@ def _returns_a_view(x):
     return x[1:]
 
 
-def test_the_arguments_a_call_only_reads_are_found_in_this_llvms_attributes():
-    """The replays leave an array the call's code never writes unsaved (``run/replay.py``):
-    LLVM's inferred parameter attributes say which, spelt by each LLVM in its own way (``nocapture
-    readonly`` in LLVM 14, ``readonly captures(none)`` from 20). A view returned, or code not
-    compiled for these types, is not taken as read only."""
-    from numba_lprun.internals import unwritten_arguments
+def test_the_arguments_a_call_only_reads_or_writes_are_found_in_this_llvms_attributes():
+    """The replays save no copy of an array the call's code only reads or only writes
+    (``run/replay.py``): LLVM's inferred parameter attributes say which, spelt by each LLVM in its
+    own way (``nocapture readonly`` in LLVM 14, ``readonly captures(none)`` from 20). A view
+    returned, or code not compiled for these types, is neither."""
+    from numba_lprun.internals import READ, WRITTEN, argument_access
 
     x, out = np.ones(9), np.zeros(8)
-    assert unwritten_arguments(_reads_first_writes_second, (x, out)) is None  # not compiled yet
+    assert argument_access(_reads_first_writes_second, (x, out)) is None  # not compiled yet
     _reads_first_writes_second(x, out)
     _returns_a_view(x)
-    assert unwritten_arguments(_reads_first_writes_second, (x, out)) == {0}
-    assert unwritten_arguments(_returns_a_view, (x,)) == frozenset()
+    assert argument_access(_reads_first_writes_second, (x, out)) == {0: READ, 1: WRITTEN}
+    assert argument_access(_returns_a_view, (x,)) == {}

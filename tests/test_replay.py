@@ -161,6 +161,41 @@ def test_an_array_the_kernel_only_reads_is_fingerprinted_not_copied():
     assert expected == smooth(x, np.zeros(BIG)) and (out == 7.0).all()
 
 
+@njit
+def fill_half(x, out):
+    for i in range(out.size // 2):
+        out[i] = 2.0 * x[i]
+
+
+def test_an_array_the_kernel_only_writes_is_not_saved_and_the_users_is_put_back():
+    """``out`` is only written, half of it: no copy before the call (the call never reads it), a
+    copy of the user's when the statement ends (where replays follow), written back after them."""
+    from numba_lprun.run.replay import CallRecorder
+
+    x, out = np.random.default_rng(5).random(BIG), np.full(BIG, 7.0)
+    recorder = CallRecorder(budget=1 << 30)
+    _recorded(recorder, fill_half, x, out)
+    (call,) = recorder.calls
+    (written,) = [i for i in call.before.items if i.kind == "array"]
+    assert written.name == "argument 2" and written.written_only and written.saved is None
+    assert [u.name for u in call.before.unsaved] == ["argument 1"]
+    recorder.keep_final()
+    assert [item.name for item, _ in call.after] == ["argument 2"]  # compared: nothing wrote it since
+    out[: BIG // 2] = -1.0  # as if an earlier replay had left something else where the call writes
+    assert recorder.replay({}, compare=True) == {}
+    recorder.put_back()
+    assert np.array_equal(out[: BIG // 2], 2.0 * x[: BIG // 2]) and (out[BIG // 2 :] == 7.0).all()
+
+
+def test_an_only_written_array_the_statement_changes_after_the_call_is_put_back_as_it_left_it():
+    x, out = np.ones(BIG), np.zeros(BIG)
+    fill_half(x, out)
+    prof = numba_lprun.LineProfiler(fill_half, sample_time=0.1)
+    prof.runctx("fill_half(x, out); out += 1.0", {"fill_half": fill_half, "x": x, "out": out}, None)
+    assert _replayed(prof.profile), prof.profile.runs
+    assert (out[: BIG // 2] == 3.0).all() and (out[BIG // 2 :] == 1.0).all()
+
+
 def test_numba_lprun_unsaved_off_copies_every_array(monkeypatch):
     from numba_lprun.run.replay import CallRecorder
 

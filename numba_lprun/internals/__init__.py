@@ -87,6 +87,9 @@ from .kernels import (
     ufunc_dispatcher,
 )
 from .libraries import (
+    READ,
+    WRITTEN,
+    argument_access,
     code_library_class,
     compiled_object,
     defined_function,
@@ -96,7 +99,6 @@ from .libraries import (
     optimized_ir,
     parse_line_program_at,
     symbol_address,
-    unwritten_arguments,
 )
 from .line_tables import line_table_options, line_tables_only
 from .overloads import (
@@ -194,7 +196,9 @@ __all__ = [
     "optimized_ir",
     "overloads_function",
     "parse_line_program_at",
-    "unwritten_arguments",
+    "READ",
+    "WRITTEN",
+    "argument_access",
     "pipeline_class",
     "private_names",
     "rebuild_stencil",

@@ -156,11 +156,14 @@ def parse_line_program_at(dwarf, offset: int, structs):
     return dwarf._parse_line_program_at_offset(offset, structs)
 
 
-#: Parameter attributes by which LLVM says a function never writes through a pointer (nor through
-#: anything derived from it, in the function or any callee it sees), and never lets it outlive the
-#: call: the spellings of LLVM 14-15 (``nocapture``) and of LLVM 20 on (``captures(none)``).
-_UNWRITTEN = (frozenset({b"readonly", b"readnone"}), frozenset({b"nocapture", b"captures(none)"}))
-_UNCAPTURED = _UNWRITTEN[1]
+#: Parameter attributes by which LLVM says a function only reads through a pointer (nor writes
+#: through anything derived from it, in the function or any callee it sees), only writes through
+#: it (never reads what is there), and never lets it outlive the call: the spellings of LLVM 14-15
+#: (``nocapture``) and of LLVM 20 on (``captures(none)``).
+_ONLY_READ = frozenset({b"readonly", b"readnone"})
+_ONLY_WRITTEN = frozenset({b"writeonly"})
+_UNCAPTURED = frozenset({b"nocapture", b"captures(none)"})
+READ, WRITTEN = "read", "written"
 
 
 @touches(
@@ -174,15 +177,16 @@ _UNCAPTURED = _UNWRITTEN[1]
     "default_manager",
     "run/replay.py: where an array's data and parent pointers sit among a function's parameters",
 )
-def unwritten_arguments(dispatcher: object, args: tuple) -> frozenset[int] | None:
-    """Positions of the array arguments that the code ``dispatcher`` compiled for ``args`` never
-    writes: LLVM inferred their data pointers ``readonly`` (or ``readnone``) and uncaptured, and
-    their Python objects uncaptured (never boxed back to Python, where other code could write
-    them). Why: saving such an argument before a call, so that a replay can start from it, is
-    wasted: the call cannot change it (a 160 MB input's copy took 0.9 s on a VM whose fresh pages
-    are dear). None where ``dispatcher`` has no code for these arguments' types yet; empty where
-    anything else is unknown: a ``*args`` function, code without IR (object mode), an attribute
-    LLVM did not infer."""
+def argument_access(dispatcher: object, args: tuple) -> dict[int, str] | None:
+    """The array arguments that the code ``dispatcher`` compiled for ``args`` only reads
+    (position -> ``READ``) or only writes (``WRITTEN``): LLVM inferred their data pointers
+    ``readonly`` (or ``readnone``) or ``writeonly``, and uncaptured, and their Python objects
+    uncaptured (never boxed back to Python, where other code could touch them). Why: saving
+    such an argument before a call, so that a replay can start from it, is wasted: the call
+    cannot change the one, and never looks at what the other held (a 160 MB input's copy took
+    0.9 s on a VM whose fresh pages are dear). None where ``dispatcher`` has no code for these
+    arguments' types yet; empty where anything else is unknown: a ``*args`` function, code
+    without IR (object mode), an attribute LLVM did not infer."""
     import numba
     from numba.core.datamodel import default_manager
 
@@ -190,31 +194,33 @@ def unwritten_arguments(dispatcher: object, args: tuple) -> frozenset[int] | Non
     py_func = getattr(dispatcher, "py_func", None)
     code = getattr(py_func, "__code__", None)
     if not isinstance(overloads, dict) or code is None or len(args) > code.co_argcount:
-        return frozenset()
+        return {}
     try:
         types = tuple(dispatcher.typeof_pyval(a) for a in args)
-    except Exception:
-        return frozenset()
+    except Exception:  # a value Numba cannot type: the call will say so
+        return {}
     cres = overloads.get(types)
     if cres is None:
         return None
     if getattr(cres, "fndesc", None) is None or getattr(cres, "objectmode", False):
-        return frozenset()
+        return {}
     params = _parameter_attributes(cres.library, cres.fndesc.llvm_func_name)
     if params is None:
-        return frozenset()
-    unwritten = set()
+        return {}
+    access = {}
     for i, (ty, name) in enumerate(zip(types, cres.fndesc.args, strict=False)):
         if not isinstance(ty, numba.types.Array) or not ty.mutable:
             continue
         model = default_manager.lookup(ty)
         data = params.get(f"arg.{name}.{model.get_field_position('data')}")
         parent = params.get(f"arg.{name}.{model.get_field_position('parent')}")
-        if data is None or parent is None:
+        if data is None or parent is None or not (data & _UNCAPTURED and parent & _UNCAPTURED):
             continue
-        if data & _UNWRITTEN[0] and data & _UNWRITTEN[1] and parent & _UNCAPTURED:
-            unwritten.add(i)
-    return frozenset(unwritten)
+        if data & _ONLY_READ:
+            access[i] = READ
+        elif data & _ONLY_WRITTEN:
+            access[i] = WRITTEN
+    return access
 
 
 @touches(

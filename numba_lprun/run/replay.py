@@ -17,7 +17,8 @@ left it in (``keep_final``, ``put_back``), as if no replay ran. A nopython funct
 effects are on what it is given (and ``print``, which an extra run silences), so a replay
 touches nothing else. An array the call's compiled code never writes is not copied but
 fingerprinted (``fingerprints``): a call that read one the statement changed later is dropped
-when the statement ends.
+when the statement ends. One it never reads is not copied before the call either (a replay
+does not depend on it); its final state is, like any changed state, by ``keep_final``.
 
 Not replayed (the run says why): a generator (the caller takes its values), code that
 calls foreign functions (ctypes, cffi, MPI through numba-mpi or mpi4py: a replay would
@@ -41,7 +42,7 @@ from typing import Any
 import numpy as np
 
 from .. import settings
-from ..internals import unwritten_arguments
+from ..internals import READ, argument_access
 from .differences import differences
 from .fingerprints import Fingerprint, fingerprint
 from .reach import reached_values
@@ -75,6 +76,7 @@ class _Call:
     before: Snapshot
     result: Any = None
     after: list[tuple[Item, object]] = field(default_factory=list)
+    written: list[tuple[Item, Fingerprint]] = field(default_factory=list)  # arrays it only writes, after it
     final: list[tuple[Item, object]] = field(default_factory=list)  # as the user's run left it
 
     @property
@@ -198,6 +200,13 @@ class CallRecorder:
                 )
         for call in self.calls:
             call.final = call.before.keep()
+            # an array the call only writes, as the statement left it: what the call left there, to
+            # compare a replay's with, where nothing wrote it since
+            for item, after in call.written:
+                final = next((value for kept, value in call.final if kept is item), None)
+                now = fingerprint(final) if isinstance(final, np.ndarray) else None
+                if now is not None and now.same_as(after):
+                    call.after.append((item, final))
         self._own_states = take_snapshot(Reach(), None, self.parallel)
 
     def restore(self) -> list[Item]:
@@ -257,7 +266,9 @@ class CallRecorder:
         # Numba's random state is per thread: one of a thread that ends before the replays (they
         # run on the profile's thread) must not be written to then
         own = threading.get_ident() == self._owner
-        reach = call_reach(original, args, kwargs, _only_read((twin, original), args, kwargs))
+        access = _access((twin, original), args, kwargs)
+        only_read = frozenset(i for i, how in access.items() if how == READ)
+        reach = call_reach(original, args, kwargs, only_read, frozenset(access) - only_read)
         before = take_snapshot(reach, max(0, left // 2), self.parallel, own, self._may_leave)
         if before.unrestorable is not None:
             self.refused[name] = f"{name}: {before.unrestorable}"
@@ -281,7 +292,7 @@ class CallRecorder:
 
     def _keep(self, call: _Call, result: Any) -> None:
         call.result = _copy_of(result)
-        call.after = call.before.keep()
+        call.after, call.written = call.before.after_call()
         with self._lock:
             # the stride grew while it ran, or the run outlasted the limit
             if call.index % self.stride or self.stopped:
@@ -307,20 +318,21 @@ def _name(function: object) -> str:
     return getattr(function, "__qualname__", None) or repr(function)
 
 
-def _only_read(functions: tuple[object, ...], args: tuple, kwargs: dict) -> frozenset[int]:
-    """Positions of the large array arguments the code compiled for them never writes: the
-    twin's, or before the twin compiled for these types, the original's (the same source and
-    flags; the original's code was often made by the user's own calls before the profile). None
-    with keyword arguments, or where neither has compiled for them yet: then all is saved."""
+def _access(functions: tuple[object, ...], args: tuple, kwargs: dict) -> dict[int, str]:
+    """The large array arguments that the code compiled for them only reads or only writes
+    (``internals.argument_access``): the twin's, or before the twin compiled for these types, the
+    original's (the same source and flags; the original's code was often made by the user's own
+    calls before the profile). None with keyword arguments, or where neither has compiled for
+    them yet: then all is saved."""
     if kwargs or not any(isinstance(a, np.ndarray) and a.nbytes >= UNSAVED_BYTES for a in args):
-        return frozenset()
+        return {}
     if not settings.switch(settings.UNSAVED, True):  # NUMBA_LPRUN_UNSAVED=0: every array copied
-        return frozenset()
+        return {}
     for function in functions:
-        found = unwritten_arguments(function, args)
+        found = argument_access(function, args)
         if found is not None:
             return found
-    return frozenset()
+    return {}
 
 
 class _Fingerprints:

@@ -24,6 +24,8 @@ which name reached it, and the profiler runs the call once instead of guessing.
 
 A call's arguments its compiled code cannot write (``Reach.only_read``) are walked last: a
 large array only they reach is fingerprinted, not copied (``Unsaved``; ``replay`` checks it).
+Then those it never reads (``Reach.only_written``): a large array only they reach is an item
+with nothing saved (``Item.written_only``), put back from what ``keep`` copies at the end.
 """
 
 from __future__ import annotations
@@ -93,19 +95,29 @@ class Snapshot:
     unsaved: list[Unsaved] = field(default_factory=list)  # arrays the call only reads (``Reach.only_read``)
 
     def restore(self) -> list[Item]:
-        """Put back every item the last run changed; return those items.
+        """Put back every item the last run changed; return those items (an array the call only
+        writes has nothing saved: the call never reads what it held).
 
         A run swaps no binding the user sees (calls are redirected, see
         ``reach``), so a name is put back to the very object it held."""
-        changed = [item for item in self.items if item.changed()]
+        changed = [item for item in self.items if not item.written_only and item.changed()]
         for item in changed:
             item.write(item.saved)
         return changed
 
     def keep(self) -> list[tuple[Item, object]]:
         """A copy of what the user's run changed, as it left it: extra runs start from the
-        saved state, and ``put_back`` then leaves the user's state, as if they never ran."""
+        saved state, and ``put_back`` then leaves the user's state, as if they never ran (an
+        array the call only writes is copied whatever it holds: nothing says what it held)."""
         return [(item, item.read()) for item in self.items if item.changed()]
+
+    def after_call(self) -> tuple[list[tuple[Item, object]], list[tuple[Item, Fingerprint]]]:
+        """Right after the call, for comparing a replay's with it: a copy of what the call
+        changed, and a fingerprint of each array it only writes (``replay`` copies that one
+        when the statement ends, where replays follow)."""
+        copies = [(item, item.read()) for item in self.items if not item.written_only and item.changed()]
+        prints = [(item, fingerprint(item.live)) for item in self.items if item.written_only]
+        return copies, [(item, taken) for item, taken in prints if taken is not None]
 
     def put_back(self, kept: list[tuple[Item, object]]) -> None:
         """Write back what ``keep`` copied (in place: same objects, same identity)."""
@@ -127,6 +139,7 @@ class _Walker:
         self.seen: set[int] = set()
         self.keep: list[object] = []  # objects whose ids are in ``seen`` stay alive while walking
         self.only_reading = False  # walking the values the call cannot write (``Reach.only_read``)
+        self.only_writing = False  # walking the values the call never reads (``Reach.only_written``)
         self.may_leave = may_leave
 
     def leave_unsaved(self, name: str, owner: np.ndarray) -> bool:
@@ -149,7 +162,10 @@ class _Walker:
                 f"(the snapshot budget), reached at {item.name}"
             )
         if self.snapshot.unrestorable is None:
-            item.saved = item.read()
+            if self.only_writing and item.kind == "array" and item.nbytes >= UNSAVED_BYTES:
+                item.written_only = True  # the call never reads it: nothing to put back before a replay
+            else:
+                item.saved = item.read()
             self.snapshot.items.append(item)
 
     def refuse(self, name: str, obj: object) -> None:
@@ -190,18 +206,29 @@ class Reach:
 
     values: list[tuple[str, object]] = field(default_factory=list)
     bindings: list[tuple[dict, list[str]]] = field(default_factory=list)
-    # values the call cannot write: walked last, so that an array another value reaches is saved
+    # arrays the call cannot write, and arrays it never reads: walked last, so that an array
+    # another value reaches is saved
     only_read: list[tuple[str, object]] = field(default_factory=list)
+    only_written: list[tuple[str, object]] = field(default_factory=list)
 
 
-def call_reach(func: object, args: tuple, kwargs: dict, unwritten: frozenset[int] = frozenset()) -> Reach:
+def call_reach(
+    func: object,
+    args: tuple,
+    kwargs: dict,
+    only_read: frozenset[int] = frozenset(),
+    only_written: frozenset[int] = frozenset(),
+) -> Reach:
     """A direct call reaches its arguments and what the callable carries: a bound
     method's object, a closure's cells, a ``functools.partial``'s arguments. The positions in
-    ``unwritten`` are arguments the call's code cannot write (``internals.unwritten_arguments``)."""
-    values = [(f"argument {i + 1}", a) for i, a in enumerate(args) if i not in unwritten]
+    ``only_read`` and ``only_written`` are array arguments the call's code only reads or only
+    writes (``internals.argument_access``)."""
+    apart = only_read | only_written
+    values = [(f"argument {i + 1}", a) for i, a in enumerate(args) if i not in apart]
     values += [(f"argument {k}", v) for k, v in kwargs.items()]
-    only_read = [(f"argument {i + 1}", a) for i, a in enumerate(args) if i in unwritten]
-    return Reach(_carried(func, "the called function") + values, only_read=only_read)
+    read = [(f"argument {i + 1}", a) for i, a in enumerate(args) if i in only_read]
+    written = [(f"argument {i + 1}", a) for i, a in enumerate(args) if i in only_written]
+    return Reach(_carried(func, "the called function") + values, only_read=read, only_written=written)
 
 
 def _carried(func: object, name: str, depth: int = 0) -> list[tuple[str, object]]:
@@ -289,7 +316,10 @@ def take_snapshot(
         walker.only_reading = True
         for name, value in reach.only_read:
             walker.walk(name, value)
-        walker.only_reading = False
+        walker.only_reading, walker.only_writing = False, True
+        for name, value in reach.only_written:
+            walker.walk(name, value)
+        walker.only_writing = False
         if numba_states:
             numba_random_states(walker, parallel)
         global_random_states(walker)

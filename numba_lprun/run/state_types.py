@@ -44,8 +44,12 @@ class Item:
     write: Callable[[object], None]
     same: Callable[[object], bool] | None = None  # live state equals a saved copy (default: read and compare)
     saved: object = None
+    live: object = None  # an array's buffer itself (``read`` copies it)
+    written_only: bool = False  # an array the call never reads: nothing saved (``snapshot``)
 
     def changed(self) -> bool:
+        if self.written_only:  # nothing saved to tell by
+            return True
         if self.same is not None:
             return not self.same(self.saved)
         return not same_state(self.read(), self.saved)
@@ -130,7 +134,7 @@ def _array(w: Walker, name: str, a: np.ndarray, depth: int) -> None:
             return all(x is y for x, y in zip(owner.ravel(), saved.ravel(), strict=True))
         return same_bytes(owner, saved)
 
-    w.add(Item(name, "array", owner.nbytes, owner.copy, lambda s: np.copyto(owner, s), same))
+    w.add(Item(name, "array", owner.nbytes, owner.copy, lambda s: np.copyto(owner, s), same, live=owner))
 
 
 def _list(w: Walker, name: str, obj: list, depth: int) -> None:

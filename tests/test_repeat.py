@@ -50,6 +50,31 @@ def test_same_function_twice_gives_the_same_hits():
     assert second.profile.functions[0].source.compile_seconds == {"plain": 0.0, "counting": 0.0}
 
 
+def test_a_first_profile_says_how_long_its_twins_took_to_compile(tmp_path):
+    """The header's "Compile:" seconds are each twin's own compile: the holds of Numba's compiler
+    lock inside it (every code generation takes it) are its own time, not a nested compile's
+    (charged so, every twin read 0.00 s). A module written here, with a constant no other run
+    had: no cache holds its twins."""
+    import importlib.util
+    import time
+
+    path = tmp_path / "fresh_kernel.py"
+    path.write_text(
+        f"from numba import njit\n\n\n@njit\ndef fresh(a):\n    s = {time.time_ns()}.0\n"
+        "    for v in a:\n        s += v * v\n    return s\n"
+    )
+    spec = importlib.util.spec_from_file_location("fresh_kernel", path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    module.fresh(A)
+    prof = numba_lprun.LineProfiler(module.fresh, repeat=False)
+    began = time.perf_counter()
+    prof.runcall(module.fresh, A)
+    spent = time.perf_counter() - began
+    seconds = prof.profile.functions[0].source.compile_seconds
+    assert 0.01 < seconds["counting"] < spent, seconds  # an njit compile takes tens of ms or more
+
+
 def test_same_profiler_twice_accumulates_exactly():
     prof = numba_lprun.LineProfiler(k.loops, sample_time=0.05)
     prof.runcall(k.loops, A, 5)

@@ -170,7 +170,10 @@ class CompileWatcher:
                 if key is not None:
                     self.seconds[key] = self.seconds.get(key, 0.0) + spent - nested
             if stack:
-                stack[-1][2] += spent
+                # what the enclosing compile does not charge itself: a nested compile's time; a hold
+                # of the compiler lock (no dispatcher) is the enclosing compile's own time, but for
+                # the compiles inside it (charging the hold made every twin's self time about 0)
+                stack[-1][2] += spent if key is not None else nested
                 return
             del self._compiling[thread]  # (threads come and go: a pool's)
             if not self._compiling:  # no thread compiles now: sampling goes on

@@ -196,6 +196,31 @@ def test_an_only_written_array_the_statement_changes_after_the_call_is_put_back_
     assert (out[: BIG // 2] == 3.0).all() and (out[BIG // 2 :] == 1.0).all()
 
 
+@njit
+def halves(src, dst):
+    for i in range(dst.size):
+        dst[i] = src[i] + 1.0
+
+
+def test_a_buffer_read_through_one_argument_and_written_through_another_is_saved():
+    """``halves(x[:n], x[n:])``: LLVM finds the first argument only read and the second only
+    written, but they share one buffer, which the call changes: it is saved, and replayed."""
+    from numba_lprun.run.replay import CallRecorder
+
+    x = np.arange(2.0 * BIG)
+    recorder = CallRecorder(budget=1 << 30)
+    _recorded(recorder, halves, x.copy()[:BIG], x.copy()[BIG:])
+    _recorded(recorder, halves, x[:BIG], x[BIG:])
+    call = recorder.calls[-1]
+    assert call.before.unsaved == []
+    assert [i.name for i in call.before.items if i.kind == "array"] == ["argument 1"]
+    after = x.copy()
+    recorder.keep_final()
+    assert recorder.complete and recorder.replay({}, compare=True) == {}
+    recorder.put_back()
+    assert np.array_equal(x, after) and np.array_equal(x[BIG:], np.arange(BIG) + 1.0)
+
+
 def test_numba_lprun_unsaved_off_copies_every_array(monkeypatch):
     from numba_lprun.run.replay import CallRecorder
 

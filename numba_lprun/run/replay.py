@@ -322,7 +322,7 @@ def _access(functions: tuple[object, ...], args: tuple, kwargs: dict) -> dict[in
     """The large array arguments that the code compiled for them only reads or only writes
     (``internals.argument_access``): the twin's, or before the twin compiled for these types, the
     original's (the same source and flags; the original's code was often made by the user's own
-    calls before the profile). None with keyword arguments, or where neither has compiled for
+    calls before the profile). Nothing with keyword arguments, or where neither has compiled for
     them yet: then all is saved."""
     if kwargs or not any(isinstance(a, np.ndarray) and a.nbytes >= UNSAVED_BYTES for a in args):
         return {}

@@ -141,6 +141,7 @@ class _Walker:
         self.only_reading = False  # walking the values the call cannot write (``Reach.only_read``)
         self.only_writing = False  # walking the values the call never reads (``Reach.only_written``)
         self.may_leave = may_leave
+        self.written: list[np.ndarray] = []  # buffers of the arguments the call only writes
 
     def leave_unsaved(self, name: str, owner: np.ndarray) -> bool:
         """Whether ``owner`` (an array's whole buffer) is fingerprinted instead of saved: the call
@@ -148,6 +149,8 @@ class _Walker:
         it), it is large, and the recorder lets it (``may_leave``)."""
         if not self.only_reading or owner.nbytes < UNSAVED_BYTES or self.snapshot.unrestorable is not None:
             return False
+        if any(w is owner for w in self.written):  # ``f(x[:n], x[n:])``: read through one, written
+            return False  # through the other
         before = fingerprint(owner)
         if before is None or (self.may_leave is not None and not self.may_leave(owner, before)):
             return False
@@ -313,6 +316,7 @@ def take_snapshot(
             _bindings(walker, ns, names)
         for name, value in reach.values:
             walker.walk(name, value)
+        walker.written = [_buffer(v) for _, v in reach.only_written if isinstance(v, np.ndarray)]
         walker.only_reading = True
         for name, value in reach.only_read:
             walker.walk(name, value)
@@ -324,6 +328,13 @@ def take_snapshot(
             numba_random_states(walker, parallel)
         global_random_states(walker)
     return walker.snapshot
+
+
+def _buffer(a: np.ndarray) -> np.ndarray:
+    """The array owning ``a``'s memory (``a`` itself, or the base its views go back to)."""
+    while isinstance(a.base, np.ndarray):
+        a = a.base
+    return a
 
 
 @contextlib.contextmanager

@@ -1,7 +1,7 @@
 """Fingerprints of arrays a recorded call only reads: whether they changed, without a copy.
 
 A replay starts each recorded call from the state it had before the call. An array the
-call cannot write (``internals.unwritten_arguments``: LLVM proved its data pointer read
+call cannot write (``internals.argument_access``: LLVM proved its data pointer read
 only and kept nowhere) needs no copy for that, as long as nothing else changed it between
 the call and the replays: the statement's own Python code after the call (``x += dt * f``
 between two calls of a force kernel) or a later call that writes it. A fingerprint taken

@@ -146,7 +146,8 @@ class _Walker:
     def leave_unsaved(self, name: str, owner: np.ndarray) -> bool:
         """Whether ``owner`` (an array's whole buffer) is fingerprinted instead of saved: the call
         only reads it, no value walked before reaches it (one that may write it would have saved
-        it), it is large, and the recorder lets it (``may_leave``)."""
+        it), no argument the call only writes shares it, it is large, and the recorder lets it
+        (``may_leave``)."""
         if not self.only_reading or owner.nbytes < UNSAVED_BYTES or self.snapshot.unrestorable is not None:
             return False
         if any(w is owner for w in self.written):  # ``f(x[:n], x[n:])``: read through one, written

@@ -41,7 +41,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from .fingerprints import Fingerprint, fingerprint
-from .state_types import ATOMS, BY_TYPE, HANDLERS, Item, global_random_states, numba_random_states
+from .state_types import ATOMS, BY_TYPE, HANDLERS, Item, buffer_of, global_random_states, numba_random_states
 
 _CODE = (
     pytypes.ModuleType,
@@ -317,7 +317,7 @@ def take_snapshot(
             _bindings(walker, ns, names)
         for name, value in reach.values:
             walker.walk(name, value)
-        walker.written = [_buffer(v) for _, v in reach.only_written if isinstance(v, np.ndarray)]
+        walker.written = [buffer_of(v) for _, v in reach.only_written if isinstance(v, np.ndarray)]
         walker.only_reading = True
         for name, value in reach.only_read:
             walker.walk(name, value)
@@ -329,13 +329,6 @@ def take_snapshot(
             numba_random_states(walker, parallel)
         global_random_states(walker)
     return walker.snapshot
-
-
-def _buffer(a: np.ndarray) -> np.ndarray:
-    """The array owning ``a``'s memory (``a`` itself, or the base its views go back to)."""
-    while isinstance(a.base, np.ndarray):
-        a = a.base
-    return a
 
 
 @contextlib.contextmanager

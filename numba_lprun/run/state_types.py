@@ -117,10 +117,15 @@ def _bytes(a: np.ndarray) -> np.ndarray:
     return flat.view(np.uint8) if flat.size else np.zeros(0, np.uint8)
 
 
+def buffer_of(a: np.ndarray) -> np.ndarray:
+    """The array owning ``a``'s memory (``a`` itself, or the base its views go back to)."""
+    while isinstance(a.base, np.ndarray):
+        a = a.base
+    return a
+
+
 def _array(w: Walker, name: str, a: np.ndarray, depth: int) -> None:
-    owner = a
-    while isinstance(owner.base, np.ndarray):  # save the whole buffer: views of it are covered
-        owner = owner.base
+    owner = buffer_of(a)  # save the whole buffer: views of it are covered
     if owner is not a:
         if id(owner) in w.seen:
             return

@@ -75,6 +75,29 @@ def test_a_first_profile_says_how_long_its_twins_took_to_compile(tmp_path):
     assert 0.01 < seconds["counting"] < spent, seconds  # an njit compile takes tens of ms or more
 
 
+def test_switching_between_hits_only_and_timed_profiles_compiles_each_twin_once():
+    """A timed profile's counting twin reads the clock at each call's entry and exit, a
+    ``--hits`` one reads none: two twins. A session switching between them takes back the twin
+    the last profile of that mode built (``Target.take_built``) with its counters: it compiles
+    nothing (a parallel twin takes about a second), and its hits stay exact."""
+    k.loops(A, 5)
+    expected = reference_hits(k.loops, A, 5)
+
+    def counting_twin(**options):
+        prof = numba_lprun.LineProfiler(k.loops, repeat=False, **options)
+        assert prof.runcall(k.loops, A, 5) == k.loops(A, 5)
+        assert hits_of(prof.get_stats(), "loops") == expected
+        twin = next(t for t in twins_of(prof) if t.kind == "counting")
+        return twin.dispatcher, prof.profile.functions[0].source.compile_seconds["counting"]
+
+    timed, _ = counting_twin()
+    hits_only, _ = counting_twin(timing=False)
+    assert hits_only is not timed
+    assert counting_twin() == (timed, 0.0)
+    assert counting_twin(timing=False) == (hits_only, 0.0)
+    assert counting_twin() == (timed, 0.0)
+
+
 def test_same_profiler_twice_accumulates_exactly():
     prof = numba_lprun.LineProfiler(k.loops, sample_time=0.05)
     prof.runcall(k.loops, A, 5)

@@ -192,8 +192,9 @@ class Runner:
             if kind in t.twins and t not in targets and specs[t].concurrent and not t.atomic.get(kind)
         ]
         for target in targets:
-            if not target.built_as(kind, specs[target]):  # kept from another kind of profile
-                target.twins[kind] = build_twin(target, kind, self.clock, specs[target])
+            spec = specs[target]
+            if not target.built_as(kind, spec) and not target.take_built(kind, spec):  # another kind's
+                target.twins[kind] = build_twin(target, kind, self.clock, spec)
         self._refresh_stale(kind, specs)
         for target in targets:
             built.append((target.twins[kind], target.source))
@@ -419,6 +420,7 @@ class Runner:
             # the phase (a call may be running it)
             new = t.twins[kind]
             if new is not old and old.kernel is None and new.kernel is None:
+                t.forget_aside(old)
                 run.retired += compile_in_place(old.dispatcher, new)
         for compiled in list(run.compiles.seconds) if run.compiles is not None else ():
             # compiled during the run against a serial twin (a helper's caller called before the

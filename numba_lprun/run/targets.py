@@ -49,6 +49,18 @@ class TwinSpec:
     times_calls: bool = True
 
 
+@dataclass(frozen=True)
+class _Variant:
+    """A compiled twin set aside for a later profile that builds it the same way
+    (``Target.take_built``): (kind, concurrent, clocks), the twin, the counter table its code
+    adds to, and the callee twins it was linked with."""
+
+    key: tuple[str, bool, tuple[bool, bool]]
+    twin: Twin
+    counters: P.CounterTable
+    links: frozenset | None
+
+
 @dataclass(eq=False)
 class Target:
     """A profiled function: its source, rewrites, counters and twins (equal only to itself, and
@@ -64,6 +76,7 @@ class Target:
     templates: list[type] = field(default_factory=list)  # @overload templates holding it
     atomic: dict[str, bool] = field(default_factory=dict)  # kind -> its twin's counters are atomic
     clocks: dict[str, tuple[bool, bool]] = field(default_factory=dict)  # kind -> clock per (line, call)
+    set_aside: dict[tuple, _Variant] = field(default_factory=dict)  # see ``take_built``
 
     def built_as(self, kind: str, spec: TwinSpec) -> bool:
         """Whether the kept twin of ``kind`` is the one ``build_twin`` would build now."""
@@ -72,6 +85,41 @@ class Target:
             and self.atomic.get(kind) == spec.concurrent
             and self.clocks.get(kind) == _clocks(self, kind, spec)
         )
+
+    def take_built(self, kind: str, spec: TwinSpec) -> bool:
+        """Make the twin of ``kind`` built earlier as ``spec`` the current one again, if one was
+        set aside (``build_twin`` sets the current one aside when it builds another): a session
+        that switches between ``--hits`` and timed profiles, or profiles a helper with and
+        without its parallel caller, compiles each twin once (a parallel twin takes about a
+        second to compile; a serial one reloads from the twin cache). It comes back with its own
+        counter table (its code adds there) and the links it compiled with, which
+        ``Runner._refresh_stale`` checks as for any kept twin."""
+        variant = self.set_aside.get((kind, spec.concurrent, _clocks(self, kind, spec)))
+        if variant is None or not variant.twin.has_code:
+            return False
+        current, table = self.counters[kind], variant.counters
+        if table is not current and table not in current.earlier:  # not read with the rest: build afresh
+            return False
+        self._set_current_aside(kind)
+        self.counters[kind], self.twins[kind] = current.succeeded(table.stripes), variant.twin
+        self.atomic[kind], self.clocks[kind] = variant.key[1], variant.key[2]
+        if variant.links is None:
+            self.links.pop(kind, None)
+        else:
+            self.links[kind] = variant.links
+        return True
+
+    def _set_current_aside(self, kind: str) -> None:
+        twin = self.twins.get(kind)
+        if twin is not None and twin.has_code:  # one never compiled costs nothing to build again
+            key = (kind, self.atomic[kind], self.clocks[kind])
+            self.set_aside[key] = _Variant(key, twin, self.counters[kind], self.links.get(kind))
+
+    def forget_aside(self, twin: Twin) -> None:
+        """Drop ``twin`` from the twins set aside: it was made to compile as another
+        (``compile_in_place``), so it is no longer what it was built as."""
+        for key in [k for k, v in self.set_aside.items() if v.twin is twin]:
+            del self.set_aside[key]
 
     @property
     def key(self) -> Key:
@@ -265,6 +313,7 @@ def build_twin(target: Target, kind: str, clock: str, spec: TwinSpec) -> Twin:
     unless its lines are timed (then the call's time is theirs)."""
     rewritten = target.rewrite(kind)
     atomic = spec.concurrent or runs_concurrently(target.original)
+    target._set_current_aside(kind)
     counters = target.counters[kind]
     if counters.stripes != P.stripes_for(atomic):  # per-thread stripes where concurrent
         counters = target.counters[kind] = counters.succeeded(P.stripes_for(atomic))

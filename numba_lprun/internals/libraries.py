@@ -177,7 +177,7 @@ READ, WRITTEN = "read", "written"
     "default_manager",
     "run/replay.py: where an array's data and parent pointers sit among a function's parameters",
 )
-def argument_access(dispatcher: object, args: tuple) -> dict[int, str] | None:
+def argument_access(dispatcher: object, args: tuple, memo: dict | None = None) -> dict[int, str] | None:
     """The array arguments that the code ``dispatcher`` compiled for ``args`` only reads
     (position -> ``READ``) or only writes (``WRITTEN``): LLVM inferred their data pointers
     ``readonly`` (or ``readnone``) or ``writeonly``, and uncaptured, and their Python objects
@@ -186,7 +186,9 @@ def argument_access(dispatcher: object, args: tuple) -> dict[int, str] | None:
     cannot change the one, and never looks at what the other held (a 160 MB input's copy took
     0.9 s on a VM whose fresh pages are dear). None where ``dispatcher`` has no code for these
     arguments' types yet; empty where anything else is unknown: a ``*args`` function, code
-    without IR (object mode), an attribute LLVM did not infer."""
+    without IR (object mode), an attribute LLVM did not infer. ``memo``, a dict the caller keeps,
+    holds each compiled function's parameter attributes once read (reading them walks the
+    optimised module: about 2.5 ms, at each of a statement's recorded calls)."""
     import numba
     from numba.core.datamodel import default_manager
 
@@ -204,7 +206,13 @@ def argument_access(dispatcher: object, args: tuple) -> dict[int, str] | None:
         return None
     if getattr(cres, "fndesc", None) is None or getattr(cres, "objectmode", False):
         return {}
-    params = _parameter_attributes(cres.library, cres.fndesc.llvm_func_name)
+    key = (cres.library, cres.fndesc.llvm_func_name)
+    if memo is not None and key in memo:
+        params = memo[key]
+    else:
+        params = _parameter_attributes(*key)
+        if memo is not None:
+            memo[key] = params
     if params is None:
         return {}
     access = {}

@@ -46,7 +46,7 @@ from ..internals import READ, argument_access
 from .differences import differences
 from .fingerprints import Fingerprint, fingerprint
 from .reach import reached_values
-from .snapshot import UNSAVED_BYTES, Reach, Snapshot, call_reach, take_snapshot
+from .snapshot import UNSAVED_BYTES, Reach, SavedCopies, Snapshot, call_reach, take_snapshot
 from .state_types import Item
 
 #: Calls recorded at most; past it, every other one is dropped and every 2k-th call kept.
@@ -99,6 +99,8 @@ class CallRecorder:
     calling: float = 0.0  # seconds spent in the calls themselves
     refused: dict[str, str] = field(default_factory=dict)  # function -> why its calls are not replayed
     _why_not: dict[object, str | None] = field(default_factory=dict)  # function -> why (None: replayable)
+    _copies: SavedCopies = field(default_factory=SavedCopies)  # large arrays' copies, shared by calls
+    _attributes: dict = field(default_factory=dict)  # ``argument_access``'s memo, for this statement
     _lock: threading.Lock = field(default_factory=threading.Lock)
     _local: threading.local = field(default_factory=threading.local)
     _owner: int = field(default_factory=threading.get_ident)  # the thread the replays run on
@@ -198,8 +200,9 @@ class CallRecorder:
                     f"your statement changed {changed[0].name} of {_name(call.function)} after the "
                     "call, which only reads it and so did not save it"
                 )
+        finals: list[tuple[np.ndarray, np.ndarray]] = []  # each array's final state, copied once
         for call in self.calls:
-            call.final = call.before.keep()
+            call.final = call.before.keep(finals)
             # an array the call only writes, as the statement left it: what the call left there, to
             # compare a replay's with, where nothing wrote it since
             for item, after in call.written:
@@ -266,10 +269,10 @@ class CallRecorder:
         # Numba's random state is per thread: one of a thread that ends before the replays (they
         # run on the profile's thread) must not be written to then
         own = threading.get_ident() == self._owner
-        access = _access((twin, original), args, kwargs)
+        access = _access((twin, original), args, kwargs, self._attributes)
         only_read = frozenset(i for i, how in access.items() if how == READ)
         reach = call_reach(original, args, kwargs, only_read, frozenset(access) - only_read)
-        before = take_snapshot(reach, max(0, left // 2), self.parallel, own, self._may_leave)
+        before = take_snapshot(reach, max(0, left // 2), self.parallel, own, self._may_leave, self._copies)
         if before.unrestorable is not None:
             self.refused[name] = f"{name}: {before.unrestorable}"
             return None
@@ -318,7 +321,7 @@ def _name(function: object) -> str:
     return getattr(function, "__qualname__", None) or repr(function)
 
 
-def _access(functions: tuple[object, ...], args: tuple, kwargs: dict) -> dict[int, str]:
+def _access(functions: tuple[object, ...], args: tuple, kwargs: dict, memo: dict) -> dict[int, str]:
     """The large array arguments that the code compiled for them only reads or only writes
     (``internals.argument_access``): the twin's, or before the twin compiled for these types, the
     original's (the same source and flags; the original's code was often made by the user's own
@@ -329,7 +332,7 @@ def _access(functions: tuple[object, ...], args: tuple, kwargs: dict) -> dict[in
     if not settings.switch(settings.UNSAVED, True):  # NUMBA_LPRUN_UNSAVED=0: every array copied
         return {}
     for function in functions:
-        found = argument_access(function, args)
+        found = argument_access(function, args, memo)
         if found is not None:
             return found
     return {}

@@ -34,7 +34,9 @@ import contextlib
 import functools
 import gc
 import os
+import threading
 import types as pytypes
+import weakref
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 
@@ -105,11 +107,23 @@ class Snapshot:
             item.write(item.saved)
         return changed
 
-    def keep(self) -> list[tuple[Item, object]]:
+    def keep(self, finals: list[tuple[np.ndarray, np.ndarray]] | None = None) -> list[tuple[Item, object]]:
         """A copy of what the user's run changed, as it left it: extra runs start from the
         saved state, and ``put_back`` then leaves the user's state, as if they never ran (an
-        array the call only writes is copied whatever it holds: nothing says what it held)."""
-        return [(item, item.read()) for item in self.items if item.changed()]
+        array the call only writes is copied whatever it holds: nothing says what it held).
+        ``finals``, kept by the caller over every call's snapshot: (array, its copy), so that
+        an array several calls reached is copied once."""
+        kept = []
+        for item in self.items:
+            if not item.changed():
+                continue
+            value = next((v for live, v in finals or () if item.live is not None and live is item.live), None)
+            if value is None:
+                value = item.read()
+                if finals is not None and item.live is not None:
+                    finals.append((item.live, value))
+            kept.append((item, value))
+        return kept
 
     def after_call(self) -> tuple[list[tuple[Item, object]], list[tuple[Item, Fingerprint]]]:
         """Right after the call, for comparing a replay's with it: a copy of what the call
@@ -130,11 +144,41 @@ class Snapshot:
 MayLeave = Callable[[np.ndarray, Fingerprint], bool]
 
 
+class SavedCopies:
+    """The copies of large arrays that a statement's snapshots saved, each array's latest, for
+    the next snapshot of that array to share where it still holds exactly what was copied.
+
+    Why: a loop calling a kernel on one large array it reads (a ``prange`` kernel's input, whose
+    pointer LLVM sees passed to the threads' code, so ``argument_access`` proves nothing) saved a
+    fresh copy at every recorded call; a compare reads two buffers and writes none, where a copy
+    into fresh memory pays the kernel's page faults (a 32 MB copy took 70 ms on this project's
+    virtual machine, its compare 3 ms). Exact: shared only where byte-equal. A copy is held
+    weakly: dropped with the last call that saved it. At a statement's end (``Snapshot.keep``)
+    each array's final state is copied once for all calls."""
+
+    def __init__(self) -> None:
+        self._kept: list[tuple[np.ndarray, weakref.ref]] = []
+        self._lock = threading.Lock()
+
+    def shared(self, item: Item) -> np.ndarray | None:
+        """A copy saved earlier of ``item``'s array, where the array still equals it."""
+        with self._lock:
+            copy = next((ref() for live, ref in self._kept if live is item.live), None)
+        return copy if copy is not None and item.same is not None and item.same(copy) else None
+
+    def add(self, item: Item) -> None:
+        with self._lock:
+            kept = [(live, ref) for live, ref in self._kept if live is not item.live and ref() is not None]
+            self._kept = kept
+            self._kept.append((item.live, weakref.ref(item.saved)))
+
+
 class _Walker:
     """Finds the state reachable from named roots and saves it."""
 
-    def __init__(self, budget: int, may_leave: MayLeave | None = None):
+    def __init__(self, budget: int, may_leave: MayLeave | None = None, copies: SavedCopies | None = None):
         self.budget = budget
+        self.copies = copies
         self.snapshot = Snapshot()
         self.seen: set[int] = set()
         self.keep: list[object] = []  # objects whose ids are in ``seen`` stay alive while walking
@@ -159,6 +203,13 @@ class _Walker:
         return True
 
     def add(self, item: Item) -> None:
+        shares = self.copies is not None and item.kind == "array" and item.nbytes >= UNSAVED_BYTES
+        if shares and not self.only_writing and self.snapshot.unrestorable is None:
+            earlier = self.copies.shared(item)
+            if earlier is not None:  # a copy an earlier call saved: no memory taken
+                item.saved = earlier
+                self.snapshot.items.append(item)
+                return
         self.snapshot.nbytes += item.nbytes
         if self.snapshot.nbytes > self.budget and self.snapshot.unrestorable is None:
             self.snapshot.unrestorable = (
@@ -170,6 +221,8 @@ class _Walker:
                 item.written_only = True  # the call never reads it: nothing to put back before a replay
             else:
                 item.saved = item.read()
+                if shares:
+                    self.copies.add(item)
             self.snapshot.items.append(item)
 
     def refuse(self, name: str, obj: object) -> None:
@@ -303,15 +356,17 @@ def take_snapshot(
     parallel: bool = False,
     numba_states: bool = True,
     may_leave: MayLeave | None = None,
+    copies: SavedCopies | None = None,
 ) -> Snapshot:
     """Save the state ``reach`` leads to (``unrestorable`` says why if it cannot be).
 
     With ``parallel`` (a ``parallel=True`` function is profiled) the random states
     of Numba's worker threads are saved too; without ``numba_states``, none of Numba's
     (a snapshot taken on a thread that ends before it is put back: its state dies with it).
-    A large array only ``reach.only_read`` leads to is fingerprinted, not saved (``Unsaved``).
+    A large array only ``reach.only_read`` leads to is fingerprinted, not saved (``Unsaved``);
+    one that ``copies`` holds an equal copy of shares it.
     """
-    walker = _Walker(default_budget() if budget is None else budget, may_leave)
+    walker = _Walker(default_budget() if budget is None else budget, may_leave, copies)
     with _collector_paused():
         for ns, names in reach.bindings:
             _bindings(walker, ns, names)

@@ -53,13 +53,16 @@ from .state_types import Item
 MAX_CALLS = 256
 #: Share of the user's run that saving calls' state may take, once a few calls are kept: past
 #: it, every other call is dropped and every 2k-th one saved (each save copies what the call
-#: reaches, about what a kernel reading its arrays once costs).
-SAVING_SHARE = 0.1
+#: reaches, about what a kernel reading its arrays once costs). A statement longer than the
+#: extra runs' limit is never replayed, and pays it all the same (at 10%, and a fifth of the
+#: limit for the first saves, a ``prange`` kernel's one-second statement read 1.20x against one
+#: run's 1.08x in ``benchmarks/first_save.py``; at half of each, 1.18x against 1.11x).
+SAVING_SHARE = 0.05
 _FEW = 4
 #: Share of ``stop_after``'s limit the first ``_FEW`` saves may take before ``SAVING_SHARE``
 #: rules: a call on 80 MB arrays, 5 ms to run, took 250 ms to save, and four such saves made a
 #: one-second statement 1.8x (the saves before the limit is reached are never used after it).
-FEW_SHARE = 0.2
+FEW_SHARE = 0.1
 
 _FOREIGN_MODULES = ("numba_mpi", "mpi4py", "_cffi_backend", "ctypes", "cffi")
 

@@ -318,12 +318,14 @@ def test_a_large_array_calls_reach_unchanged_is_copied_once_and_again_when_it_ch
     in real code) is saved at each recorded call: where the array still holds exactly what an
     earlier call's copy holds, that copy is shared (a copy into fresh memory cost 70 ms per 32 MB
     on a virtual machine, a compare 3 ms). Changed between calls, it is copied again, and each
-    replay still starts from what its call read; the final state is copied once for all calls."""
+    replay still starts from what its call read; the final state is copied once for all calls, and
+    an output one call leaves once (after the call, and before the next)."""
     from numba_lprun.run.replay import CallRecorder
 
     monkeypatch.setenv("NUMBA_LPRUN_UNSAVED", "0")
     x, out = np.random.default_rng(5).random(BIG + 1), np.zeros(BIG)
     smooth(x, out)
+    out[:] = 0.0
     recorder = CallRecorder(budget=1 << 30)
     for step in range(3):
         recorder(smooth, smooth, (x, out), {})
@@ -335,6 +337,10 @@ def test_a_large_array_calls_reach_unchanged_is_copied_once_and_again_when_it_ch
 
     first, second, third = recorder.calls
     assert saved_x(first) is saved_x(second) and saved_x(third) is not saved_x(first)
+    # ``out`` as the first call left it: what the second call starts from, and leaves again
+    (after_first,) = [value for item, value in first.after if item.name == "argument 2"]
+    saved_out = next(item.saved for item in second.before.items if item.name == "argument 2")
+    assert saved_out is after_first
     assert np.array_equal(saved_x(third), x) and not np.array_equal(saved_x(first), x)
     final_x, final_out = x.copy(), out.copy()
     recorder.keep_final()

@@ -298,7 +298,7 @@ class CallRecorder:
 
     def _keep(self, call: _Call, result: Any) -> None:
         call.result = _copy_of(result)
-        call.after, call.written = call.before.after_call()
+        call.after, call.written = call.before.after_call(self._copies)
         with self._lock:
             # the stride grew while it ran, or the run outlasted the limit
             if call.index % self.stride or self.stopped:

@@ -125,11 +125,18 @@ class Snapshot:
             kept.append((item, value))
         return kept
 
-    def after_call(self) -> tuple[list[tuple[Item, object]], list[tuple[Item, Fingerprint]]]:
+    def after_call(
+        self, shared: SavedCopies | None = None
+    ) -> tuple[list[tuple[Item, object]], list[tuple[Item, Fingerprint]]]:
         """Right after the call, for comparing a replay's with it: a copy of what the call
         changed, and a fingerprint of each array it only writes (``replay`` copies that one
-        when the statement ends, where replays follow)."""
-        copies = [(item, item.read()) for item in self.items if not item.written_only and item.changed()]
+        when the statement ends, where replays follow). A large array's copy comes from
+        ``shared`` where an equal one was saved (a loop whose calls each leave one output alike)."""
+
+        def copy(item: Item) -> object:
+            return shared.copy(item) if shared is not None and shared.takes(item) else item.read()
+
+        copies = [(item, copy(item)) for item in self.items if not item.written_only and item.changed()]
         prints = [(item, fingerprint(item.live)) for item in self.items if item.written_only]
         return copies, [(item, taken) for item, taken in prints if taken is not None]
 
@@ -166,11 +173,22 @@ class SavedCopies:
             copy = next((ref() for live, ref in self._kept if live is item.live), None)
         return copy if copy is not None and item.same is not None and item.same(copy) else None
 
-    def add(self, item: Item) -> None:
+    def copy(self, item: Item) -> np.ndarray:
+        """A copy of ``item``'s array as it is now: an equal one saved earlier, or a new one."""
+        copy = self.shared(item)
+        if copy is None:
+            copy = item.read()
+            self.add(item.live, copy)
+        return copy
+
+    def add(self, array: np.ndarray, copy: np.ndarray) -> None:
         with self._lock:
-            kept = [(live, ref) for live, ref in self._kept if live is not item.live and ref() is not None]
-            self._kept = kept
-            self._kept.append((item.live, weakref.ref(item.saved)))
+            kept = [(live, ref) for live, ref in self._kept if live is not array and ref() is not None]
+            self._kept = [*kept, (array, weakref.ref(copy))]
+
+    def takes(self, item: Item) -> bool:
+        """Whether ``item`` is a large array, whose copies are shared."""
+        return item.kind == "array" and item.live is not None and item.nbytes >= UNSAVED_BYTES
 
 
 class _Walker:
@@ -203,7 +221,7 @@ class _Walker:
         return True
 
     def add(self, item: Item) -> None:
-        shares = self.copies is not None and item.kind == "array" and item.nbytes >= UNSAVED_BYTES
+        shares = self.copies is not None and self.copies.takes(item)
         if shares and not self.only_writing and self.snapshot.unrestorable is None:
             earlier = self.copies.shared(item)
             if earlier is not None:  # a copy an earlier call saved: no memory taken
@@ -222,7 +240,7 @@ class _Walker:
             else:
                 item.saved = item.read()
                 if shares:
-                    self.copies.add(item)
+                    self.copies.add(item.live, item.saved)
             self.snapshot.items.append(item)
 
     def refuse(self, name: str, obj: object) -> None:

@@ -6,7 +6,7 @@ before it, so a noisy machine disturbs both sides alike. Absolute times are for
 orientation.
 
 Per kernel, two statements: a short one (one call, ~10 ms) and a long one (the
-call repeated to ~1 s), each profiled three ways:
+call repeated to ~1 s; its cells the best of ``LONG_ROUNDS`` rounds), each profiled four ways:
 
 * default: the user's run on counting twins under the sampler, then, where the user's run
   took at most 0.5 s (``extra_limit``), a timed plain replay of its calls and sampled
@@ -43,6 +43,10 @@ MODES = {
     "--hits": {"timing": False},
 }
 LONG_SECONDS = 1.0
+#: Rounds of the long statement's profiles (each mode once a round, alternating): each cell is
+#: the round with the best ratio, as in ``counting_cost.py`` (a single ratio wandered by 0.1-0.3x
+#: between runs on a shared 2-core machine). ``NUMBA_LPRUN_BENCH_ROUNDS`` sets it.
+LONG_ROUNDS = int(os.environ.get("NUMBA_LPRUN_BENCH_ROUNDS", "2"))
 
 
 def timed(func) -> float:
@@ -79,12 +83,16 @@ def kernel_rows(name: str, kernel, args) -> list[str]:
     compiled = compile_seconds(kernel, ns)
     rows = []
     for label, statement in (("short", "target(*args)"), ("long", "for _ in range(reps): target(*args)")):
-        cells = []
-        for options in MODES.values():
-            plain = timed(lambda statement=statement: exec(statement, ns))
-            wall, profile = profile_seconds(kernel, statement, ns, options)
-            stats = profile.functions[0]
-            cells.append((wall, plain, stats.samples.total, stats.distortion.overhead))
+        best: dict[str, tuple] = {}
+        for _ in range(LONG_ROUNDS if label == "long" else 1):  # the modes alternate within a round
+            for mode, options in MODES.items():
+                plain = timed(lambda statement=statement: exec(statement, ns))
+                wall, profile = profile_seconds(kernel, statement, ns, options)
+                stats = profile.functions[0]
+                cell = (wall, plain, stats.samples.total, stats.distortion.overhead)
+                if mode not in best or wall / plain < best[mode][0] / best[mode][1]:
+                    best[mode] = cell
+        cells = [best[mode] for mode in MODES]
         plain_s = cells[0][1]
         text = f"{name[:22]:22} {label:5} {plain_s:8.3f}"
         for wall, plain, samples, _ in cells:
@@ -135,7 +143,8 @@ def main() -> None:
         for row in kernel_rows(name, func, args):
             print(row)
     print(
-        "goals: one run <= 1.15x; default <= 1.25x on the long statement (one run: over --extra-limit); "
+        f"long: best of {LONG_ROUNDS} rounds. goals (issue 62): one run <= 1.10x; default <= 1.15x on the "
+        "long statement (one run: over --extra-limit); "
         "short: default within 1.2 s of it, its overhead measured.\n"
         "overhead: the default profile's counting run / plain run (same calls); compile s: all twins, "
         "first profile only (the timed profiles reuse them)"

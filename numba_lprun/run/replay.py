@@ -203,9 +203,8 @@ class CallRecorder:
                     f"your statement changed {changed[0].name} of {_name(call.function)} after the "
                     "call, which only reads it and so did not save it"
                 )
-        finals: list[tuple[np.ndarray, np.ndarray]] = []  # each array's final state, copied once
         for call in self.calls:
-            call.final = call.before.keep(finals)
+            call.final = call.before.keep(self._copies)  # a large array's final state copied once
             # an array the call only writes, as the statement left it: what the call left there, to
             # compare a replay's with, where nothing wrote it since
             for item, after in call.written:
@@ -376,10 +375,7 @@ def _as_kept(value: Any) -> Any:
         now = fingerprint(value.value)
         return value.value if now is not None and now.same_as(value.taken) else _UNCOPIED
     if isinstance(value, (tuple, list)) and any(isinstance(v, (_Held, tuple, list)) for v in value):
-        items = [_as_kept(v) for v in value]
-        if any(v is _UNCOPIED for v in items):
-            return _UNCOPIED
-        return type(value)(*items) if hasattr(value, "_fields") else type(value)(items)
+        return _rebuilt(value, [_as_kept(v) for v in value])
     return value
 
 
@@ -394,11 +390,15 @@ def _copy_of(value: Any) -> Any:
     if isinstance(value, (int, float, complex, bool, str, bytes, type(None), np.generic)):
         return value
     if isinstance(value, (tuple, list)):
-        items = [_copy_of(v) for v in value]
-        if any(v is _UNCOPIED for v in items):
-            return _UNCOPIED
-        return type(value)(*items) if hasattr(value, "_fields") else type(value)(items)
+        return _rebuilt(value, [_copy_of(v) for v in value])
     return _UNCOPIED
+
+
+def _rebuilt(value: tuple | list, items: list) -> Any:
+    """``value``'s tuple (a named one too) or list type made of ``items``, or ``_UNCOPIED`` where one is."""
+    if any(v is _UNCOPIED for v in items):
+        return _UNCOPIED
+    return type(value)(*items) if hasattr(value, "_fields") else type(value)(items)
 
 
 def why_not_replayable(function: object) -> str | None:

@@ -107,23 +107,13 @@ class Snapshot:
             item.write(item.saved)
         return changed
 
-    def keep(self, finals: list[tuple[np.ndarray, np.ndarray]] | None = None) -> list[tuple[Item, object]]:
+    def keep(self, shared: SavedCopies | None = None) -> list[tuple[Item, object]]:
         """A copy of what the user's run changed, as it left it: extra runs start from the
         saved state, and ``put_back`` then leaves the user's state, as if they never ran (an
         array the call only writes is copied whatever it holds: nothing says what it held).
-        ``finals``, kept by the caller over every call's snapshot: (array, its copy), so that
-        an array several calls reached is copied once."""
-        kept = []
-        for item in self.items:
-            if not item.changed():
-                continue
-            value = next((v for live, v in finals or () if item.live is not None and live is item.live), None)
-            if value is None:
-                value = item.read()
-                if finals is not None and item.live is not None:
-                    finals.append((item.live, value))
-            kept.append((item, value))
-        return kept
+        A large array's copy comes from ``shared`` where an equal one was saved (an array
+        several calls reached is copied once)."""
+        return [(item, _copied(item, shared)) for item in self.items if item.changed()]
 
     def after_call(
         self, shared: SavedCopies | None = None
@@ -132,11 +122,8 @@ class Snapshot:
         changed, and a fingerprint of each array it only writes (``replay`` copies that one
         when the statement ends, where replays follow). A large array's copy comes from
         ``shared`` where an equal one was saved (a loop whose calls each leave one output alike)."""
-
-        def copy(item: Item) -> object:
-            return shared.copy(item) if shared is not None and shared.takes(item) else item.read()
-
-        copies = [(item, copy(item)) for item in self.items if not item.written_only and item.changed()]
+        changed = [item for item in self.items if not item.written_only and item.changed()]
+        copies = [(item, _copied(item, shared)) for item in changed]
         prints = [(item, fingerprint(item.live)) for item in self.items if item.written_only]
         return copies, [(item, taken) for item, taken in prints if taken is not None]
 
@@ -161,7 +148,7 @@ class SavedCopies:
     into fresh memory pays the kernel's page faults (a 32 MB copy took 70 ms on this project's
     virtual machine, its compare 3 ms). Exact: shared only where byte-equal. A copy is held
     weakly: dropped with the last call that saved it. At a statement's end (``Snapshot.keep``)
-    each array's final state is copied once for all calls."""
+    each array's final state is copied once for all calls, or not at all where a copy holds it."""
 
     def __init__(self) -> None:
         self._kept: list[tuple[np.ndarray, weakref.ref]] = []
@@ -189,6 +176,11 @@ class SavedCopies:
     def takes(self, item: Item) -> bool:
         """Whether ``item`` is a large array, whose copies are shared."""
         return item.kind == "array" and item.live is not None and item.nbytes >= UNSAVED_BYTES
+
+
+def _copied(item: Item, shared: SavedCopies | None) -> object:
+    """A copy of ``item``'s state as it is now: for a large array, an equal one ``shared`` holds."""
+    return shared.copy(item) if shared is not None and shared.takes(item) else item.read()
 
 
 class _Walker:

@@ -100,7 +100,7 @@ class Target:
         current, table = self.counters[kind], variant.counters
         if table is not current and table not in current.earlier:  # not read with the rest: build afresh
             return False
-        self._set_current_aside(kind)
+        self.set_current_aside(kind)
         self.counters[kind], self.twins[kind] = current.succeeded(table.stripes), variant.twin
         self.atomic[kind], self.clocks[kind] = variant.key[1], variant.key[2]
         if variant.links is None:
@@ -109,7 +109,8 @@ class Target:
             self.links[kind] = variant.links
         return True
 
-    def _set_current_aside(self, kind: str) -> None:
+    def set_current_aside(self, kind: str) -> None:
+        """Keep the current compiled twin of ``kind`` for ``take_built`` (``build_twin`` replaces it)."""
         twin = self.twins.get(kind)
         if twin is not None and twin.has_code:  # one never compiled costs nothing to build again
             key = (kind, self.atomic[kind], self.clocks[kind])
@@ -313,7 +314,7 @@ def build_twin(target: Target, kind: str, clock: str, spec: TwinSpec) -> Twin:
     unless its lines are timed (then the call's time is theirs)."""
     rewritten = target.rewrite(kind)
     atomic = spec.concurrent or runs_concurrently(target.original)
-    target._set_current_aside(kind)
+    target.set_current_aside(kind)
     counters = target.counters[kind]
     if counters.stripes != P.stripes_for(atomic):  # per-thread stripes where concurrent
         counters = target.counters[kind] = counters.succeeded(P.stripes_for(atomic))

@@ -80,6 +80,11 @@ os.execvp(sys.argv[3], sys.argv[3:])
 """
 
 
+#: what chromium answers for an evaluation cut short when its page loads another document (a
+#: page that reloads itself; seen once in CI, a JupyterLab or Notebook page after the theme command)
+NAVIGATED = "Inspected target navigated or closed"
+
+
 class DevToolsError(AssertionError):
     """What chromium answered instead of a result, or what a page still waited for."""
 
@@ -109,6 +114,7 @@ class DevTools:
         self._buffer = b""
         self._next = 0
         self._answers: dict[int, dict] = {}
+        self.navigated: list[str] = []  # pages whose wait a navigation cut short (``wait_until``)
 
     def __enter__(self) -> "DevTools":
         return self
@@ -196,7 +202,8 @@ class DevTools:
         """Returns once the JavaScript ``condition`` (an expression) is true in every page of
         ``sessions``, checked in each page every 50 ms; where it is still false after
         ``timeout`` s, ``DevToolsError`` with what it last returned (a string saying what is
-        missing, for instance)."""
+        missing, for instance). A page that loads another document meanwhile (its evaluation
+        is cut short) is waited on again in the new one, and named in ``navigated``."""
         wait = f"""new Promise((resolve, reject) => {{
   const end = Date.now() + {round(timeout * 1000)};
   const check = () => {{
@@ -207,7 +214,22 @@ class DevTools:
   }};
   check();
 }})"""
-        self.evaluate(sessions, wait, timeout + 10)
+        pending = dict(sessions)
+        deadline = time.monotonic() + timeout + 10
+        while pending:
+            sent = {
+                name: self.send("Runtime.evaluate", s, expression=wait, awaitPromise=True, returnByValue=True)
+                for name, s in pending.items()
+            }
+            for name, ident in sent.items():
+                try:
+                    self.answer(ident, max(deadline - time.monotonic(), 0.1))
+                except DevToolsError as error:
+                    if NAVIGATED not in str(error) or time.monotonic() > deadline:
+                        raise
+                    self.navigated.append(name)  # checked again in the document it went to
+                    continue
+                del pending[name]
 
     def screenshot(self, session: str, path) -> None:
         """What the page's window shows, as a PNG at ``path``."""

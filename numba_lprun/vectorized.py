@@ -46,13 +46,21 @@ def vectorized_lines_in_ir(ir: str) -> set[int]:
     return lines
 
 
-def vectorized_lines(dispatcher: CPUDispatcher) -> set[int]:
+def vectorized_lines(dispatcher: CPUDispatcher, memo: dict | None = None) -> set[int]:
     """Source lines of vectorized loops over every compiled signature of ``dispatcher``.
 
     Includes the code of ``prange`` bodies, which Numba compiles into libraries
-    linked into the function's own.
+    linked into the function's own. ``memo`` (signature -> (library, its lines)) keeps what
+    was read for a twin that later profiles reuse: the IR's text of a large function takes
+    milliseconds to print and read, at every profile.
     """
     lines: set[int] = set()
-    for cres in list(dispatcher.overloads.values()):
-        lines |= vectorized_lines_in_ir(optimized_ir(cres.library))
+    for sig, cres in list(dispatcher.overloads.items()):
+        library = cres.library
+        known = memo.get(sig) if memo is not None else None
+        if known is None or known[0] is not library:  # compiled again since: read again
+            known = (library, frozenset(vectorized_lines_in_ir(optimized_ir(library))))
+            if memo is not None:
+                memo[sig] = known
+        lines |= known[1]
     return lines

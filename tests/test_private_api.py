@@ -265,3 +265,53 @@ def test_the_arguments_a_call_only_reads_or_writes_are_found_in_this_llvms_attri
     _returns_a_view(x)
     assert argument_access(_reads_first_writes_second, (x, out)) == {0: READ, 1: WRITTEN}
     assert argument_access(_returns_a_view, (x,)) == {}
+
+
+def test_the_registries_list_every_live_dispatcher_and_ufunc_where_the_heap_has_them():
+    """A profile finds the callers of a profiled function among every live dispatcher and CPU
+    ufunc (``run/reach.py``), read from Python's registry of finalizers and the CPU typing
+    context instead of a search of the heap: each held only where no module names it (a list
+    in a closure, a dict, an instance's attribute) is listed, with all the heap search finds,
+    and one let go of is no longer."""
+    import gc
+    import weakref
+
+    from numba_lprun.internals import CPUDispatcher, registered_callers, ufunc_classes
+    from numba_lprun.run.reach import live_objects
+
+    def made():
+        @numba.njit
+        def in_a_list(x):
+            return x + 1
+
+        @numba.vectorize
+        def dynamic(x):
+            return x * 2
+
+        @numba.vectorize(["float64(float64)"])
+        def listed(x):
+            return x * 3
+
+        @numba.guvectorize(["void(float64[:], float64[:])"], "(n)->(n)")
+        def general(a, out):
+            out[:] = a
+
+        kept = [in_a_list]
+        return (lambda: kept), {"dynamic": dynamic, "listed": listed}, general
+
+    closure, table, general = made()
+    holder = type("Holder", (), {})()
+    holder.general = general
+    found = registered_callers()
+    if installed_numba() < (0, 60):  # a GUFunc installs no typing there: the heap is searched
+        assert found is None
+        return
+    ids = {id(obj) for obj in found}
+    held = [closure()[0], table["dynamic"], table["listed"], holder.general]
+    assert [obj for obj in held if id(obj) not in ids] == []
+    searched = live_objects((CPUDispatcher, *ufunc_classes()))
+    assert [obj for obj in searched if id(obj) not in ids] == []
+    gone = weakref.ref(closure()[0])
+    del closure, table, general, holder, held, found, searched
+    gc.collect()
+    assert gone() is None  # nothing here kept it

@@ -98,6 +98,7 @@ class Twin:
     compile_seconds: float = 0.0
     compiled: list[str] = field(default_factory=list)  # signatures compiled, as text
     kernel: object = None  # a ufunc's or stencil's twin: where its code is (see ufuncs)
+    vectorized: dict = field(default_factory=dict)  # ``vectorized_lines``' memo for this twin's code
 
     @property
     def code(self):

@@ -83,6 +83,7 @@ from .kernels import (
     kernel_function,
     rebuild_stencil,
     rebuild_ufunc,
+    registered_callers,
     ufunc_classes,
     ufunc_dispatcher,
 )
@@ -203,6 +204,7 @@ __all__ = [
     "private_names",
     "rebuild_stencil",
     "rebuild_ufunc",
+    "registered_callers",
     "own_class",
     "make_twin_dispatcher",
     "is_twin",

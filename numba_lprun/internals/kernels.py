@@ -95,6 +95,48 @@ def ufunc_dispatcher(ufunc: object):
     return ufunc._dispatcher
 
 
+@touches(
+    "numba.core.typing.context",
+    "BaseContext",
+    "run/reach.py: each DUFunc and GUFunc is a global of the CPU typing context (weakly held)",
+    instance_attribute="_globals",
+)
+def registered_callers() -> list[object] | None:
+    """Every live ``CPUDispatcher`` and CPU ufunc (DUFunc, GUFunc), read from the registries
+    that list them, or None where they do not list them all (a search of the heap finds them).
+
+    Why: a search of every live object costs about 0.1 s per million objects (the collector
+    visits each), once per profile; a notebook session holds millions. Each dispatcher
+    registers a ``weakref.finalize`` (which releases its compiled code), and each DUFunc and
+    GUFunc installs its typing in the CPU typing context, keyed by a weak reference to it.
+
+    Neither is read as an attribute (``_DispatcherBase.__init__`` and each ufunc's
+    ``_install_type`` do the registering), so ``tests/test_private_api.py`` checks on every
+    release that all a search of the heap finds is listed.
+
+    VERSION: a GUFunc installs its typing from Numba 0.60; on 0.59 this returns None.
+    """
+    if installed_numba() < (0, 60):
+        return None
+    import weakref
+
+    from numba.core.registry import CPUDispatcher, cpu_target
+
+    ufuncs = ufunc_classes()
+    for _ in range(3):  # a finalizer run by a collection meanwhile changes the registries: again
+        try:
+            finalizers = list(weakref.finalize._registry.values())
+            held = list(cpu_target.typing_context._globals)
+        except RuntimeError:
+            continue
+        dispatchers = [d for info in finalizers if isinstance(d := info.weakref(), CPUDispatcher)]
+        values = [key() if isinstance(key, weakref.ref) else key for key in held]
+        kinds = {kind for kind in set(map(type, values)) if issubclass(kind, ufuncs)}  # an ABC: once a type
+        kernels = [u for u in values if type(u) in kinds]
+        return list({id(obj): obj for obj in dispatchers + kernels}.values())  # a second finalizer
+    return None
+
+
 def kernel_function(obj: object) -> FunctionType:
     """The Python function a DUFunc or GUFunc compiles for each element (or core), or a stencil's kernel."""
     if is_stencil(obj):

@@ -49,7 +49,7 @@ def target_facts(
                 signatures.append(without_addresses(", ".join(str(t) for t in getattr(sig, "args", sig))))
             signatures = list(dict.fromkeys(signatures))  # a stencil compiles at each call from Python
         vectorized = {
-            kind: frozenset(vectorized_lines(twin.code))
+            kind: frozenset(vectorized_lines(twin.code, twin.vectorized))
             for kind, twin in target.twins.items()
             if twin.has_code and kind in (PLAIN, user_kind)
         }

@@ -26,6 +26,7 @@ from ..internals import (
     is_twin,
     record_calls,
     redirect_calls,
+    registered_callers,
     stop_redirect,
     ufunc_classes,
 )
@@ -166,17 +167,43 @@ def find_callers(
     elsewhere: Iterable[object] | None = None,
 ) -> list[CPUDispatcher]:
     """Jitted functions that call a target, directly or through each other, and the ufuncs
-    (``@vectorize``, ``@guvectorize``) whose kernels do, found in ``namespaces`` and wherever
-    else the program holds them (``live_objects``): code compiled before the run links the
-    callee it saw then, so each is run on a relinked twin.
+    (``@vectorize``, ``@guvectorize``) whose kernels do, wherever the program holds them: code
+    compiled before the run links the callee it saw then, so each is run on a relinked twin.
 
     ``uses`` says whether a dispatcher reaches a target in a way its names do not
     show (its compiled code handles instances of a jitclass whose member is a target).
-    ``elsewhere``: the dispatchers and ufuncs held outside the namespaces, where a search of
-    every live object (0.1 s per million objects: once per profiled call) was made already.
+    Every live one is read from the registries that list them (``registered_callers``); where
+    they do not list them all (Numba 0.59), the namespaces are read and every live object
+    searched (0.1 s per million objects), but for ``elsewhere``: the dispatchers and ufuncs
+    held outside the namespaces, where that search was made already.
     """
     reached: dict[int, object] = {id(t): t for t in targets}
-    candidates: dict[int, CPUDispatcher] = {}
+    registered = registered_callers()
+    if registered is not None:
+        candidates = {id(v): v for v in registered if id(v) not in reached and not is_twin(v)}
+    else:
+        candidates = _searched_callers(reached, namespaces, elsewhere)
+    callers: list[CPUDispatcher] = []
+    changed = True
+    while changed:
+        changed = False
+        for key, disp in list(candidates.items()):
+            uses_unnamed = uses is not None and isinstance(disp, CPUDispatcher) and uses(disp)
+            if reaches(disp, reached) or uses_unnamed:
+                reached[key] = disp
+                callers.append(disp)
+                del candidates[key]
+                changed = True
+    return callers
+
+
+def _searched_callers(
+    reached: Mapping[int, object], namespaces: Iterable[dict], elsewhere: Iterable[object] | None
+) -> dict[int, object]:
+    """The dispatchers and ufuncs of ``namespaces``, and those held anywhere else (``elsewhere``,
+    or every live one, ``live_objects``), but ``reached``: ``find_callers``'s candidates where
+    no registry lists them."""
+    candidates: dict[int, object] = {}
     seen: set[type] = set()  # tens of thousands of globals, a few hundred types
     callers_types = (CPUDispatcher, *ufunc_classes())
     dispatcher_types: set[type] = set()
@@ -196,18 +223,7 @@ def find_callers(
     for value in live_objects(callers_types) if elsewhere is None else elsewhere:
         if id(value) not in reached and id(value) not in candidates and not is_twin(value):
             candidates[id(value)] = value
-    callers: list[CPUDispatcher] = []
-    changed = True
-    while changed:
-        changed = False
-        for key, disp in list(candidates.items()):
-            uses_unnamed = uses is not None and isinstance(disp, CPUDispatcher) and uses(disp)
-            if reaches(disp, reached) or uses_unnamed:
-                reached[key] = disp
-                callers.append(disp)
-                del candidates[key]
-                changed = True
-    return callers
+    return candidates
 
 
 def defining_module(built: tuple[object, object]) -> pytypes.ModuleType | None:

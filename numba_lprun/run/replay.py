@@ -104,6 +104,7 @@ class CallRecorder:
     _why_not: dict[object, str | None] = field(default_factory=dict)  # function -> why (None: replayable)
     _copies: SavedCopies = field(default_factory=SavedCopies)  # large arrays' copies, shared by calls
     _attributes: dict = field(default_factory=dict)  # ``argument_access``'s memo, for this statement
+    _holding: list = field(default_factory=list)  # the functions a large result is held for (``_may_hold``)
     _lock: threading.Lock = field(default_factory=threading.Lock)
     _local: threading.local = field(default_factory=threading.local)
     _owner: int = field(default_factory=threading.get_ident)  # the thread the replays run on
@@ -281,6 +282,18 @@ class CallRecorder:
             return None
         return _Call(index, original, args, kwargs, before)
 
+    def _may_hold(self, function: object) -> bool:
+        """Whether this call's large array results may be held for the comparison (``_Held``):
+        only the first recorded call's of each function. Why: each result held is memory the
+        program's allocator cannot hand out again, so its next result faults fresh pages (a
+        kernel returning a new 32 MB array per call: 1.15x its own calls' time with eight held,
+        on this project's virtual machine); one call compared says whether the twins agree."""
+        with self._lock:
+            if any(f is function for f in self._holding):
+                return False
+            self._holding.append(function)
+            return True
+
     def _may_leave(self, array: np.ndarray, before: Fingerprint) -> bool:
         """Whether a call may leave ``array`` (which it only reads) unsaved: not where an earlier
         recorded call read it otherwise than it is now (the statement changes it between calls:
@@ -297,7 +310,7 @@ class CallRecorder:
         return True
 
     def _keep(self, call: _Call, result: Any) -> None:
-        call.result = _copy_of(result)
+        call.result = _copy_of(result, self._may_hold(call.function))
         call.after, call.written = call.before.after_call(self._copies)
         with self._lock:
             # the stride grew while it ran, or the run outlasted the limit
@@ -379,18 +392,23 @@ def _as_kept(value: Any) -> Any:
     return value
 
 
-def _copy_of(value: Any) -> Any:
+def _copy_of(value: Any, hold: bool = True) -> Any:
     """A copy of a call's result, for comparing a replay's with it (the statement may change it):
     arrays, numbers and tuples or lists of them; anything else is not compared (copying an
     arbitrary object can change its class: ``copy`` caches ``__slotnames__`` on a jitclass's box).
-    An array of ``UNSAVED_BYTES`` or more is held with its fingerprint (``_Held``)."""
+    An array of ``UNSAVED_BYTES`` or more is held with its fingerprint (``_Held``) where ``hold``
+    says it may be, else not compared."""
     if isinstance(value, np.ndarray):
-        taken = fingerprint(value) if value.nbytes >= UNSAVED_BYTES else None
+        if value.nbytes < UNSAVED_BYTES:
+            return value.copy()
+        if not hold:
+            return _UNCOPIED
+        taken = fingerprint(value)
         return value.copy() if taken is None else _Held(value, taken)
     if isinstance(value, (int, float, complex, bool, str, bytes, type(None), np.generic)):
         return value
     if isinstance(value, (tuple, list)):
-        return _rebuilt(value, [_copy_of(v) for v in value])
+        return _rebuilt(value, [_copy_of(v, hold) for v in value])
     return _UNCOPIED
 
 

@@ -388,3 +388,26 @@ def test_a_large_result_is_held_not_copied_and_compared_only_as_the_call_returne
     kept[:, 0] = -1.0  # the statement goes on with the first result: nothing left to compare
     assert recorder.replay({id(outer_sums): off}, compare=True) == {}
     recorder.put_back()
+
+
+def test_each_replay_of_a_call_that_changes_its_argument_starts_from_its_state_before_it():
+    """A replay just after ``restore`` (the phases put the state back after each replay) does
+    not check the one recorded call's state again; one after another without ``restore`` between
+    does, and puts it back: each starts from the state before the call, so each result equals the
+    user's run's (``bump`` adds one to its argument and returns its sum)."""
+    from numba_lprun.run.replay import CallRecorder
+
+    a = np.zeros(1000)
+    recorder = CallRecorder(budget=1 << 30)
+    assert _recorded(recorder, bump, a) == bump.py_func(np.zeros(1000) + 1)  # a compile call, then the run's
+    recorder.keep_final()
+    for _ in range(2):
+        assert recorder.replay({}, compare=True) == {}  # no restore before it: it restores
+    recorder.restore()
+    for _ in range(2):
+        assert recorder.replay({}, compare=True) == {}
+        assert [item.name for item in recorder.restore()] == ["argument 1"]
+    recorder.replay({})
+    assert recorder.replay({}, compare=True) == {}  # the one before it changed the state: put back
+    recorder.put_back()
+    assert (a == 2).all()  # as the user's run left it: two calls (compile, then the recorded one)

@@ -411,3 +411,25 @@ def test_each_replay_of_a_call_that_changes_its_argument_starts_from_its_state_b
     assert recorder.replay({}, compare=True) == {}  # the one before it changed the state: put back
     recorder.put_back()
     assert (a == 2).all()  # as the user's run left it: two calls (compile, then the recorded one)
+
+
+def test_pythons_global_random_state_is_compared_in_place_and_put_back():
+    """A replay's state check reads Python's global generator's words in place (``getstate``
+    builds 625 ints: a fifth of a short call's replay): a draw, and a second ``random.gauss``,
+    which only takes the value the first kept (``gauss_next``), each read as a change, and the
+    state written back is the one saved."""
+    import random
+
+    from numba_lprun.run.state_types import _python_global_state
+
+    read, write, same = _python_global_state()
+    assert same is not None  # CPython's layout, as checked against getstate
+    random.seed(5)
+    random.gauss()
+    saved, expected = read(), random.getstate()
+    assert same(saved)
+    for draw in (random.random, random.gauss):  # the second: gauss_next only
+        draw()
+        assert not same(saved)
+        write(saved)
+        assert same(saved) and random.getstate() == expected

@@ -372,7 +372,9 @@ def _python_global_state() -> tuple[Callable, Callable, Callable | None]:
     after the object's header (``_randommodule.c``: ``int index; uint32_t state[624]``), so they
     are compared in place, with ``gauss_next`` (which ``random.gauss`` keeps in Python); only
     where those bytes read as ``getstate`` says, checked here, else the tuples are compared."""
-    inst = random.getstate.__self__  # the generator behind the module's functions
+    inst = getattr(random.getstate, "__self__", None)  # the generator behind the module's functions
+    if type(inst) is not random.Random:  # the module's functions replaced: theirs, as they are
+        return random.getstate, random.setstate, None
     address = id(inst) + object.__basicsize__
     size = 4 + 624 * 4
 

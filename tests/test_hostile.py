@@ -6,6 +6,7 @@ compared with a snapshot taken before.
 """
 
 import os
+import shutil
 import signal
 import sys
 import tempfile
@@ -40,7 +41,9 @@ hx = np.arange(50.0)
 hk = np.ones(3)
 """
 
-OUT = tempfile.mkdtemp(prefix="nlprun-hostile-")
+#: where an option that writes a file may write it: made by the ``ip`` fixture and removed after
+#: this module's tests (a folder made at import was left in /tmp by every process that collected them)
+OUT = os.path.join(tempfile.gettempdir(), f"nlprun-hostile-{os.getpid()}")
 STATEMENT_ERRORS = (ValueError, ZeroDivisionError, NameError, TypeError, AttributeError)
 
 
@@ -49,7 +52,9 @@ def ip(ipshell):
     shell = ipshell
     assert shell.run_cell(SETUP).success
     shell.run_cell("hostile_conv(hx, hk)")
-    return shell
+    os.makedirs(OUT, exist_ok=True)
+    yield shell
+    shutil.rmtree(OUT, ignore_errors=True)
 
 
 def snapshot(ip):

@@ -93,12 +93,12 @@ class CallContext:
         )
         return self.last_sampling
 
-    def restore(self) -> None:
+    def restore(self, quick: bool = False) -> None:
         """Put back what the last extra run changed in the recorded calls' state, and say what
-        that was."""
+        that was (``quick``: between replays of a run of them, see ``CallRecorder.restore``)."""
         if self.recorder is None:
             return
-        items = self.recorder.restore()
+        items = self.recorder.restore(quick)
         named = [i for i in items if i.kind != "bindings"]  # a statement binding its names is no news
         if named:
             self.made.append(

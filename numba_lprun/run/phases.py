@@ -194,7 +194,7 @@ class SampledRepeats:
                                 completed = silently(ctx, run, silenced=True)
                             finally:
                                 faults.append(_own_faults(run, began, faults_at))
-                                ctx.restore()
+                                ctx.restore(quick=True)
                             if not completed:
                                 ctx.runner.take_totals(PLAIN)
                                 break
@@ -214,6 +214,7 @@ class SampledRepeats:
                     more = max(need - repeats, math.ceil((wanted - have) * batch / max(got, 1)))
                     batch = max(1, min(more, int(left / max(per_repeat, 1e-9))))
         finally:
+            ctx.restore()  # every item checked again: the quick ones left some unchecked
             ctx.runner.take_counts(PLAIN)
             if counted:  # warm runs of the same call: the overhead figure's best baseline
                 faults = faults[: len(counted)]

@@ -216,12 +216,15 @@ class CallRecorder:
                     call.after.append((item, final))
         self._own_states = take_snapshot(Reach(), None, self.parallel)
 
-    def restore(self) -> list[Item]:
+    def restore(self, quick: bool = False) -> list[Item]:
         """Put each recorded call's state back as it was before the call (what the last replay
-        changed); returns the items that had changed."""
+        changed); returns the items that had changed. ``quick`` (after each of a run of replays):
+        with one recorded call, what its replays leave as it was is not checked again
+        (``Snapshot.restore``)."""
         changed: dict[int, Item] = {}
+        quick = quick and len(self.calls) == 1
         for call in self.calls:
-            for item in call.before.restore():
+            for item in call.before.restore(quick):
                 changed.setdefault(id(item), item)
         # one call: its state is now as it was before it, which the next replay need not check
         self._restored = len(self.calls) == 1

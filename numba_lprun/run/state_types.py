@@ -47,6 +47,7 @@ class Item:
     saved: object = None
     live: object = None  # an array's buffer itself (``read`` copies it)
     written_only: bool = False  # an array the call never reads: nothing saved (``snapshot``)
+    quiet: bool = False  # found as saved after a replay: not checked by a quick restore (``Snapshot``)
 
     def changed(self) -> bool:
         if self.written_only:  # nothing saved to tell by

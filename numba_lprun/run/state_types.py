@@ -371,16 +371,17 @@ def _python_global_state() -> tuple[Callable, Callable, Callable | None]:
     ``random.getstate`` builds a tuple of 625 ints: 14 us, a fifth of a short call's replay
     (the state is checked after each). CPython's generator keeps its index and 624 words right
     after the object's header (``_randommodule.c``: ``int index; uint32_t state[624]``), so they
-    are compared in place, with ``gauss_next`` (which ``random.gauss`` keeps in Python); only
-    where those bytes read as ``getstate`` says, checked here, else the tuples are compared."""
+    are compared in place, with ``gauss_next`` (which ``random.gauss`` keeps in Python), where
+    ``_words_in_place`` found that layout; else the tuples are compared."""
     inst = getattr(random.getstate, "__self__", None)  # the generator behind the module's functions
     if type(inst) is not random.Random:  # the module's functions replaced: theirs, as they are
         return random.getstate, random.setstate, None
+    if not _words_in_place():
+        return inst.getstate, inst.setstate, None
     address = id(inst) + object.__basicsize__
-    size = 4 + 624 * 4
 
     def raw() -> bytes:
-        return ctypes.string_at(address, size)
+        return ctypes.string_at(address, _GENERATOR_BYTES)
 
     def read() -> tuple[tuple, bytes]:
         return inst.getstate(), raw()
@@ -391,13 +392,25 @@ def _python_global_state() -> tuple[Callable, Callable, Callable | None]:
     def same(saved: tuple[tuple, bytes]) -> bool:
         return raw() == saved[1] and same_state(inst.gauss_next, saved[0][2])
 
-    if type(inst).__basicsize__ >= object.__basicsize__ + size:  # the bytes read lie inside it
-        version, words, _ = inst.getstate()
-        data = raw()
-        index = int.from_bytes(data[:4], sys.byteorder, signed=True)
-        if version == 3 and len(words) == 625 and words[-1] == index and words[:-1] == _words(data[4:]):
-            return read, write, same
-    return inst.getstate, inst.setstate, None
+    return read, write, same
+
+
+_GENERATOR_BYTES = 4 + 624 * 4  # CPython's random generator: int index; uint32_t state[624]
+
+
+@functools.cache
+def _words_in_place() -> bool:
+    """Whether a ``random.Random``'s bytes right after its header read as ``getstate`` says (its
+    index, then its 624 words): checked once per process, on a generator of its own, before any
+    is read so (every recorded call's snapshot reads the global one's)."""
+    probe = random.Random(1)
+    probe.random()
+    if type(probe).__basicsize__ < object.__basicsize__ + _GENERATOR_BYTES:  # the bytes would lie outside it
+        return False
+    version, words, _ = probe.getstate()
+    data = ctypes.string_at(id(probe) + object.__basicsize__, _GENERATOR_BYTES)
+    index = int.from_bytes(data[:4], sys.byteorder, signed=True)
+    return version == 3 and len(words) == 625 and words[-1] == index and words[:-1] == _words(data[4:])
 
 
 def _words(data: bytes) -> tuple[int, ...]:

@@ -196,8 +196,10 @@ def overload_impl():
     from numba_lprun.instrument.profilable import implementations, overload_templates
 
     (template,) = overload_templates(kinds.sum_squares)
-    (disp,) = implementations(template)
-    return disp
+    # the program's own compile is the first; a profiled caller's twin, compiled with line
+    # tables, has Numba build and keep another for its flags (see
+    # test_an_overload_profiled_with_its_caller_counts_its_hits)
+    return implementations(template)[0]
 
 
 def overload_state():
@@ -210,6 +212,16 @@ def overload_state():
     return found
 
 
+def overload_reference(name):
+    """The Python function profiled for ``name`` (a ``@register_jitable`` one, or ``sum_squares``'s
+    ``@overload`` implementation) and its hits under line_profiler's model in ``uses_overloads``."""
+    if name == "jitable_helper":
+        py_func = kinds.jitable_helper
+        return py_func, python_hits([py_func], lambda: kinds.uses_overloads.py_func(A, 4))[py_func.__name__]
+    py_func = overload_impl().py_func
+    return py_func, python_hits([py_func], lambda: py_func(A))["impl"]
+
+
 @pytest.fixture(scope="module")
 def overloads_compiled():
     return kinds.uses_overloads(A, 4)
@@ -219,12 +231,7 @@ def overloads_compiled():
 @pytest.mark.parametrize("name", ["jitable_helper", "sum_squares"])
 def test_register_jitable_and_overload(ipshell, overloads_compiled, name, via_magic):
     expected = overloads_compiled
-    if name == "jitable_helper":
-        py_func = kinds.jitable_helper
-        ref = python_hits([py_func], lambda: kinds.uses_overloads.py_func(A, 4))[py_func.__name__]
-    else:
-        py_func = overload_impl().py_func
-        ref = python_hits([py_func], lambda: py_func(A))["impl"]
+    py_func, ref = overload_reference(name)
     before = overload_state()
     if via_magic:
         ns = {name: getattr(kinds, name), "uses_overloads": kinds.uses_overloads, "A": A}
@@ -236,6 +243,20 @@ def test_register_jitable_and_overload(ipshell, overloads_compiled, name, via_ma
     assert hits_of(prof.get_stats(), py_func.__qualname__) == ref
     assert overload_state() == before
     assert kinds.uses_overloads.py_func.__globals__[name] is getattr(kinds, name)
+
+
+@pytest.mark.parametrize("name", ["jitable_helper", "sum_squares"])
+def test_an_overload_profiled_with_its_caller_counts_its_hits(overloads_compiled, name):
+    """The caller profiled too: its twin compiles with line tables, and Numba keys a template's
+    implementations by the flags of the caller being compiled, so the twin's lookup missed the
+    entry swapped for the implementation's twin, and Numba built the implementation again from
+    the original function: the helper read "not called" (0 hits) beside its caller's hits."""
+    py_func, ref = overload_reference(name)
+    caller_ref = python_hits([kinds.uses_overloads.py_func], lambda: kinds.uses_overloads.py_func(A, 4))
+    prof = numba_lprun.LineProfiler(getattr(kinds, name), kinds.uses_overloads, sample_time=0.05)
+    assert same(prof.runcall(kinds.uses_overloads, A, 4), overloads_compiled)
+    assert hits_of(prof.get_stats(), py_func.__qualname__) == ref
+    assert hits_of(prof.get_stats(), "uses_overloads") == caller_ref["uses_overloads"]
 
 
 def test_overload_not_compiled_yet_refused():

@@ -88,6 +88,106 @@ def _with_lifting_pass() -> type:
     return LineTablesWithLifting
 
 
+@touches(
+    "numba.core.typing.templates",
+    "_OverloadFunctionTemplate",
+    "twins.py: an @overload's implementations are keyed by the flags of the caller being compiled",
+    instance_attribute="_impl_cache",
+)
+@touches(
+    "numba.core.targetconfig",
+    "ConfigStack",
+    "twins.py: the compile's entry on the flags stack is replaced, typing to lowering (push, pop)",
+    instance_attribute="_stk",
+)
+@functools.cache
+def _lookups_as_plain_code_passes() -> tuple[type, type]:
+    """Two passes: from typing to lowering, what the compile asks of others sees the original's flags.
+
+    Numba pushes a copy of the compile's flags (``targetconfig.ConfigStack``) for what the
+    compile reaches: a template keys the ``@overload`` or ``@register_jitable`` implementation it
+    builds by them (``_impl_cache``), and a jitted callee compiled meanwhile inherits some. A
+    twin's flags ask for line tables, so its lookups missed the implementations the program's
+    own callers compiled: Numba built each again (a compile, kept in the template for good) and,
+    where the implementation was profiled, missed the entry swapped for its twin (the helper read
+    "not called"). The first pass, before typing, puts in that copy's place on the stack another
+    without the line tables' flags (a new object: a template keeps it in its keys, so it is never
+    changed after); the second, before lowering, which reads the stack's top, puts the compile's
+    own copy back. An error between leaves the stack as deep as it was: Numba pops the compile's
+    entry, whichever object it is. Registered on first use."""
+    from numba.core.compiler_machinery import FunctionPass, LoweringPass, register_pass
+    from numba.core.targetconfig import ConfigStack
+
+    def plain_copy(flags):
+        plain = flags.copy()
+        for name in LINE_TABLE_FLAGS:
+            if hasattr(plain, name):
+                setattr(plain, name, False)
+        return plain
+
+    @register_pass(mutates_CFG=False, analysis_only=True)
+    class LookupsAsPlainCode(FunctionPass):
+        _name = "nlp_lookups_as_plain_code"
+        description = "what the compile asks of others sees the original's flags"
+
+        def __init__(self):
+            FunctionPass.__init__(self)
+
+        def run_pass(self, state):
+            stack = ConfigStack()._stk
+            pushed = ConfigStack.top_or_none()
+            if pushed is not None and "nlp_pushed_flags" not in state:
+                # replaced, never changed: a template keeps the object in its keys
+                stack.pop()
+                stack.push(plain_copy(pushed))
+                state["nlp_pushed_flags"] = pushed
+            return False
+
+    @register_pass(mutates_CFG=False, analysis_only=True)
+    class LoweringAsTwin(LoweringPass):  # after the IR's dels are placed: not a FunctionPass
+        _name = "nlp_lowering_as_twin"
+        description = "the lowering sees the twin's own flags"
+
+        def __init__(self):
+            LoweringPass.__init__(self)
+
+        def run_pass(self, state):
+            pushed = state.pop("nlp_pushed_flags", None)
+            if pushed is not None:
+                stack = ConfigStack()._stk
+                stack.pop()
+                stack.push(pushed)
+            return False
+
+    return LookupsAsPlainCode, LoweringAsTwin
+
+
+def around_typing(passes: list[tuple[type, str]], before: type, after: type) -> list[tuple[type, str]]:
+    """A pipeline's ``(pass class, description)`` list with ``before`` ahead of its type inference
+    and ``after`` ahead of its native lowering; unchanged where it lacks either (object mode)."""
+    from numba.core.typed_passes import BaseNativeLowering, BaseTypeInference
+
+    def first(kind: type) -> int | None:
+        found = (i for i, (cls, _) in enumerate(passes) if isinstance(cls, type) and issubclass(cls, kind))
+        return next(found, None)
+
+    typing, lowering = first(BaseTypeInference), first(BaseNativeLowering)
+    if typing is None or lowering is None or lowering < typing:
+        return passes
+    return [
+        *passes[:typing],
+        (before, before.description),
+        *passes[typing:lowering],
+        (after, after.description),
+        *passes[lowering:],
+    ]
+
+
+#: The flags a twin's line tables set (``line_table_options``, ``line_tables_only``); Numba's
+#: defaults without debug info are all False.
+LINE_TABLE_FLAGS = ("debuginfo", "dbg_directives_only", "dbg_extend_lifetimes", "dbg_optnone")
+
+
 @functools.cache
 def _line_tables_dibuilder(on_subprogram: Callable | None) -> type:
     """Numba's DIBuilder, emitting LLVM's ``LineTablesOnly`` kind where Numba asks for directives.
@@ -267,8 +367,10 @@ def _line_tables_only(base: type, on_subprogram: Callable | None, library_pass: 
 
     def define_pipelines(self):
         pipelines = base.define_pipelines(self)
+        as_plain, as_twin = _lookups_as_plain_code_passes()
         for pm in pipelines:
             pm.passes = [(lifting if cls is WithLifting else cls, desc) for cls, desc in pm.passes]
+            pm.passes = around_typing(pm.passes, as_plain, as_twin)
             if library_pass is not None:
                 pm.passes = before_lowering(pm.passes, library_pass)
             pm.finalize()

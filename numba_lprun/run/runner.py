@@ -220,17 +220,28 @@ class Runner:
 
     def _links(self, target: Target, kind: str) -> frozenset[tuple[Key, object]]:
         """The twins of other targets that ``target``'s code calls: (source key, that twin's
-        dispatcher, or None where it has none yet)."""
+        dispatcher, or None where it has none yet). A target held by something the code names
+        (an ``@overload``'s implementation, by its templates: the overloaded function is named)
+        is called too: a twin linked while it was not profiled calls its original."""
         found: set[tuple[Key, object]] = set()
         if treated_as(target.original).kernel:  # a ufunc, a stencil: its callees are not ours to link
             return frozenset()
         named = named_ids(target.original)  # once, not once per other target: N^2 reads per adopt
         for other in self.targets.values():
-            if other is target or id(other.original) not in named:
+            if other is target or not (id(other.original) in named or self._names_holder(other, named)):
                 continue
             twin = other.twins.get(kind)
             found.add((other.source.key, twin.dispatcher if twin is not None else None))
         return frozenset(found)
+
+    @staticmethod
+    def _names_holder(target: Target, named: set[int]) -> bool:
+        """Whether code naming ``named`` reaches ``target`` through a holder (``holders``)."""
+        for holder in HOLDERS:
+            held = holder.held([target])
+            if held and any(id(value) in named for value in holder.named(held)):
+                return True
+        return False
 
     def _refresh_stale(self, kind: str, specs: dict[Target, TwinSpec]) -> None:
         """Replace the twins that were linked with other callee twins than this runner's.

@@ -275,16 +275,23 @@ def _overhead_notes(measured: Measured, threshold: float, unit: float) -> list[N
     return notes
 
 
+#: A counting run this far below the fastest plain run (and not explained by the plain runs'
+#: fresh memory) ran other code: a stencil's counting twin vectorized a loop nest the plain
+#: code kept scalar and ran 0.23x the plain runs' median, their fastest 0.87x.
+FASTER_CODE = 0.8
+
+
 def _measured(
     distortion: Distortion, ratio: float, twin: str, clocked: bool, threshold: float, unit: float
 ) -> Note:
     """The note on a measured overhead figure (``ratio``: the user's run / the plain runs' median).
 
-    Counters and probes only add work, so a figure below 1 is the machine's noise, or a
+    Counters and probes add work, so a figure below 1 is the machine's noise, or a
     difference between the runs that is not theirs: it reads "no measurable cost", never as
-    a speed-up. A first run's costs are told apart: plain runs that paid a compile or fresh
-    memory are left out of the median (``Compared.left_out``), and the user's run, which
-    cannot be, says what it paid."""
+    a speed-up; except far below every plain run (``FASTER_CODE``), where the probes made LLVM
+    compile other, faster code, which the note says. A first run's costs are told apart:
+    plain runs that paid a compile or fresh memory are left out of the median
+    (``Compared.left_out``), and the user's run, which cannot be, says what it paid."""
     spread = distortion.spread
     left = ""
     if distortion.plain_left_out:
@@ -300,6 +307,14 @@ def _measured(
         low, high = spread
         if ratio >= low:
             said = f"inside their own spread, {low:.2f}-{high:.2f}x{left}"
+        elif ratio < FASTER_CODE * low and not _plain_paid(distortion):
+            return Note(
+                "caution",
+                f"{twin} run {ratio:.2f}x the plain runs' median, far below even the fastest of them "
+                f"({low:.2f}x{left}): the {twin} twin compiled to faster code than yours (its probes "
+                "changed how LLVM optimized it: a loop the plain code keeps scalar vectorized, or a "
+                "check moved out of it), so times from your run on it understate your code's",
+            )
         else:
             said = (
                 f"below even the fastest of them, {low:.2f}x{left}: the runs differed by "

@@ -238,6 +238,7 @@ def test_a_helper_called_from_jitted_code_reads_no_clock_when_sampled():
     exactly with its hits, its time is its samples', and it has no overhead figure of its own,
     with the reason given (its caller's figure includes it)."""
     from numba_lprun.instrument.clock import current_clock
+    from numba_lprun.instrument.counter_slots import SYMBOL_PREFIX
     from numba_lprun.run.targets import cached_target
     from tests import kernels
 
@@ -256,6 +257,12 @@ def test_a_helper_called_from_jitted_code_reads_no_clock_when_sampled():
         twin = cached_target(kernels.helper, clock).twins[kind]
         code = "\n".join(twin.dispatcher.inspect_asm().values())
         assert "rdtsc" not in code and "clock_gettime" not in code, kind
+        # the plain twin of a helper is its original's code: its calls were counted for nothing, a
+        # count in every loop it is inlined into, and a flush with the inline hint it takes
+        llvm = "\n".join(twin.dispatcher.inspect_llvm().values())
+        assert (SYMBOL_PREFIX in llvm, "inlinehint" in llvm) == (
+            (True, True) if kind == "counting" else (False, False)
+        )
     text = io.StringIO()
     prof.print_stats(stream=text)
     assert "(its samples' CPU time; calls are not timed)" in text.getvalue()

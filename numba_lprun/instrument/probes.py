@@ -76,6 +76,16 @@ class ProbeConfig:
     call_clock: bool = True  # read the clock at each call's entry and exit (False: calls counted only)
     per_point: bool = False  # a stencil's kernel: its body runs, inlined, once per point of a loop nest
     stripes: int = 0  # per-thread copies of the counters (``stripes``): flushes add to the thread's own
+    counts_calls: bool = True  # count each call where it is not timed (False: see ``silent``)
+
+    @property
+    def silent(self) -> bool:
+        """Whether the probes emit nothing at all: a plain twin of a function whose calls are not
+        timed (a helper jitted code calls, a stencil's kernel), which is then its original's code
+        with line tables. Its call count was used by nothing (its time is its samples'), and
+        counting it was code the original has not: a count in a register in every loop the
+        helper is inlined into, a flush at each exit, and the inline hint that flush takes."""
+        return not self.counts_calls and not self.clocks_calls
 
     @property
     def clocks_calls(self) -> bool:
@@ -103,6 +113,7 @@ class ProbeConfig:
         """Everything in the config that shapes the code (all but the counters' address)."""
         shape = (self.n_lines, self.clock, self.timing, self.atomic, self.suspends, self.clocks_calls)
         token = ":".join(map(str, shape)) + (":per-point" if self.per_point else "")
+        token += ":silent" if self.silent else ""
         return token + (f":stripes{self.stripes}" if self.stripes else "")
 
     @property
@@ -227,6 +238,8 @@ class _Emitter:
 
     def enter(self, builder: ir.IRBuilder, context: object) -> None:
         """A call starts: its entry time goes to memory, not to a register (see ``close_call``)."""
+        if self.cfg.silent:
+            return
         slot = self.state(builder)
         if not self.cfg.clocks_calls:  # hits only: the call is counted, not timed
             if self.cfg.local_calls:
@@ -282,7 +295,7 @@ class _Emitter:
     def flush(self, builder: ir.IRBuilder, failing: bool = False) -> None:
         """Move the hits counted in the stack slot (hits-only mode) to the counters; at the error
         exit (``failing``), out of line (``flush_out_of_line``)."""
-        if not self.cfg.local_hits:
+        if not self.cfg.local_hits or self.cfg.silent:
             return
         slot = self.state(builder)
         rows = list(range(self.cfg.n_lines)) + ([self.cfg.totals_row] if self.cfg.local_calls else [])
@@ -406,6 +419,8 @@ class _Emitter:
         closed at the function's exits (``close_call``), or here. A stencil kernel's return
         ends one point of the loop nest it is inlined into: its hits stay in the slot until the
         loop nest exits (a store per point would keep the loop scalar)."""
+        if self.cfg.silent:
+            return
         if not exits_flushed(context):  # else the function's one normal exit flushes (``exits``)
             self.flush(builder)
         slot = self.state(builder)

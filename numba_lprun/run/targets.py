@@ -330,6 +330,7 @@ def build_twin(target: Target, kind: str, clock: str, spec: TwinSpec) -> Twin:
         call_clock=call_clock,
         per_point=treated_as(target.original).per_point,
         stripes=counters.stripes,
+        counts_calls=kind != PLAIN,  # a plain twin's untimed calls: not counted (``silent``)
     )
     extra = P.make_probes(cfg)
     extra[P.PYHIT] = P.make_python_hit(counters)

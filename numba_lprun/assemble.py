@@ -181,9 +181,8 @@ def _measured(
     else:
         time_source = None
     run_ticks = user.ticks
-    if not fact.calls_timed and time_source == SAMPLES:  # a helper: its time is its user-run samples'
-        mine = [m.functions[key] for m in _sampled(record) if m.user and key in m.functions]
-        run_ticks = round(sum(sum(s.seconds.values()) for s in mine) / settings.unit)
+    if not fact.calls_timed and time_source == SAMPLES:  # a helper: its time is its samples'
+        run_ticks = round(_sampled_seconds(record, key) / settings.unit)
     vs_plain = _too_short(_compared(record, key, run_twin, True), settings.unit)
     if not fact.calls_timed and time_source == SAMPLES:
         vs_plain = Compared(skipped=vs_plain.calls + vs_plain.skipped, why=UNTIMED_CALLS)
@@ -323,6 +322,20 @@ def _machine(
         allocations_unavailable=unavailable,
         hints=hints,
     )
+
+
+def _sampled_seconds(record: CallRecord, key: Key) -> float:
+    """A function whose calls are not timed (a helper jitted code calls): its samples' CPU seconds
+    in the user's runs, estimated from every sampled run's, replays' too, each counted for the
+    user's runs' worth of calls it made (``Sampled.worth``).
+
+    Why not the user's runs' samples alone: a statement of 10 ms gives a helper a sample or
+    none, and its time read 0 s beside shares taken from the thousands of its replays'."""
+    runs = [(m, m.worth or (m.runs if m.user else 0)) for m in _sampled(record)]
+    seconds = sum(sum(m.functions[key].seconds.values()) for m, worth in runs if worth and key in m.functions)
+    users = sum(worth for m, worth in runs if m.user)
+    worth = sum(worth for _, worth in runs)
+    return seconds * users / worth if worth > 0 else 0.0
 
 
 def _sampled(record: CallRecord) -> list[Sampled]:

@@ -9,6 +9,7 @@ from dataclasses import replace
 from pathlib import Path
 
 import numpy as np
+import pytest
 
 import numba_lprun
 from numba_lprun.diagnose import diagnose
@@ -224,6 +225,24 @@ def test_plain_runs_that_paid_a_compile_or_fresh_memory_are_left_out_of_the_figu
         replace(_stats_with(1.1, None), distortion=Distortion(1.1, 1e6, (1.0, 1.0), plain_left_out=1))
     )
     assert "one that paid a compile or fresh memory left out" in note
+
+
+def test_a_helpers_time_is_its_samples_per_users_run_worth_of_calls_replays_included():
+    """A helper whose calls are not timed gets its samples' CPU time: each sampled run's samples
+    count for the user's runs' worth of calls it made (a replay of a quarter of the calls, a
+    quarter), so a short user's run that none of the samples reached still reads the time its
+    replays measured; two worker processes' runs read twice one's."""
+    from numba_lprun.assemble import _sampled_seconds
+    from numba_lprun.run.measurements import COUNTING, PLAIN, CallRecord, LineSamples, Sampled
+
+    key = ("k.py", 1, "helper")
+    sampled = LineSamples(counts={2: 40}, seconds={2: 0.02})
+    user = Sampled(COUNTING, True, runs=1, worth=1.0)
+    replays = Sampled(PLAIN, False, runs=40, worth=40 * 0.25, functions={key: sampled})
+    assert _sampled_seconds(CallRecord((user, replays)), key) == pytest.approx(0.02 / 11)
+    assert _sampled_seconds(CallRecord((replace(user, worth=2.0), replays)), key) == pytest.approx(0.04 / 12)
+    alone = Sampled(COUNTING, True, runs=1, worth=0.0, functions={key: sampled})  # a profile saved before
+    assert _sampled_seconds(CallRecord((alone,)), key) == pytest.approx(0.02)
 
 
 def test_a_function_none_of_many_samples_reached_is_not_called_too_short_a_run():

@@ -93,6 +93,11 @@ class CallContext:
         )
         return self.last_sampling
 
+    @property
+    def replay_share(self) -> float:
+        """The user's run's worth of calls one replay makes (``CallRecorder.share``)."""
+        return self.recorder.share if self.recorder is not None else 0.0
+
     def restore(self, quick: bool = False) -> None:
         """Put back what the last extra run changed in the recorded calls' state, and say what
         that was (``quick``: between replays of a run of them, see ``CallRecorder.restore``)."""

@@ -101,6 +101,9 @@ class Sampled:
     user: bool
     runs: int = 0  # executions of the statement that were sampled
     seconds: float = 0.0  # their wall time
+    # the user's runs' worth of calls these runs made: 1 for a user's run, a replay's share of its
+    # calls for each replay (all of them: 1; "12 of its 4,096 calls": 12/4,096)
+    worth: float = 0.0
     rate_hz: float = field(default=0.0, metadata=SAME)  # the rate asked for
     signals: int = 0  # SIGPROFs handled, recorded or dropped
     thread_seconds: float = 0.0  # seconds the sampler's timers were armed, summed over threads

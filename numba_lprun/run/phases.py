@@ -100,7 +100,7 @@ def _extra_run(ctx: CallContext, kind: str, sampled: bool, label: str) -> None:
             ctx.made.append(Counted(kind, False, _one_run(counts), faults=(faults,), compiled=compiled))
             if sampling is not None:
                 maps = line_maps(ctx.runner.twin_code(kind))
-                ctx.made.append(measured(sampling, maps, kind, False, 1, seconds))
+                ctx.made.append(measured(sampling, maps, kind, False, 1, seconds, ctx.replay_share))
             ctx.made.append(ExtraRun(label))
         ctx.restore()
 
@@ -220,7 +220,8 @@ class SampledRepeats:
                 faults = faults[: len(counted)]
                 ctx.made.append(Counted(PLAIN, False, _runs_of(counted), len(counted), tuple(faults)))
                 maps = maps or line_maps(ctx.runner.twin_code(PLAIN))
-                ctx.made.append(measured(sampling, maps, PLAIN, False, repeats, spent()))
+                worth = repeats * ctx.replay_share  # each replay made that share of your run's calls
+                ctx.made.append(measured(sampling, maps, PLAIN, False, repeats, spent(), worth))
                 ctx.made.append(ExtraRun("sampled replay", repeats))
 
 

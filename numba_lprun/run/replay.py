@@ -185,6 +185,12 @@ class CallRecorder:
             return f"no call of your run could be kept for a replay ({self.dropped})"
         return "no call of your run could be kept for a replay"
 
+    @property
+    def share(self) -> float:
+        """The share of the user's run's top-level calls that one replay makes (an evenly spread
+        sample of them: their share of its time, roughly)."""
+        return len(self.calls) / self.seen if self.seen else 0.0
+
     def described(self) -> str:
         """What one replay makes, in words: "its 3 calls", "12 of its 4,096 calls"."""
         n = len(self.calls)

@@ -161,8 +161,10 @@ def measured(
     user: bool,
     runs: int,
     seconds: float,
+    worth: float | None = None,
 ) -> Sampled:
-    """The samples of ``sampling``'s segments charged to lines, as one measurement."""
+    """The samples of ``sampling``'s segments charged to lines, as one measurement (``worth``:
+    the user's runs' worth of calls the runs made, ``runs`` where each made all of them)."""
     unavailable = sampling.unavailable  # a function without a line map just gets no samples
     parts = []
     for raw in sampling.segments if unavailable is None else []:
@@ -186,6 +188,7 @@ def measured(
         user,
         runs=runs,
         seconds=seconds,
+        worth=runs if worth is None else worth,
         rate_hz=sampling.rate_hz,
         signals=sampling.signals,
         thread_seconds=sampling.thread_seconds,

@@ -144,9 +144,9 @@ def _time_notes(
     (``unsampled``: why the function's kind puts no sample on its lines, ``Source.unsampled``).
 
     A function that counted hits but got none of a run's many samples was either brief, or
-    ran inside code whose lines are not the profile's: a helper inlined into a jitted caller
-    that is not profiled (compiled from the user's code, whose machine code maps no sample to
-    the helper's lines). The note says both, not "the run was too short"."""
+    ran inside code that maps no sample to its lines: a helper inlined into code without line
+    tables (a ufunc's loops; a jitted caller is relinked with line tables, so one inlined there
+    is sampled there). The note says both, not "the run was too short"."""
     if not counts.hits:
         return []
     if counts.time_source is None:
@@ -170,9 +170,9 @@ def _time_notes(
             Note(
                 "caution",
                 f"none of the run's {run_samples} samples landed in this function, so its times are not "
-                f"known: it ran for under about 1/{run_samples} of the sampled time, or inside a jitted "
-                "caller that is not profiled (inlined there, its lines are the caller's code): profile "
-                "its callers too (-f), or time it with clock probes (--probes)",
+                f"known: it ran for under about 1/{run_samples} of the sampled time, or inlined into "
+                "code without line tables (a ufunc's loops): profile its callers too (-f), or time it "
+                "with clock probes (--probes)",
             )
         ]
     if n == 0:

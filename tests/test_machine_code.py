@@ -124,6 +124,29 @@ def test_inlined_callee_gets_its_own_samples_and_the_caller_keeps_them(inlined):
     assert in_calls >= callee.samples.total  # every callee sample also counts on a calling line
 
 
+@needs_samples
+def test_a_helper_profiled_alone_is_sampled_inside_the_unprofiled_caller_that_inlined_it():
+    """``-f spin`` alone, called from ``three_lines``, which is not profiled and into whose loop
+    LLVM inlines it: the helper runs inside the caller's code (relinked to call its twins), so
+    that code's line tables place its samples. Its relinked copy had none, and the profile read
+    "none of the run's 1,875 samples landed in this function" beside exact hits. Failure odds:
+    spin's loop is nearly all of the caller's time, so about 500 samples land there where it
+    works; 0 where it does not."""
+    args = (4000, 1, 2, 3)
+    K.three_lines(*args)
+    called = [line for llvm in K.three_lines.inspect_llvm().values() for line in llvm.splitlines()]
+    assert not any(" call " in line and "spin" in line for line in called)  # LLVM inlined spin
+    prof = numba_lprun.LineProfiler(K.spin, sample_time=0.3)
+    assert prof.runcall(K.three_lines, *args) == K.three_lines(*args)
+    (stats,) = prof.profile.functions
+    loop = line_of(K.spin, "LOOP")
+    assert stats.counts.hits[loop] == 4000 * 6 * 200
+    in_loop = stats.samples.counts.get(loop, 0) + stats.samples.counts.get(loop - 1, 0)  # body or header
+    assert stats.samples.total > 50 and in_loop > 0.5 * stats.samples.total
+    assert not stats.counts.calls_timed and stats.counts.ticks > 0
+    assert not any("none of the run's" in note.text for note in stats.diagnosis.notes)
+
+
 def test_no_code_is_charged_to_the_def_line(conv):
     """LLVM puts a function's prologue on the ``def`` line, which never holds a hit: that code,
     and the samples landing in it, go to the body's lines (a gufunc's prologue, run per chunk,

@@ -246,10 +246,10 @@ def test_a_helpers_time_is_its_samples_per_users_run_worth_of_calls_replays_incl
 
 
 def test_a_function_none_of_many_samples_reached_is_not_called_too_short_a_run():
-    """A helper inlined into a jitted caller that is not profiled counts its hits, but its
-    lines are the caller's code, so no sample lands on them however long the run: with a
-    run's many samples elsewhere, the note says so and names the way out (profile the callers),
-    and says "too short" only where the run itself got few samples."""
+    """A helper inlined into code without line tables (a ufunc's loops) counts its hits, but no
+    sample lands on its lines however long the run: with a run's many samples elsewhere, the
+    note says so and names the way out (profile the callers), and says "too short" only where
+    the run itself got few samples."""
     from numba_lprun.stats_parts import SAMPLES
 
     base = _stats_with(1.0, None)

@@ -308,8 +308,8 @@ def make_relinked(original: CPUDispatcher, linked: Iterable[Twin] = ()) -> Twin:
     py_func.__kwdefaults__ = old.__kwdefaults__
     py_func.__qualname__ = old.__qualname__
     py_func.__module__ = None  # see _new_dispatcher
-    if build_kernel is None:
-        return Twin(original, _new_dispatcher(original, py_func), "relinked")
+    if build_kernel is None:  # with line tables: a profiled helper inlined here is sampled here
+        return Twin(original, _new_dispatcher(original, py_func, line_tables=True), "relinked")
     _point_at(py_func, list(linked))
     try:
         twin, code = build_kernel(original, py_func, lambda base: base, False)

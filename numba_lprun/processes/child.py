@@ -34,7 +34,7 @@ from ..run.measurements import CallRecord, Counted, Sampled, close_call
 from ..run.phase_run import PhaseRun
 from ..run.phases import CallContext, Plan, RunSettings, UserRun, run_phases
 from ..run.runner import Runner
-from ..run.sampled_run import line_maps, measured
+from ..run.sampled_run import measured, twins_line_maps
 from ..run.targets import may_run_on_threads
 from ..stats import ProfileStats
 from .spec import ChildSpec, find, named, shipped_sources
@@ -178,7 +178,7 @@ def _profiled(
             return
         made = [*ctx.made, Counted(kind, True, runner.take_counts(kind, keep=True))]
         if ctx.last_sampling is not None and not any(isinstance(m, Sampled) for m in ctx.made):
-            maps = line_maps(runner.twin_code(kind))
+            maps = twins_line_maps(runner, kind)
             seconds = time.perf_counter() - began
             made.append(measured(ctx.last_sampling.so_far(), maps, kind, True, 1, seconds))
         part(made)

@@ -33,9 +33,8 @@ def read_twin_code(runner: Runner, record: CallRecord, kept: dict) -> dict[Key, 
         if state not in kept:
             src = target.source
             last = src.first_lineno + len(src.lines) - 1
-            hosts = hosts_of(
-                (twin.code, src.filename, src.body_lineno, last), runner.twin_code(twin.kind).values()
-            )
+            where = (twin.code, src.filename, src.body_lineno, last)
+            hosts = hosts_of(where, runner.twin_code(twin.kind).values()) + runner.relinked_code(twin.kind)
             kept[state] = read_code_by_line(
                 twin.code, twin.kind, src.filename, src.body_lineno, last, addresses, hosts
             )

@@ -52,7 +52,7 @@ from .page_faults import faults_since, minor_faults
 from .phase_run import PhaseRun
 from .plain_build import PlainBuild
 from .quiet import quiet
-from .sampled_run import line_maps, measured, samples_inside
+from .sampled_run import measured, samples_inside, twins_line_maps
 from .targets import sampled_lines
 from .unreached import unreached_linkers
 
@@ -99,7 +99,7 @@ def _extra_run(ctx: CallContext, kind: str, sampled: bool, label: str) -> None:
             compiled = run is not None and run.compiling_since(started) > 0
             ctx.made.append(Counted(kind, False, _one_run(counts), faults=(faults,), compiled=compiled))
             if sampling is not None:
-                maps = line_maps(ctx.runner.twin_code(kind))
+                maps = twins_line_maps(ctx.runner, kind)
                 ctx.made.append(measured(sampling, maps, kind, False, 1, seconds, ctx.replay_share))
             ctx.made.append(ExtraRun(label))
         ctx.restore()
@@ -205,7 +205,7 @@ class SampledRepeats:
                     per_repeat = (spent() - batch_start) / batch
                     if sampling.unavailable is not None or ctx.stopped:
                         break
-                    maps = maps or line_maps(ctx.runner.twin_code(PLAIN))
+                    maps = maps or twins_line_maps(ctx.runner, PLAIN)
                     got = samples_inside(sampling.segments[seen:], maps)
                     have, seen = have + got, len(sampling.segments)
                     left = settings.sample_time - spent()
@@ -219,7 +219,7 @@ class SampledRepeats:
             if counted:  # warm runs of the same call: the overhead figure's best baseline
                 faults = faults[: len(counted)]
                 ctx.made.append(Counted(PLAIN, False, _runs_of(counted), len(counted), tuple(faults)))
-                maps = maps or line_maps(ctx.runner.twin_code(PLAIN))
+                maps = maps or twins_line_maps(ctx.runner, PLAIN)
                 worth = repeats * ctx.replay_share  # each replay made that share of your run's calls
                 ctx.made.append(measured(sampling, maps, PLAIN, False, repeats, spent(), worth))
                 ctx.made.append(ExtraRun("sampled replay", repeats))
@@ -292,7 +292,7 @@ class AllocationRun:
                 Allocations(None, f"the counted run allocated {total:,} times, more than it can record")
             )
             return
-        maps = line_maps(ctx.runner.twin_code(PLAIN))
+        maps = twins_line_maps(ctx.runner, PLAIN)
         ctx.made.append(Allocations(allocations_per_line(counted["stacks"], maps)))
         ctx.made.append(ExtraRun("plain replay counting allocations"))
 
@@ -355,7 +355,7 @@ class UserRun:
             if failed is not None:
                 ctx.made.append(failed)
             if sampling is not None:
-                maps = line_maps(ctx.runner.twin_code(self.kind))
+                maps = twins_line_maps(ctx.runner, self.kind)
                 ctx.made.append(measured(sampling, maps, self.kind, True, 1, seconds))
 
 

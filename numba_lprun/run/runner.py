@@ -518,6 +518,11 @@ class Runner:
             out.append((key, *target.counters[kind].take_totals()))
         return out
 
+    def relinked_code(self, kind: str) -> list[object]:
+        """The dispatchers holding the code of the unprofiled jitted callers relinked to call the
+        ``kind`` twins: a profiled function LLVM inlined there runs in that code."""
+        return [twin.code for twin in self.relinked[kind].values() if twin.kernel is None]
+
     def twin_code(self, kind: str) -> dict[Key, Where]:
         """Where each target's twin of ``kind`` keeps its code, for the sampler's line maps."""
         where = {}

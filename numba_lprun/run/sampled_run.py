@@ -16,7 +16,7 @@ from dataclasses import dataclass, field, replace
 from ..interrupts import ctrl_c_deferred
 from ..sampling import LineMap, RawSamples, Sampler, attribute, line_map, prepare_handler
 from .measurements import LineSamples, Sampled, fold
-from .runner import Where
+from .runner import Runner, Where
 
 
 @dataclass
@@ -128,15 +128,26 @@ class SegmentedSampling:
         return sum(s.thread_seconds for s in self.segments)
 
 
-def line_maps(functions: dict[Hashable, Where]) -> dict[Hashable, LineMap]:
+def twins_line_maps(runner: Runner, kind: str) -> dict[Hashable, LineMap]:
+    """Address-to-line maps of the code of ``runner``'s ``kind`` twins, each also covering its
+    function inlined into the jitted callers relinked to call the twins (``line_maps``)."""
+    return line_maps(runner.twin_code(kind), runner.relinked_code(kind))
+
+
+def line_maps(functions: dict[Hashable, Where], callers: Iterable[object] = ()) -> dict[Hashable, LineMap]:
     """Address-to-line maps of each function's compiled code (key -> where its code is).
 
     Each map also covers the function's code inlined into the others' (so a
     profiled callee inlined into a profiled caller keeps its samples), except
     into other dispatchers of the same source (``fast = njit(fastmath=True)(f)``
-    beside ``f``): their code has this function's very lines, not inlined."""
+    beside ``f``): their code has this function's very lines, not inlined; and
+    inlined into ``callers``, the code of the unprofiled jitted callers relinked
+    to call the twins (a helper profiled alone, which LLVM inlines into its
+    caller's loop, runs there: its samples are the caller's addresses)."""
+    callers = list(callers)
     return {
-        key: line_map(*where, hosts=hosts_of(where, functions.values())) for key, where in functions.items()
+        key: line_map(*where, hosts=hosts_of(where, functions.values()) + callers)
+        for key, where in functions.items()
     }
 
 

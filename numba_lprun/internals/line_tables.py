@@ -164,23 +164,20 @@ def _lookups_as_plain_code_passes() -> tuple[type, type]:
 
 def around_typing(passes: list[tuple[type, str]], before: type, after: type) -> list[tuple[type, str]]:
     """A pipeline's ``(pass class, description)`` list with ``before`` ahead of its type inference
-    and ``after`` ahead of its native lowering; unchanged where it lacks either (object mode)."""
-    from numba.core.typed_passes import BaseNativeLowering, BaseTypeInference
+    and ``after`` ahead of its native lowering (``before_lowering``); unchanged where it has no
+    type inference (object mode), so the two are always inserted together."""
+    from numba.core.typed_passes import BaseTypeInference
 
-    def first(kind: type) -> int | None:
-        found = (i for i, (cls, _) in enumerate(passes) if isinstance(cls, type) and issubclass(cls, kind))
-        return next(found, None)
-
-    typing, lowering = first(BaseTypeInference), first(BaseNativeLowering)
-    if typing is None or lowering is None or lowering < typing:
+    found = (
+        i for i, (cls, _) in enumerate(passes) if isinstance(cls, type) and issubclass(cls, BaseTypeInference)
+    )
+    typing = next(found, None)
+    if typing is None:
         return passes
-    return [
-        *passes[:typing],
-        (before, before.description),
-        *passes[typing:lowering],
-        (after, after.description),
-        *passes[lowering:],
-    ]
+    with_after = before_lowering(passes, after)
+    if len(with_after) == len(passes):  # no native lowering: nothing to put back before
+        return passes
+    return [*with_after[:typing], (before, before.description), *with_after[typing:]]
 
 
 #: The flags a twin's line tables set (``line_table_options``, ``line_tables_only``); Numba's

@@ -11,7 +11,7 @@ from __future__ import annotations
 from ..machine import CodeReading, read_code_by_line
 from .measurements import PLAIN, CallRecord, Counted, Key, Sampled
 from .runner import Runner
-from .sampled_run import hosts_of
+from .sampled_run import twin_hosts
 
 
 def read_twin_code(runner: Runner, record: CallRecord, kept: dict) -> dict[Key, CodeReading]:
@@ -22,8 +22,8 @@ def read_twin_code(runner: Runner, record: CallRecord, kept: dict) -> dict[Key, 
         sampled = [m for m in record.of(Sampled) if key in m.functions]
         kind = PLAIN if any(m.twin == PLAIN for m in sampled) or not users else users[-1]
         twin = target.twins.get(kind) or target.twins.get(PLAIN)
-        if twin is None or not twin.has_code:
-            continue
+        if twin is None or not (twin.has_code or runner.relinked_code(twin.kind)):
+            continue  # no code; a twin that never compiled may still run inlined in a relinked caller
         addresses: dict[int, int] = {}
         for m in sampled:
             if m.twin == twin.kind:
@@ -34,7 +34,7 @@ def read_twin_code(runner: Runner, record: CallRecord, kept: dict) -> dict[Key, 
             src = target.source
             last = src.first_lineno + len(src.lines) - 1
             where = (twin.code, src.filename, src.body_lineno, last)
-            hosts = hosts_of(where, runner.twin_code(twin.kind).values()) + runner.relinked_code(twin.kind)
+            hosts = twin_hosts(runner, twin.kind, where)
             kept[state] = read_code_by_line(
                 twin.code, twin.kind, src.filename, src.body_lineno, last, addresses, hosts
             )

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import contextlib
 import threading
-from collections.abc import Callable, Hashable, Iterable, Iterator
+from collections.abc import Callable, Hashable, Iterator
 from dataclasses import dataclass, field, replace
 
 from ..interrupts import ctrl_c_deferred
@@ -130,31 +130,21 @@ class SegmentedSampling:
 
 def twins_line_maps(runner: Runner, kind: str) -> dict[Hashable, LineMap]:
     """Address-to-line maps of the code of ``runner``'s ``kind`` twins, each also covering its
-    function inlined into the jitted callers relinked to call the twins (``line_maps``)."""
-    return line_maps(runner.twin_code(kind), runner.relinked_code(kind))
+    function inlined into other code (``twin_hosts``)."""
+    functions = runner.twin_code(kind)
+    return {key: line_map(*where, hosts=twin_hosts(runner, kind, where)) for key, where in functions.items()}
 
 
-def line_maps(functions: dict[Hashable, Where], callers: Iterable[object] = ()) -> dict[Hashable, LineMap]:
-    """Address-to-line maps of each function's compiled code (key -> where its code is).
-
-    Each map also covers the function's code inlined into the others' (so a
-    profiled callee inlined into a profiled caller keeps its samples), except
-    into other dispatchers of the same source (``fast = njit(fastmath=True)(f)``
-    beside ``f``): their code has this function's very lines, not inlined; and
-    inlined into ``callers``, the code of the unprofiled jitted callers relinked
-    to call the twins (a helper profiled alone, which LLVM inlines into its
-    caller's loop, runs there: its samples are the caller's addresses)."""
-    callers = list(callers)
-    return {
-        key: line_map(*where, hosts=hosts_of(where, functions.values()) + callers)
-        for key, where in functions.items()
-    }
-
-
-def hosts_of(where: Where, functions: Iterable[Where]) -> list[object]:
-    """The code that may hold ``where``'s function inlined: every other function's, but that
-    of other dispatchers of the same source (same file and lines)."""
-    return [other[0] for other in functions if other[0] is where[0] or other[1:] != where[1:]]
+def twin_hosts(runner: Runner, kind: str, where: Where) -> list[object]:
+    """The code that may hold the ``kind`` twin at ``where`` inlined (its map covers that code
+    too, so a profiled callee inlined into a profiled caller keeps its samples): the other
+    ``kind`` twins' code, but that of other dispatchers of the same source (``fast =
+    njit(fastmath=True)(f)`` beside ``f``: their code has this function's very lines, not
+    inlined); and the code of the unprofiled jitted callers relinked to call the twins (a helper
+    profiled alone, which LLVM inlines into its caller's loop, runs there: its samples are the
+    caller's addresses; loaded from the twin cache, that caller is the only code of the helper)."""
+    others = [o[0] for o in runner.twin_code(kind).values() if o[0] is where[0] or o[1:] != where[1:]]
+    return others + runner.relinked_code(kind)
 
 
 def samples_inside(segments: list[RawSamples], maps: dict[Hashable, LineMap]) -> int:

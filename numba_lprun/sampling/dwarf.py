@@ -240,9 +240,6 @@ def line_map(
         result.unavailable = "pyelftools is not installed"
         return result
     overloads = list(getattr(dispatcher, "overloads", {}).values())
-    if not overloads:
-        result.unavailable = "nothing compiled yet: call or compile the function first"
-        return result
     kernels = gufunc_kernels(dispatcher)
     for cres in overloads:
         for library, is_gufunc in code_libraries(cres.library):
@@ -274,6 +271,8 @@ def line_map(
         result.lines = arr[:, 2].astype(np.int32)
     elif problems:
         result.unavailable = "could not read debug info: " + "; ".join(problems)
+    elif not overloads:  # nor inlined into a host: a caller loaded from a cache runs it inlined
+        result.unavailable = "nothing compiled yet: call or compile the function first"
     else:
         result.unavailable = (
             "no line table rows for this function: compile it with debug=True "

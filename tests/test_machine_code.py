@@ -177,11 +177,14 @@ def caller(a):
 
 a = np.random.default_rng(0).random(300_000)
 caller(a)
-prof = numba_lprun.LineProfiler(helper, sample_time=0.3, asm=True)
-prof.runcall(caller, a)
-(stats,) = prof.profile.functions
-print(json.dumps({"samples": stats.samples.total, "hits": sorted(stats.counts.hits.items()),
-                  "code": sorted(stats.machine.lines), "why": stats.machine.unavailable}))
+seen = {}
+for profiled in ((helper,), (helper, caller)):  # alone, then with its caller (its twin inlines it)
+    prof = numba_lprun.LineProfiler(*profiled, sample_time=0.3, asm=True)
+    prof.runcall(caller, a)
+    stats = prof.profile.functions[0]
+    seen[len(profiled)] = {"samples": stats.samples.total, "hits": sorted(stats.counts.hits.items()),
+                           "code": sorted(stats.machine.lines), "why": stats.machine.unavailable}
+print(json.dumps(seen))
 """
 
 
@@ -192,7 +195,8 @@ def test_a_helper_inlined_into_a_relinked_caller_from_a_warm_cache_keeps_its_sam
     twin never compiles (both are ``cache=True``: a function that is not compiles its counting
     twin in every process, as its own plain run would): its line map stopped at "nothing
     compiled yet" before reading the caller's code, and the profile read "none of the run's
-    samples landed in this function".
+    samples landed in this function". So did the helper profiled with its caller, whose twin,
+    loaded from the cache, inlines the helper's.
     Failure odds: the helper's loop is nearly all of the caller's time (hundreds of samples
     where it works; 0 where it does not)."""
     path = tmp_path / "inlined.py"
@@ -207,11 +211,12 @@ def test_a_helper_inlined_into_a_relinked_caller_from_a_warm_cache_keeps_its_sam
         done = subprocess.run(command, capture_output=True, text=True, env=env, timeout=240)
         assert done.returncode == 0, done.stderr
         runs.append(json.loads(done.stdout.strip().splitlines()[-1]))
-    cold, warm = runs
-    assert warm["hits"] == cold["hits"]
-    for run in (cold, warm):
-        assert run["samples"] > 50, run
-        assert run["why"] is None and run["code"], run  # the machine code view, by line
+    for profiled in ("1", "2"):  # the helper alone, then with its caller
+        cold, warm = (run[profiled] for run in runs)
+        assert warm["hits"] == cold["hits"]
+        for run in (cold, warm):
+            assert run["samples"] > 50, (profiled, run)
+            assert run["why"] is None and run["code"], (profiled, runs)  # the machine code view, by line
 
 
 def test_no_code_is_charged_to_the_def_line(conv):

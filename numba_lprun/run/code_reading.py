@@ -22,8 +22,8 @@ def read_twin_code(runner: Runner, record: CallRecord, kept: dict) -> dict[Key, 
         sampled = [m for m in record.of(Sampled) if key in m.functions]
         kind = PLAIN if any(m.twin == PLAIN for m in sampled) or not users else users[-1]
         twin = target.twins.get(kind) or target.twins.get(PLAIN)
-        if twin is None or not (twin.has_code or runner.relinked_code(twin.kind)):
-            continue  # no code; a twin that never compiled may still run inlined in a relinked caller
+        if twin is None:
+            continue
         addresses: dict[int, int] = {}
         for m in sampled:
             if m.twin == twin.kind:
@@ -38,5 +38,6 @@ def read_twin_code(runner: Runner, record: CallRecord, kept: dict) -> dict[Key, 
             kept[state] = read_code_by_line(
                 twin.code, twin.kind, src.filename, src.body_lineno, last, addresses, hosts
             )
-        out[key] = kept[state]
+        if twin.has_code or kept[state].unavailable is None:  # a twin that never compiled may
+            out[key] = kept[state]  # run inlined in code loaded from the twin cache (a caller's)
     return out

@@ -95,3 +95,19 @@ def density_at(x, points, h):
     for j in range(points.size):
         s += epanechnikov(x, points[j], h)
     return s / points.size
+
+
+@njit
+def wave(x):
+    s = 0.0
+    for k in range(50):
+        s += np.sin(x * k) * np.cos(k)  # LIBM
+    return s
+
+
+@njit
+def waves(a):
+    t = 0.0
+    for i in range(a.size):
+        t += wave(a[i])  # CALL
+    return t

@@ -152,6 +152,31 @@ def test_a_helper_profiled_alone_is_sampled_inside_the_unprofiled_caller_that_in
     assert not any("none of the run's" in note.text for note in stats.diagnosis.notes)
 
 
+@needs_samples
+@pytest.mark.parametrize("with_caller", [True, False], ids=["with its caller", "alone"])
+def test_a_helper_inlined_into_its_caller_keeps_the_samples_of_its_libm_calls(with_caller):
+    """``wave`` calls libm's ``sin`` and ``cos`` in a loop; LLVM inlines it into ``waves`` and
+    gives those calls no line (line 0) inside the inlined copy. The caller's map charged them
+    to its calling line, the helper's to nothing: ``wave`` read 22 samples where ``waves``' call
+    line had 384. They now take the helper's line before them, as in the helper's own code.
+    Failure odds: the calls are nearly all of the time (about 600 samples where it works, a
+    few percent of them where it does not)."""
+    a = np.random.default_rng(0).random(20000)
+    K.waves(a)
+    called = [line for llvm in K.waves.inspect_llvm().values() for line in llvm.splitlines()]
+    assert not any(" call " in line and "4wave" in line for line in called)  # LLVM inlined wave
+    prof = numba_lprun.LineProfiler(K.wave, *([K.waves] if with_caller else []), sample_time=0.3)
+    assert prof.runcall(K.waves, a) == K.waves(a)
+    wave = prof.profile.functions[0]
+    libm = line_of(K.wave, "LIBM")
+    assert wave.samples.total > 100, wave.samples
+    assert wave.samples.counts.get(libm, 0) > 0.7 * wave.samples.total, wave.samples.counts
+    if with_caller:
+        caller = prof.profile.functions[1]
+        calling = caller.samples.counts.get(line_of(K.waves, "CALL"), 0)
+        assert wave.samples.total > 0.9 * calling, (wave.samples.counts, caller.samples.counts)
+
+
 INLINED_HELPER = """
 import json
 import numpy as np

@@ -71,6 +71,7 @@ from .object_code import (
     line_rows,
     live_functions,
     parsed,
+    placed_ranges,
     read_once,
     same_file,
 )
@@ -174,15 +175,29 @@ def _host_library(library, obj: bytes, filename: str, first: int, last: int, ker
     out = []
     for function in read_once(_host_code, library, obj):
         gufunc = is_kernel_of(function.name, kernels)
-        ranges: list[tuple[int, int, int]] = []
+        lines: list[int | None] = []
         for row in function.rows:
             line = row.line if in_range(row.path, row.line) else None
             if line is None:
                 inner = [(depth, at) for path, at, depth in row.around if in_range(path, at)]
                 if inner:
                     line = max(inner, key=lambda c: c[0])[1]  # the innermost; the first of equals
-            if line is not None:
-                extend_ranges(ranges, row.start, row.end, line)
+            lines.append(line)
+        # the inlined copies of the function (the calls around its own rows) also hold rows of
+        # no line at all (line 0: the libm calls LLVM took the line of): theirs as in its own code
+        copies = {row.around for row in function.rows if in_range(row.path, row.line)}
+        ranges: list[tuple[int, int, int]] = []
+        run: list[int] = []  # a run of rows of the function's copies, by index
+        for index, row in enumerate(function.rows + (None,)):
+            if row is not None and (lines[index] is not None or (row.line == 0 and row.around in copies)):
+                run.append(index)
+                continue
+            if run:
+                rows = [function.rows[i] for i in run]
+                placed = placed_ranges(rows, [lines[i] for i in run], function.end, last_call_in)
+                for start, stop, line in placed:
+                    extend_ranges(ranges, start, stop, line)
+                run = []
         if ranges:
             out.append((FunctionCode(function.name, function.start, function.end, library.name), ranges))
     return out

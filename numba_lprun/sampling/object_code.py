@@ -373,16 +373,27 @@ def function_lines(rows, inlines, start, end, filename, first, last, is_gufunc, 
         if line is None and in_range(row.path, row.line):
             line = row.line
         lines.append(line)
+    return placed_ranges(local, lines, end, last_call)
+
+
+def placed_ranges(
+    rows: list, lines: list[int | None], end: int, last_call: Callable[[int, int], int | None] | None = None
+) -> list[tuple[int, int, int]]:
+    """[(start, end, line)] covering ``rows`` (code of one function, in address order; ``end``:
+    where its code ends), each on its line in ``lines``, or, where that is None, the line
+    before it (the next one before the first placed row), except in a row that runs into a
+    placed row: there its last call (``last_call(start, end)``) and the code after it take
+    the line that follows (see ``function_lines``). [] if no row is placed."""
     known = [line for line in lines if line is not None]
     if not known:
         return []
     current = known[0]  # rows before the first placed one take the next line
     out: list[tuple[int, int, int]] = []
-    for index, (row, line) in enumerate(zip(local, lines, strict=True)):
+    for index, (row, line) in enumerate(zip(rows, lines, strict=True)):
         current = line if line is not None else current
         stop = min(row.end, end)
         after = lines[index + 1] if index + 1 < len(lines) else None
-        followed = line is None and after is not None and local[index + 1].start == stop
+        followed = line is None and after is not None and rows[index + 1].start == stop
         call = last_call(row.start, stop) if followed and last_call is not None else None
         if call is not None:
             if call > row.start:

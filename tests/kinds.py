@@ -86,6 +86,47 @@ def make_and_run(n):
     return p.run(n, 0.25) + p.scaled(2.0, 3.0)
 
 
+@njit
+def clipped(x, lo, hi):
+    if x < lo:
+        return lo
+    if x > hi:
+        return hi
+    return x
+
+
+@jitclass([("lo", float64), ("hi", float64)])
+class Clipper:
+    """A jitclass whose members call a helper (``clipped``) that is profiled without them."""
+
+    def __init__(self, lo, hi):
+        self.lo = lo
+        self.hi = hi
+
+    def total(self, a):
+        s = 0.0
+        for x in a:
+            s += clipped(x, self.lo, self.hi)
+        return s
+
+    @property
+    def width(self):
+        return clipped(self.hi - self.lo, 0.0, 1.0)
+
+
+@njit
+def clip_total(c, a):
+    return c.total(a) + c.width
+
+
+@njit(parallel=True)
+def clip_rows(c, m):
+    out = np.empty(m.shape[0])
+    for i in prange(m.shape[0]):
+        out[i] = c.total(m[i])
+    return out
+
+
 def particle_workload(cls, sim, make):
     """Python-level and jitted calls of every kind of member; ``cls`` may be the Python class."""
     p = cls(0.0, 2.0)

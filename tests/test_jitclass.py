@@ -2,6 +2,7 @@
 the magic and the CLI: results, hits equal to line_profiler's, the class put back after."""
 
 import line_profiler
+import numpy as np
 import pytest
 
 import numba_lprun
@@ -116,3 +117,33 @@ def test_cli_jitclass_method(tmp_path):
     (step_hits,) = hits.values()
     row = next(ln for ln in done.stdout.splitlines() if ln.split()[:1] == [str(step_line)])
     assert int(row.split()[1]) == step_hits[step_line]
+
+
+def test_a_helper_the_members_call_profiled_alone_counts_every_call():
+    """``clipped`` is profiled, the jitclass whose method and property call it is not: Python
+    reaches the members through the box class's wrappers, jitted code through the class
+    type's dicts, and both linked the original helper, so the profile read "not called". The
+    class is now recompiled against the twins as for a profiled member (and put back after):
+    hits are line_profiler's for the same calls, from Python, from jitted code using an
+    instance, and from a ``prange`` loop's threads (the helper's counters made atomic)."""
+    rng = np.random.default_rng(0)
+    a, m = rng.normal(0.5, 1.0, 1000), rng.normal(0.5, 1.0, (64, 50))
+    c = kinds.Clipper(0.0, 1.0)
+
+    def work():
+        return c.total(a), c.width, kinds.clip_total(c, a), kinds.clip_rows(c, m).sum()
+
+    expected = work()
+    methods = dict(kinds.Clipper.class_type.jit_methods)
+    prof = numba_lprun.LineProfiler(kinds.clipped)
+    assert prof.runcall(work) == expected
+    assert dict(kinds.Clipper.class_type.jit_methods) == methods  # put back
+    assert work() == expected
+
+    reference = line_profiler.LineProfiler(kinds.clipped.py_func)
+    calls = [(x, 0.0, 1.0) for x in [*a, 1.0, *a, 1.0, *m.ravel()]]  # total, width, clip_total, rows
+    for args in calls:
+        reference.runcall(kinds.clipped.py_func, *args)
+    want = {line: n for line, n, _ in next(iter(reference.get_stats().timings.values()))}
+    (stats,) = prof.profile.functions
+    assert stats.counts.hits == want

@@ -34,6 +34,7 @@ from ..internals import CPUDispatcher, replace_implementations
 from .jitclasses import (
     box_properties,
     class_namespaces,
+    classes_reaching,
     entry_points,
     forget_bound_methods,
     fresh_property,
@@ -69,10 +70,16 @@ class Holder:
     entry_points: Callable[[list], list[CPUDispatcher]] = _nothing  # jitted code to relink
     instance_types: Callable[[list], list[str]] = _nothing  # a caller using these reaches them unnamed
     forget: Callable[[list], None] = _forget_nothing  # after each swap and each restore
+    #: holders of code that calls the targets by name (the originals given), reached as the
+    #: holders of the targets themselves are
+    reaching: Callable[[list], list] = _nothing
 
     def held(self, targets: Iterable[Target]) -> list:
-        """The holders of ``targets`` (each once, in the targets' order)."""
-        return list(dict.fromkeys(h for target in targets for h in self.of(target)))
+        """The holders of ``targets`` (each once, in the targets' order), then those of the
+        code that calls them by name (``reaching``)."""
+        targets = list(targets)
+        owners = [h for target in targets for h in self.of(target)]
+        return list(dict.fromkeys(owners + self.reaching([t.original for t in targets])))
 
 
 def _swap_box_properties(classes: list, twins: Mapping, swap: Swap, kind: str, memo: dict) -> None:
@@ -100,6 +107,7 @@ JITCLASS_MEMBERS = Holder(
     entry_points=entry_points,
     instance_types=instance_type_names,
     forget=forget_bound_methods,
+    reaching=classes_reaching,
 )
 OVERLOAD_IMPLEMENTATIONS = Holder(
     "overload",

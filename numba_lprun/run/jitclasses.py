@@ -24,7 +24,9 @@ from ..internals import (
     compiled_box_property,
     forget_bound_method_types,
     jitclass_constructor,
+    jitclasses,
 )
+from .reach import reaches_through_names
 
 
 def class_namespaces(classes: Iterable[type]) -> list[dict]:
@@ -121,3 +123,18 @@ def uses_instances(dispatcher: CPUDispatcher, type_names: list[str]) -> bool:
             if any(name in text for name in type_names):
                 return True
     return False
+
+
+def classes_reaching(originals: Iterable[object]) -> list[type]:
+    """The jitclasses one of whose members calls one of ``originals`` by name (directly or
+    through the jitted functions it names): a profiled helper that a method calls. Python
+    and jitted code reach that method through the class, as they reach a profiled member, so
+    the class is recompiled against the twins the same way (else the helper read "not called")."""
+    wanted = {id(o): o for o in originals}
+    if not wanted:
+        return []
+    return [
+        cls
+        for cls in jitclasses()
+        if any(reaches_through_names(disp.py_func, wanted) for _, disp in class_members(cls))
+    ]

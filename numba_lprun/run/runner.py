@@ -216,7 +216,8 @@ class Runner:
     def _specs(self, callers: list[CPUDispatcher], names: list[str]) -> dict[Target, TwinSpec]:
         """How each target's twins are built (``targets.twin_specs``)."""
         users = [d for d in callers if runs_concurrently(d) and self._uses(d, names)]
-        return twin_specs(list(self.targets.values()), callers, users, self.shows_times)
+        class_code = [d for holder, held in self._held() for d in holder.entry_points(held)] if users else []
+        return twin_specs(list(self.targets.values()), callers, users, self.shows_times, class_code)
 
     def _links(self, target: Target, kind: str) -> frozenset[tuple[Key, object]]:
         """The twins of other targets that ``target``'s code calls: (source key, that twin's
@@ -238,7 +239,7 @@ class Runner:
     def _names_holder(target: Target, named: set[int]) -> bool:
         """Whether code naming ``named`` reaches ``target`` through a holder (``holders``)."""
         for holder in HOLDERS:
-            held = holder.held([target])
+            held = list(dict.fromkeys(holder.of(target)))  # what holds it, not what calls it
             if held and any(id(value) in named for value in holder.named(held)):
                 return True
         return False

@@ -207,17 +207,21 @@ def redefine(target: Target, dispatcher: object, source: FunctionSource, clock: 
         target.twins.clear()
 
 
-def atomic_targets(targets: list[Target], callers: list, instance_users: list) -> set[int]:
+def atomic_targets(
+    targets: list[Target], callers: list, instance_users: list, class_code: list = ()
+) -> set[int]:
     """Identities of the targets' originals whose code may run on several threads at once, so
     whose counters must be atomic: a ``parallel``/``nogil`` function (profiled or not) and every
     target its code reaches, directly or through other jitted functions (a helper called from a
     ``prange`` body runs on every worker), and only those. ``instance_users``: concurrent
-    callers handling instances of a profiled jitclass, which reach its members unnamed."""
+    callers handling instances of a jitclass held for the run (``holders``), which reach its
+    members unnamed (``class_code``: those members), and what they call."""
     originals = [t.original for t in targets]
     sources = [d for d in originals + callers if runs_concurrently(d)]
     reached = reached_from(sources, originals + callers)
     if instance_users:
         reached |= {id(t.original) for t in targets if t.owner is not None}
+        reached |= reached_from(class_code, originals + callers)
     return reached & {id(d) for d in originals}
 
 
@@ -243,11 +247,11 @@ def inlined_by_numba(dispatcher: object) -> bool:
 
 
 def twin_specs(
-    targets: list[Target], callers: list, instance_users: list, shows_times: bool
+    targets: list[Target], callers: list, instance_users: list, shows_times: bool, class_code: list = ()
 ) -> dict[Target, TwinSpec]:
     """How each target's twins are built, for ``build_twin`` and ``Target.built_as``. A
     stencil's calls are never timed: its kernel is called once per point of the array."""
-    atomic = atomic_targets(targets, callers, instance_users)
+    atomic = atomic_targets(targets, callers, instance_users, class_code)
     per_point = {id(t.original) for t in targets if treated_as(t.original).per_point}
     helpers = called_from_jitted(targets, callers) | per_point
     return {

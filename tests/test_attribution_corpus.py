@@ -143,7 +143,7 @@ def test_sampled_shares_match_the_truth(case):
     if case.among_groups:  # prange: the workers' samples are on the loop bodies
         assert sum(shares.get(m, 0.0) for m in case.truth) >= BODY_SHARE, shares
     compared = case.compare(shares)
-    tolerance = PRANGE_TOLERANCE if case.among_groups else TOLERANCE
+    tolerance = case.tolerance or (PRANGE_TOLERANCE if case.among_groups else TOLERANCE)
     wrong = {m: (round(got, 1), want) for m, (got, want) in compared.items() if abs(got - want) > tolerance}
     if case.among_groups:
         assert compared["A"][0] < compared["B"][0], compared

@@ -22,8 +22,8 @@ Why the detours:
   charged to the enclosing inlined call's line when DWARF records one
   (``DW_TAG_inlined_subroutine``), else to the nearest earlier row of the same
   function that has a line in range (the next one, for a function's first rows). In
-  such a row that runs into a row in range, the last call and the code after it (its
-  result read back) take that row's line, where the call returns with its result
+  such a row that runs into a row in range, the calls from the first and the code after them
+  (their results read back) take that row's line, where the calls return with their results
   (``object_code.function_lines``): a twin's code is
   made with LLVM's line 0 on what it could not place (``internals.mark_unplaced_code``),
   where by default it would take the line before it, and the calls LLVM copies into an
@@ -63,11 +63,11 @@ from ..internals import compiled_object
 from .object_code import (
     FunctionCode,
     extend_ranges,
+    first_call_in,
     function_lines,
     gufunc_kernels,
     inlined_calls,
     is_kernel_of,
-    last_call_in,
     line_rows,
     live_functions,
     parsed,
@@ -194,7 +194,7 @@ def _host_library(library, obj: bytes, filename: str, first: int, last: int, ker
                 continue
             if run:
                 rows = [function.rows[i] for i in run]
-                placed = placed_ranges(rows, [lines[i] for i in run], function.end, last_call_in)
+                placed = placed_ranges(rows, [lines[i] for i in run], function.end, first_call_in)
                 for start, stop, line in placed:
                     extend_ranges(ranges, start, stop, line)
                 run = []
@@ -321,7 +321,7 @@ def _map_library(
             first,
             last,
             gufunc,
-            lambda start, end, shift=shift: _less(last_call_in(start + shift, end + shift), shift),
+            lambda start, end, shift=shift: _less(first_call_in(start + shift, end + shift), shift),
         )
         if ranges:
             func = FunctionCode(name, fake_start + shift, fake_end + shift, library.name)

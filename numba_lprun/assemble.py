@@ -188,9 +188,10 @@ def _measured(
         vs_plain = Compared(skipped=vs_plain.calls + vs_plain.skipped, why=UNTIMED_CALLS)
     vs_probed = _compared(record, key, PROBED, False)
     vectorized = fact.vectorized
-    lost = frozenset()
+    lost = gained = frozenset()
     if PLAIN in vectorized:
         lost = vectorized[PLAIN] - vectorized.get(run_twin, frozenset())
+        gained = vectorized.get(run_twin, frozenset()) - vectorized[PLAIN]
     source = Source(
         filename=fact.filename,
         first_lineno=fact.first_lineno,
@@ -219,7 +220,7 @@ def _measured(
     probes = Probes(dict(probed.line_ticks), dict(probed.hits), cost)
     uncompared = record.of(CodeUncompared)
     why = uncompared[-1].why if uncompared and PLAIN not in vectorized else None
-    distortion = _distortion(vs_plain, vs_probed, probed, user, lost, why)
+    distortion = _distortion(vs_plain, vs_probed, probed, user, (lost, gained), why)
     return Measured(source, counts, samples, probes, distortion)
 
 
@@ -228,10 +229,11 @@ def _distortion(
     vs_probed: Compared,
     probed: FunctionCounts,
     user: FunctionCounts,
-    lost: frozenset,
+    vectorization: tuple[frozenset, frozenset],
     uncompared: str | None,
 ) -> Distortion:
-    """The user's run (and a probed run) against the plain runs of the same calls."""
+    """The user's run (and a probed run) against the plain runs of the same calls
+    (``vectorization``: the loops SIMD in the plain twin only, and in the user's only)."""
     return Distortion(
         overhead=vs_plain.ticks / vs_plain.baseline if vs_plain.baseline > 0 else None,
         plain_ticks=vs_plain.baseline if vs_plain.baseline > 0 else None,
@@ -240,7 +242,8 @@ def _distortion(
         probe_overhead=vs_probed.ticks / vs_probed.baseline if vs_probed.baseline > 0 else None,
         # probe times from a probed run of their own (not the user's run): why it has no figure
         probe_unmeasured=_unmeasured(vs_probed) if probed.line_ticks and not user.line_ticks else None,
-        lost_vectorization=frozenset(lost),
+        lost_vectorization=frozenset(vectorization[0]),
+        gained_vectorization=frozenset(vectorization[1]),
         page_faults=_page_faults(vs_plain),
         uncompared=uncompared,
         plain_left_out=vs_plain.left_out if vs_plain.baseline > 0 else 0,

@@ -239,6 +239,8 @@ def _overhead_notes(measured: Measured, threshold: float, unit: float) -> list[N
         said = f"overhead not measured: {why}"
         if distortion.lost_vectorization:
             said += f"; the machine code shows the {'probes' if twin == PROBED else 'counters'} cost SIMD"
+        elif distortion.gained_vectorization:
+            said += f"; the machine code shows the {twin} twin vectorized loops the plain twin did not"
         elif measured.source.compile_seconds.get(PLAIN) is not None:
             said += f"; the {twin} twin's loops vectorized as the plain twin's did"
         elif distortion.uncompared:
@@ -264,6 +266,16 @@ def _overhead_notes(measured: Measured, threshold: float, unit: float) -> list[N
     elif distortion.probe_unmeasured is not None and twin != PROBED:  # probe times, but no figure: say why
         why = distortion.probe_unmeasured
         notes.append(Note("info", f"probed run not compared with the plain run: {why}"))
+    for line in sorted(distortion.gained_vectorization):
+        # line 0: code placed on no line of its own (a stencil's loop nest, Numba's array code)
+        where = f"the loop at line {line}" if line else "a loop on no line of its own (a stencil's loop nest)"
+        notes.append(
+            Note(
+                "warning",
+                f"{where} was vectorized (SIMD) in the {twin} build but not in the plain one (your "
+                f"code's): its samples describe faster code than yours, so its times understate yours",
+            )
+        )
     for line in sorted(distortion.lost_vectorization):
         notes.append(
             Note(

@@ -142,6 +142,9 @@ class Distortion:
     probe_overhead: float | None = None  # probed run / plain run
     probe_unmeasured: str | None = None  # why a probed run's times have no such figure
     lost_vectorization: frozenset[int] = frozenset()  # loops SIMD in the plain twin, not in the user's
+    # loops SIMD in the user's twin, not in the plain twin (line 0: a stencil's loop nest): its
+    # samples describe faster code than the program's
+    gained_vectorization: frozenset[int] = frozenset()
     # the process's minor page faults in the user's run and the plain runs' median, over the calls
     # compared (None: unknown): a first run touching fresh memory is slower for that alone
     page_faults: tuple[int, int] | None = None

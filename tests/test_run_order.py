@@ -258,3 +258,22 @@ def test_a_function_none_of_many_samples_reached_is_not_called_too_short_a_run()
     assert "none of the run's 404 samples" in many and "profile its callers too (-f)" in many
     (few,) = [n.text for n in diagnose(stats, 1e-9, run_samples=30).notes if "samples" in n.text]
     assert "the run was too short" in few
+
+
+def test_a_loop_the_counting_twin_vectorized_and_the_plain_one_did_not_is_a_warning():
+    """The twins' machine code compared both ways: a stencil's counting twin vectorized its loop
+    nest (code on line 0) where the plain code stayed scalar, and ran 2x faster than the
+    program's; with no plain run to compare, the profile said "the counting twin's loops
+    vectorized as the plain twin's did". Now it warns that the samples describe faster code,
+    for a loop on a line and for one on none."""
+    base = _stats_with(1.0, None)
+    unmeasured = replace(base.distortion, overhead=None, plain_ticks=None, unmeasured="your run took 2 s")
+    source = replace(base.source, compile_seconds={"plain": 0.1, "counting": 0.1})
+    for gained, where in ((frozenset({3}), "the loop at line 3"), (frozenset({0}), "a stencil's loop nest")):
+        stats = replace(base, source=source, distortion=replace(unmeasured, gained_vectorization=gained))
+        notes = diagnose(stats, 1e-9).notes
+        (warned,) = [n for n in notes if "faster code than yours" in n.text]
+        assert warned.level == "warning" and where in warned.text
+        assert not any("vectorized as the plain twin's did" in n.text for n in notes)
+    plain = replace(base, source=source, distortion=unmeasured)
+    assert any("vectorized as the plain twin's did" in n.text for n in diagnose(plain, 1e-9).notes)

@@ -7,7 +7,7 @@ from concurrent.futures import ThreadPoolExecutor
 import numpy as np
 from numba import float64, guvectorize, njit, prange, stencil, types, vectorize
 from numba.experimental import jitclass
-from numba.extending import overload, register_jitable
+from numba.extending import overload, overload_method, register_jitable
 
 
 @njit(nogil=True)
@@ -219,6 +219,55 @@ def uses_overloads(a, n):
     for i in range(n):
         t += jitable_helper(i) + jitable_helper(i * 0.5)
     return t + sum_squares(a)
+
+
+@njit
+def halved(x):
+    if x < 0.5:
+        return x * 2.0
+    return x - 0.5
+
+
+@register_jitable
+def halved_total(a):
+    t = 0.0
+    for x in a:
+        t += halved(x)
+    return t
+
+
+def halved_sum(a):
+    """Pure Python; jitted code uses the @overload below, whose body calls ``halved``."""
+    return sum(halved.py_func(x) for x in a)
+
+
+@overload(halved_sum)
+def _halved_sum_overload(a):
+    def impl(a):
+        t = 0.0
+        for x in a:
+            t += halved(x)
+        return t
+
+    return impl
+
+
+@overload_method(types.Array, "nlp_halved_max")
+def _halved_max_method(a):
+    def impl(a):
+        m = -1.0
+        for x in a:
+            m = max(m, halved(x))
+        return m
+
+    return impl
+
+
+@njit
+def through_overloads(a):
+    """``halved`` reached only through the bodies of an @overload, a @register_jitable and an
+    @overload_method (the method named by no global: an array's ``nlp_halved_max``)."""
+    return halved_sum(a) + halved_total(a) + a.nlp_halved_max()
 
 
 @njit

@@ -259,6 +259,27 @@ def test_an_overload_profiled_with_its_caller_counts_its_hits(overloads_compiled
     assert hits_of(prof.get_stats(), "uses_overloads") == caller_ref["uses_overloads"]
 
 
+def test_a_helper_called_from_overload_bodies_profiled_alone_counts_its_hits():
+    """``halved`` is called from the bodies of an @overload, a @register_jitable and an
+    @overload_method, none of them profiled: jitted code reaches those bodies through their
+    typing templates, which kept the implementations compiled before the run (linked to the
+    original helper), so the helper read "not called". Each template holding a body that calls
+    a target now gets the body's relinked copy for the run, and the callers (naming the
+    overloaded function, or holding the array's bound method in their types) are relinked;
+    after the run the templates hold their own implementations again."""
+    from numba_lprun.internals import cached_dispatchers, templates_with_implementations
+
+    a = np.random.default_rng(0).random(200)
+    expected = kinds.through_overloads(a)
+    before = {t: list(cached_dispatchers(t)) for t in templates_with_implementations()}
+    prof = numba_lprun.LineProfiler(kinds.halved, timing=False)
+    assert prof.runcall(kinds.through_overloads, a) == expected
+    want = python_hits([kinds.halved.py_func], lambda: [kinds.halved.py_func(x) for x in [*a, *a, *a]])
+    assert hits_of(prof.get_stats(), "halved") == want["halved"]
+    assert {t: list(cached_dispatchers(t)) for t in before} == before  # put back
+    assert kinds.through_overloads(a) == expected
+
+
 def test_overload_not_compiled_yet_refused():
     from numba.extending import register_jitable
 

@@ -103,7 +103,9 @@ from .libraries import (
 )
 from .line_tables import line_table_options, line_tables_only
 from .overloads import (
+    bound_method_names,
     cached_dispatchers,
+    implementations_cached,
     overloads_function,
     replace_implementations,
     templates_with_implementations,
@@ -131,6 +133,8 @@ from .runtime import (
 
 __all__ = [
     "CPUDispatcher",
+    "bound_method_names",
+    "implementations_cached",
     "CacheRules",
     "cache_refusal",
     "NUMBA_RANGE",

@@ -9,7 +9,7 @@ dispatcher), and lowering links the entry point the template noted
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 
 from .registry import touches
 
@@ -31,6 +31,12 @@ def templates_with_implementations() -> list[type]:
     from numba.core.typing.templates import builtin_registry
 
     return [t for t in list(builtin_registry.functions) if getattr(t, "_impl_cache", None) is not None]
+
+
+def implementations_cached() -> int:
+    """How many implementations the overload templates cache, all told: it grows with every
+    one compiled, so the holders of profiled functions are looked for again only then."""
+    return sum(len(t._impl_cache) for t in templates_with_implementations())
 
 
 @touches(
@@ -90,3 +96,29 @@ def replace_implementations(
         replaced[key] = value
     set_attribute(template, "_impl_cache", replaced)
     set_attribute(template, "_compiled_overloads", dict(template.__dict__["_compiled_overloads"]))
+
+
+@touches(
+    "numba.core.typing.templates",
+    "builtin_registry.attributes",
+    "run/holders.py: the method templates @overload_method registered, by the function they call",
+)
+@touches(
+    "numba.core.typing.templates",
+    "_OverloadMethodTemplate",
+    "run/holders.py: the method an @overload_method template types, and the function it calls",
+    instance_attribute="_attr",
+)
+def bound_method_names(functions: Iterable[object]) -> list[str]:
+    """How Numba's types print the methods ``@overload_method`` made to call one of ``functions``
+    (its overload functions: ``BoundFunction((<class ...Array>, 'hsum') ...``): jitted code that
+    calls such a method holds one in its types, and names neither the method nor the function."""
+    from numba.core.typing.templates import _OverloadMethodTemplate, builtin_registry
+
+    wanted = {id(f) for f in functions}
+    names = []
+    for template in list(builtin_registry.attributes):
+        if isinstance(template, type) and issubclass(template, _OverloadMethodTemplate):
+            if id(getattr(template, "_overload_func", None)) in wanted:
+                names.append(f"BoundFunction({(template.key, template._attr)}")
+    return names

@@ -30,7 +30,13 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 
-from ..internals import CPUDispatcher, replace_implementations
+from ..internals import (
+    CPUDispatcher,
+    bound_method_names,
+    cached_dispatchers,
+    replace_implementations,
+    templates_with_implementations,
+)
 from .jitclasses import (
     box_properties,
     class_namespaces,
@@ -40,7 +46,7 @@ from .jitclasses import (
     fresh_property,
     instance_type_names,
 )
-from .reach import Swap
+from .reach import Swap, reaches_through_names
 from .targets import Target
 
 #: What a holder's strategy is given to swap twins in: the holders, each target's twin dispatcher
@@ -92,8 +98,26 @@ def _swap_box_properties(classes: list, twins: Mapping, swap: Swap, kind: str, m
         swap.set_attribute(box, name, memo[key])
 
 
+def templates_reaching(originals: Iterable[object]) -> list[type]:
+    """The overload templates (``@overload``, ``@register_jitable``) one of whose implementations
+    calls one of ``originals`` by name (directly or through the jitted functions it names): a
+    profiled helper called from an overload's body. Jitted code reaches that body through the
+    template, whose cache holds the implementation compiled before the run (linked to the
+    original helper), so the template gets its relinked copy for the run (else the helper read
+    "not called")."""
+    wanted = {id(o): o for o in originals}
+    if not wanted:
+        return []
+    return [
+        template
+        for template in templates_with_implementations()
+        if any(reaches_through_names(disp.py_func, wanted) for disp in cached_dispatchers(template))
+    ]
+
+
 def _swap_implementations(templates: list, twins: Mapping, swap: Swap, kind: str, memo: dict) -> None:
-    """Point each template's implementations at the twins."""
+    """Point each template's implementations at the twins (and at the relinked copies of those
+    that call a target)."""
     for template in templates:
         replace_implementations(template, twins, swap.set_attribute)
 
@@ -115,6 +139,9 @@ OVERLOAD_IMPLEMENTATIONS = Holder(
     _swap_implementations,
     after_names=False,  # before: the callers relinked when the names are swapped ask the templates
     named=lambda templates: [t.key for t in templates],  # the Python function overloaded
+    # an @overload_method's callers name no function: their types hold the bound method
+    instance_types=lambda templates: bound_method_names(t.key for t in templates),
+    reaching=templates_reaching,
 )
 
 #: Every holder, asked in this order.

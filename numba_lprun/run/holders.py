@@ -46,7 +46,7 @@ from .jitclasses import (
     fresh_property,
     instance_type_names,
 )
-from .reach import Swap, reaches_through_names
+from .reach import Swap, holding_callers
 from .targets import Target
 
 #: What a holder's strategy is given to swap twins in: the holders, each target's twin dispatcher
@@ -100,19 +100,11 @@ def _swap_box_properties(classes: list, twins: Mapping, swap: Swap, kind: str, m
 
 def templates_reaching(originals: Iterable[object]) -> list[type]:
     """The overload templates (``@overload``, ``@register_jitable``) one of whose implementations
-    calls one of ``originals`` by name (directly or through the jitted functions it names): a
-    profiled helper called from an overload's body. Jitted code reaches that body through the
-    template, whose cache holds the implementation compiled before the run (linked to the
-    original helper), so the template gets its relinked copy for the run (else the helper read
-    "not called")."""
-    wanted = {id(o): o for o in originals}
-    if not wanted:
-        return []
-    return [
-        template
-        for template in templates_with_implementations()
-        if any(reaches_through_names(disp.py_func, wanted) for disp in cached_dispatchers(template))
-    ]
+    calls one of ``originals`` (``holding_callers``): a profiled helper called from an
+    overload's body. Jitted code reaches that body through the template, whose cache holds the
+    implementation compiled before the run (linked to the original helper), so the template
+    gets its relinked copy for the run (else the helper read "not called")."""
+    return holding_callers(templates_with_implementations(), cached_dispatchers, originals)
 
 
 def _swap_implementations(templates: list, twins: Mapping, swap: Swap, kind: str, memo: dict) -> None:

@@ -26,7 +26,7 @@ from ..internals import (
     jitclass_constructor,
     jitclasses,
 )
-from .reach import reaches_through_names
+from .reach import holding_callers
 
 
 def class_namespaces(classes: Iterable[type]) -> list[dict]:
@@ -126,15 +126,8 @@ def uses_instances(dispatcher: CPUDispatcher, type_names: list[str]) -> bool:
 
 
 def classes_reaching(originals: Iterable[object]) -> list[type]:
-    """The jitclasses one of whose members calls one of ``originals`` by name (directly or
-    through the jitted functions it names): a profiled helper that a method calls. Python
-    and jitted code reach that method through the class, as they reach a profiled member, so
-    the class is recompiled against the twins the same way (else the helper read "not called")."""
-    wanted = {id(o): o for o in originals}
-    if not wanted:
-        return []
-    return [
-        cls
-        for cls in jitclasses()
-        if any(reaches_through_names(disp.py_func, wanted) for _, disp in class_members(cls))
-    ]
+    """The jitclasses one of whose members calls one of ``originals`` (``holding_callers``): a
+    profiled helper that a method calls. Python and jitted code reach that method through the
+    class, as they reach a profiled member, so the class is recompiled against the twins the
+    same way (else the helper read "not called")."""
+    return holding_callers(jitclasses(), lambda cls: [disp for _, disp in class_members(cls)], originals)

@@ -124,6 +124,17 @@ def reaches_through_names(py_func: pytypes.FunctionType, targets: Mapping[int, o
     return any(id(value) in targets for value in reached_values(py_func))
 
 
+def holding_callers(holders: Iterable[object], code_of: Callable, originals: Iterable[object]) -> list:
+    """The ``holders`` (jitclasses, overload templates) some of whose jitted code
+    (``code_of(holder)``: dispatchers) calls one of ``originals`` by name, directly or through
+    the jitted functions it names: code that jitted callers reach through the holder, not a
+    name, so the holder is swapped for the run as one holding a profiled function is."""
+    wanted = {id(o): o for o in originals}
+    if not wanted:
+        return []
+    return [h for h in holders if any(reaches_through_names(d.py_func, wanted) for d in code_of(h))]
+
+
 def live_objects(kinds: tuple[type, ...]) -> list[object]:
     """Every live object of one of ``kinds`` (or a subclass), wherever the program holds it.
 

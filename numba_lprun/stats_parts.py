@@ -214,6 +214,7 @@ SINCE_FORMAT_2: frozenset[tuple[str, str]] = frozenset(
         ("distortion", "uncompared"),
         ("distortion", "plain_left_out"),
         ("distortion", "compiled"),
+        ("distortion", "gained_vectorization"),
         ("source", "uncached"),
         ("source", "unsampled"),
         ("source", "compile_error"),

@@ -492,3 +492,93 @@ def test_kernel_object_kept_in_a_container(name, args):
     (stats,) = prof.profile.functions
     assert stats.counts.hits and stats.counts.calls
     assert type(holder["k"]).__name__ in ("DUFunc", "GUFunc", "StencilFunc")
+
+
+CACHED_OVERLOAD_CALLERS = """
+import json
+import numpy as np
+from numba import njit, types
+from numba.extending import overload, overload_method, register_jitable
+import numba_lprun
+
+
+@njit(cache=True)
+def halved(x):
+    if x < 0.5:
+        return x * 2.0
+    return x - 0.5
+
+
+@register_jitable
+def halved_total(a):
+    t = 0.0
+    for x in a:
+        t += halved(x)
+    return t
+
+
+def halved_sum(a):
+    pass
+
+
+@overload(halved_sum)
+def _halved_sum(a):
+    def impl(a):
+        t = 0.0
+        for x in a:
+            t += halved(x)
+        return t
+
+    return impl
+
+
+@overload_method(types.Array, "nlp_cached_halved_total")
+def _cached_halved_total(a):
+    def impl(a):
+        t = 0.0
+        for x in a:
+            t += halved(x)
+        return t
+
+    return impl
+
+
+@njit(cache=True)
+def through_overloads(a):
+    return halved_sum(a) + halved_total(a) + a.nlp_cached_halved_total()
+
+
+a = np.arange(100) / 100.0
+expected = through_overloads(a)
+prof = numba_lprun.LineProfiler(halved, timing=False)
+got = prof.runcall(through_overloads, a)
+print(json.dumps({"same": got == expected, "hits": sorted(prof.profile.functions[0].counts.hits.items())}))
+"""
+
+
+def test_a_helper_called_from_overload_bodies_of_cached_callers_counts_its_hits(tmp_path):
+    """The callers ``cache=True``: in a second process they load from Numba's cache with the
+    bodies inside, the templates compile no body, and so none was found calling the helper
+    ("not called" again); the templates are now found from the bodies' source too. And Numba
+    keeps no types of a ``cache=True`` compile, where the @overload_method's callers were found
+    (even in the first process): its source naming the method's attribute now counts."""
+    import json
+    import os
+    import subprocess
+    import sys
+
+    path = tmp_path / "cached_overloads.py"
+    path.write_text(CACHED_OVERLOAD_CALLERS)
+    env = dict(
+        os.environ, NUMBA_CACHE_DIR=str(tmp_path / "numba"), NUMBA_LPRUN_CACHE_DIR=str(tmp_path / "twins")
+    )
+    runs = []
+    for _ in range(2):  # the program's cache empty, then warm
+        done = subprocess.run(
+            [sys.executable, str(path)], capture_output=True, text=True, env=env, timeout=240
+        )
+        assert done.returncode == 0, done.stderr[-2000:]
+        runs.append(json.loads(done.stdout.strip().splitlines()[-1]))
+    want = [[11, 300], [12, 150], [13, 150]]  # the three bodies call it for each of the 100 values
+    for run in runs:
+        assert run == {"same": True, "hits": want}, runs

@@ -103,8 +103,9 @@ from .libraries import (
 )
 from .line_tables import line_table_options, line_tables_only
 from .overloads import (
-    bound_method_names,
+    bound_methods,
     cached_dispatchers,
+    implementation_sources,
     implementations_cached,
     overloads_function,
     replace_implementations,
@@ -133,7 +134,8 @@ from .runtime import (
 
 __all__ = [
     "CPUDispatcher",
-    "bound_method_names",
+    "bound_methods",
+    "implementation_sources",
     "implementations_cached",
     "CacheRules",
     "cache_refusal",

@@ -33,6 +33,20 @@ def templates_with_implementations() -> list[type]:
     return [t for t in list(builtin_registry.functions) if getattr(t, "_impl_cache", None) is not None]
 
 
+def implementation_sources(template: type) -> list[object]:
+    """The Python functions a template's implementations are compiled from, where a program's
+    code, not Numba's own, made it: those it compiled (its cache), the ``@overload`` function
+    whose nested bodies it compiles next (``_overload_func``: a caller loaded from Numba's cache
+    compiled none in this process), and a ``@register_jitable`` function itself (the key)."""
+    import types
+
+    funcs = [disp.py_func for disp in cached_dispatchers(template)]
+    for func in (getattr(template, "_overload_func", None), getattr(template, "key", None)):
+        if isinstance(func, types.FunctionType):
+            funcs.append(func)
+    return [f for f in funcs if not (getattr(f, "__module__", None) or "").startswith("numba.")]
+
+
 def implementations_cached() -> int:
     """How many implementations the overload templates cache, all told: it grows with every
     one compiled, so the holders of profiled functions are looked for again only then."""
@@ -109,16 +123,17 @@ def replace_implementations(
     "run/holders.py: the method an @overload_method template types, and the function it calls",
     instance_attribute="_attr",
 )
-def bound_method_names(functions: Iterable[object]) -> list[str]:
-    """How Numba's types print the methods ``@overload_method`` made to call one of ``functions``
-    (its overload functions: ``BoundFunction((<class ...Array>, 'hsum') ...``): jitted code that
-    calls such a method holds one in its types, and names neither the method nor the function."""
+def bound_methods(functions: Iterable[object]) -> list[tuple[str, str]]:
+    """The methods ``@overload_method`` made to call one of ``functions`` (its overload
+    functions), each as (how Numba's types print it: ``BoundFunction((<class ...Array>,
+    'hsum')``, its attribute name): jitted code that calls such a method holds one in its types
+    and names the attribute in its source, but names neither the method nor the function."""
     from numba.core.typing.templates import _OverloadMethodTemplate, builtin_registry
 
     wanted = {id(f) for f in functions}
-    names = []
+    found = []
     for template in list(builtin_registry.attributes):
         if isinstance(template, type) and issubclass(template, _OverloadMethodTemplate):
             if id(getattr(template, "_overload_func", None)) in wanted:
-                names.append(f"BoundFunction({(template.key, template._attr)}")
-    return names
+                found.append((f"BoundFunction({(template.key, template._attr)}", template._attr))
+    return found

@@ -32,8 +32,8 @@ from dataclasses import dataclass
 
 from ..internals import (
     CPUDispatcher,
-    bound_method_names,
-    cached_dispatchers,
+    bound_methods,
+    implementation_sources,
     replace_implementations,
     templates_with_implementations,
 )
@@ -75,6 +75,9 @@ class Holder:
     named: Callable[[list], list[object]] = _nothing  # what jitted callers name to reach them
     entry_points: Callable[[list], list[CPUDispatcher]] = _nothing  # jitted code to relink
     instance_types: Callable[[list], list[str]] = _nothing  # a caller using these reaches them unnamed
+    #: attribute names whose use in a caller's source makes it one, read where its compiled
+    #: types are not kept (a ``cache=True`` function's)
+    attributes: Callable[[list], list[str]] = _nothing
     forget: Callable[[list], None] = _forget_nothing  # after each swap and each restore
     #: holders of code that calls the targets by name (the originals given), reached as the
     #: holders of the targets themselves are
@@ -103,8 +106,10 @@ def templates_reaching(originals: Iterable[object]) -> list[type]:
     calls one of ``originals`` (``holding_callers``): a profiled helper called from an
     overload's body. Jitted code reaches that body through the template, whose cache holds the
     implementation compiled before the run (linked to the original helper), so the template
-    gets its relinked copy for the run (else the helper read "not called")."""
-    return holding_callers(templates_with_implementations(), cached_dispatchers, originals)
+    gets its relinked copy for the run (else the helper read "not called"); one whose callers
+    came from Numba's cache compiled no body in this process, and is found from the body's
+    source (``implementation_sources``): its callers, relinked, have it compile one."""
+    return holding_callers(templates_with_implementations(), implementation_sources, originals)
 
 
 def _swap_implementations(templates: list, twins: Mapping, swap: Swap, kind: str, memo: dict) -> None:
@@ -132,7 +137,8 @@ OVERLOAD_IMPLEMENTATIONS = Holder(
     after_names=False,  # before: the callers relinked when the names are swapped ask the templates
     named=lambda templates: [t.key for t in templates],  # the Python function overloaded
     # an @overload_method's callers name no function: their types hold the bound method
-    instance_types=lambda templates: bound_method_names(t.key for t in templates),
+    instance_types=lambda templates: [name for name, _ in bound_methods(t.key for t in templates)],
+    attributes=lambda templates: [attr for _, attr in bound_methods(t.key for t in templates)],
     reaching=templates_reaching,
 )
 

@@ -26,7 +26,7 @@ from ..internals import (
     jitclass_constructor,
     jitclasses,
 )
-from .reach import holding_callers
+from .reach import code_names, holding_callers
 
 
 def class_namespaces(classes: Iterable[type]) -> list[dict]:
@@ -110,13 +110,17 @@ def instance_type_names(classes: Iterable[type]) -> list[str]:
     return [cls.class_type.instance_type.name for cls in classes]
 
 
-def uses_instances(dispatcher: CPUDispatcher, type_names: list[str]) -> bool:
+def uses_instances(dispatcher: CPUDispatcher, type_names: list[str], attributes: list[str] = ()) -> bool:
     """Whether ``dispatcher``'s compiled code handles an instance of one of the classes
-    (as an argument, result or local, also inside a container type)."""
+    (as an argument, result or local, also inside a container type), or a bound method of
+    ``type_names``; where Numba kept no types of a compile (``cache=True``), whether its source
+    names one of ``attributes`` (the methods')."""
     if not type_names:
         return False
     for cres in list(dispatcher.overloads.values()):
         typemap = getattr(getattr(cres, "fndesc", None), "typemap", None) or {}
+        if not typemap and attributes and not set(attributes).isdisjoint(code_names(dispatcher.py_func)):
+            return True
         types_seen = [*cres.signature.args, cres.signature.return_type, *typemap.values()]
         for ty in types_seen:
             text = str(ty)
@@ -130,4 +134,6 @@ def classes_reaching(originals: Iterable[object]) -> list[type]:
     profiled helper that a method calls. Python and jitted code reach that method through the
     class, as they reach a profiled member, so the class is recompiled against the twins the
     same way (else the helper read "not called")."""
-    return holding_callers(jitclasses(), lambda cls: [disp for _, disp in class_members(cls)], originals)
+    return holding_callers(
+        jitclasses(), lambda cls: [disp.py_func for _, disp in class_members(cls)], originals
+    )

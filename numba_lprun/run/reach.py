@@ -51,6 +51,11 @@ def _names_used(code: pytypes.CodeType) -> set[str]:
     return names
 
 
+def code_names(py_func: pytypes.FunctionType) -> set[str]:
+    """Every name ``py_func``'s code uses (globals, attributes, methods), nested code's too."""
+    return _names_used(py_func.__code__)
+
+
 def named_values(py_func: pytypes.FunctionType) -> list[object]:
     """The values ``py_func``'s code names (globals, closure cells, attributes of the modules it
     names), and the items of the tuples among them: what its calls can reach (Numba freezes a
@@ -126,13 +131,14 @@ def reaches_through_names(py_func: pytypes.FunctionType, targets: Mapping[int, o
 
 def holding_callers(holders: Iterable[object], code_of: Callable, originals: Iterable[object]) -> list:
     """The ``holders`` (jitclasses, overload templates) some of whose jitted code
-    (``code_of(holder)``: dispatchers) calls one of ``originals`` by name, directly or through
-    the jitted functions it names: code that jitted callers reach through the holder, not a
-    name, so the holder is swapped for the run as one holding a profiled function is."""
+    (``code_of(holder)``: the Python functions it is compiled from) calls one of ``originals``
+    by name, directly or through the jitted functions it names: code that jitted callers reach
+    through the holder, not a name, so the holder is swapped for the run as one holding a
+    profiled function is."""
     wanted = {id(o): o for o in originals}
     if not wanted:
         return []
-    return [h for h in holders if any(reaches_through_names(d.py_func, wanted) for d in code_of(h))]
+    return [h for h in holders if any(reaches_through_names(f, wanted) for f in code_of(h))]
 
 
 def live_objects(kinds: tuple[type, ...]) -> list[object]:

@@ -177,15 +177,18 @@ class Runner:
         originals = [t.original for t in self.targets.values()]
         holders = self._held()
         names = [name for holder, held in holders for name in holder.instance_types(held)]
+        attributes = [a for holder, held in holders for a in holder.attributes(held)]
         if callers is None:
             named = [obj for holder, held in holders for obj in holder.named(held)]
             elsewhere = self.callers if searched else None
-            callers = find_callers(originals + named, namespaces, lambda d: self._uses(d, names), elsewhere)
+            callers = find_callers(
+                originals + named, namespaces, lambda d: self._uses(d, names, attributes), elsewhere
+            )
             profiled = set(originals)
             entries = [d for holder, held in holders for d in holder.entry_points(held)]
             callers += [d for d in entries if d not in profiled]  # a held class's code: relinked
             callers = self.callers = list(dict.fromkeys(callers))
-        specs = self._specs(callers, names)
+        specs = self._specs(callers, names, attributes)
         for target in on_threads:  # reached from threads, so called from jitted code
             specs[target] = replace(specs[target], concurrent=True, times_calls=False)
         targets = list(targets)
@@ -216,9 +219,11 @@ class Runner:
         link(everything + [twin for twin, _ in built])
         return built
 
-    def _specs(self, callers: list[CPUDispatcher], names: list[str]) -> dict[Target, TwinSpec]:
+    def _specs(
+        self, callers: list[CPUDispatcher], names: list[str], attributes: list[str] = ()
+    ) -> dict[Target, TwinSpec]:
         """How each target's twins are built (``targets.twin_specs``)."""
-        users = [d for d in callers if runs_concurrently(d) and self._uses(d, names)]
+        users = [d for d in callers if runs_concurrently(d) and self._uses(d, names, attributes)]
         class_code = [d for holder, held in self._held() for d in holder.entry_points(held)] if users else []
         return twin_specs(list(self.targets.values()), callers, users, self.shows_times, class_code)
 
@@ -470,15 +475,15 @@ class Runner:
         except TwinCompileError as exc:  # its calls fall back to the original (see internals.redirect)
             run.unprofiled[exc.func_name] = str(exc)
 
-    def _uses(self, dispatcher: CPUDispatcher, names: list[str]) -> bool:
+    def _uses(self, dispatcher: CPUDispatcher, names: list[str], attributes: list[str] = ()) -> bool:
         """``uses_instances``, remembered per dispatcher until it compiles something new:
         a program has many jitted functions, and each phase asks again."""
         if not names:
             return False
-        state = (len(dispatcher.overloads), tuple(names))
+        state = (len(dispatcher.overloads), tuple(names), tuple(attributes))
         seen = self.users.get(dispatcher)
         if seen is None or seen[0] != state:
-            seen = self.users[dispatcher] = (state, uses_instances(dispatcher, names))
+            seen = self.users[dispatcher] = (state, uses_instances(dispatcher, names, attributes))
         return seen[1]
 
     def _held(self) -> list[tuple[object, list]]:

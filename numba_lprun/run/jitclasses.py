@@ -117,9 +117,10 @@ def uses_instances(dispatcher: CPUDispatcher, type_names: list[str], attributes:
     names one of ``attributes`` (the methods')."""
     if not type_names:
         return False
+    named = attributes and not set(attributes).isdisjoint(code_names(dispatcher.py_func))
     for cres in list(dispatcher.overloads.values()):
         typemap = getattr(getattr(cres, "fndesc", None), "typemap", None) or {}
-        if not typemap and attributes and not set(attributes).isdisjoint(code_names(dispatcher.py_func)):
+        if not typemap and named:
             return True
         types_seen = [*cres.signature.args, cres.signature.return_type, *typemap.values()]
         for ty in types_seen:

@@ -145,12 +145,8 @@ def first_call_in(start: int, end: int) -> int | None:
     (x86-64, where the code starts at an instruction: a line-table row), or None."""
     if platform.machine() not in ("x86_64", "AMD64") or end <= start:
         return None
-    calls = [
-        address
-        for address, _, mnemonic, _ in _decoder().disasm_lite(ctypes.string_at(start, end - start), start)
-        if mnemonic.startswith("call")
-    ]
-    return calls[0] if calls else None
+    instructions = _decoder().disasm_lite(ctypes.string_at(start, end - start), start)
+    return next((address for address, _, mnemonic, _ in instructions if mnemonic.startswith("call")), None)
 
 
 @functools.cache

@@ -415,6 +415,67 @@ def test_a_counting_twin_folds_a_two_armed_if_where_the_plain_code_does():
     assert plain_moves >= 1 and len(selects.findall(own_machine_code(twin.dispatcher))) >= plain_moves
 
 
+def test_a_counting_twin_tests_the_collatz_parity_bit_as_the_plain_code_does():
+    """The odd arm's count is the parity bit itself (``k & 1``, the ``and`` the select's compare
+    tests): sharing it, the twin computed the bit into a register and tested that, a step more
+    per iteration on the loop's critical path than the plain code's ``test $1, k`` (1.28x the
+    plain loop on a Zen 2 CPU). The count now takes a bit of its own
+    (``instrument.select_compares``), and the twin tests the bit as the plain code does."""
+    import platform
+
+    from numba_lprun.instrument.clock import current_clock
+    from numba_lprun.run.targets import cached_target
+    from tests.conftest import hits_of, own_machine_code, reference_hits
+
+    prof = numba_lprun.LineProfiler(K.collatz_steps, timing=False)
+    assert prof.runcall(K.collatz_steps, 70) == K.collatz_steps(70) == K.collatz_steps.py_func(70)
+    assert hits_of(prof.get_stats(), "collatz_steps") == reference_hits(K.collatz_steps, 70)
+    if platform.machine() not in ("x86_64", "AMD64"):
+        pytest.skip("the bit tests counted are x86 instructions")
+    twin = cached_target(K.collatz_steps, current_clock().kind).twins["counting"]
+    bit_tests = re.compile(r"\ttest[bwlq]\s+\$1,")
+    plain_tests = len(bit_tests.findall(own_machine_code(K.collatz_steps)))
+    assert plain_tests >= 1 and len(bit_tests.findall(own_machine_code(twin.dispatcher))) >= plain_tests
+
+
+_SHARED_BIT = """define i64 @f(i64 %k, i64 %n) {
+entry:
+  br label %loop
+loop:
+  %nlp.fields.sroa.21.1 = phi i64 [ 0, %entry ], [ %nlp.fields.sroa.21.3, %loop ]
+  %0 = and i64 %k, 1, !dbg !13
+  %c = icmp eq i64 %0, 0, !dbg !13
+  %h = ashr i64 %k, 1
+  %v = select i1 %c, i64 %h, i64 %n, !dbg !13
+  %nlp.fields.sroa.21.3 = add i64 %0, %nlp.fields.sroa.21.1, !dbg !13
+  br i1 %c, label %loop, label %out
+out:
+  ret i64 %nlp.fields.sroa.21.3
+}"""
+
+
+def test_a_count_gets_its_own_bit_only_where_the_others_are_selects_tests():
+    """The rewrite itself: a count's ``and`` becomes one of an opaque copy of the same value,
+    the select's compare keeping the first to itself; an ``and`` that anything but counts and
+    the zero tests of selects use is left as it is."""
+    from numba_lprun.instrument.select_compares import own_select_compares
+
+    selects_only = _SHARED_BIT.replace("  br i1 %c, label %loop, label %out", "  br label %loop")
+    text, copied = own_select_compares(selects_only)
+    assert copied == 1
+    lines = text.split("\n")
+    at = lines.index("  %0 = and i64 %k, 1, !dbg !13")
+    assert lines[at + 1] == '  %nlp.own.bit.0.of = call i64 asm "", "=r,0"(i64 %k), !dbg !13'
+    assert lines[at + 2] == "  %nlp.own.bit.0 = and i64 %nlp.own.bit.0.of, 1, !dbg !13"
+    assert "  %nlp.fields.sroa.21.3 = add i64 %nlp.own.bit.0, %nlp.fields.sroa.21.1, !dbg !13" in lines
+    assert "  %c = icmp eq i64 %0, 0, !dbg !13" in lines
+    # the zero test a branch uses too, an and the program adds, an and no select tests: unchanged
+    program_add = selects_only.replace("%nlp.fields.sroa.21.3 = add", "%sum = add")
+    untested = selects_only.replace("select i1 %c,", "select i1 true,")
+    for unchanged in (_SHARED_BIT, program_add, untested):
+        assert own_select_compares(unchanged) == (unchanged, 0)
+
+
 def _selects_in(code: str) -> int:
     """x86 selects of floating-point values: AVX-512 masked moves and blends."""
     return code.count("{%k") + code.count("\tvblendv") + code.count("\tblendv")

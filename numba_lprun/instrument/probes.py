@@ -45,6 +45,7 @@ from .derived_counts import ENTRY as ENTRY_BASE
 from .derived_counts import RETURNED as RETURNED_BASE
 from .exits import exits_flushed, flush_on_exit
 from .probe_intrinsics import line_intrinsic, no_arg_intrinsic
+from .select_compares import REGISTER_COUNTS
 from .stripes import STRIPES, CounterTable, emit_thread_stripe, layout, stripes_supported
 
 _I64 = ir.IntType(64)
@@ -121,6 +122,9 @@ class ProbeConfig:
         return self.n_lines + 1
 
 
+FIELDS_NAME, STATE_NAME = REGISTER_COUNTS  # the stack slots of counts kept in registers
+
+
 class _Emitter:
     """LLVM snippets shared by the intrinsics of one ProbeConfig."""
 
@@ -144,7 +148,7 @@ class _Emitter:
         key = self.slot.name
         if key not in plans:
             with builder.goto_entry_block():
-                fields = builder.alloca(ir.ArrayType(_I64, max(plan.n_fields, 1)), name="nlp.fields")
+                fields = builder.alloca(ir.ArrayType(_I64, max(plan.n_fields, 1)), name=FIELDS_NAME)
                 for field in range(plan.n_fields):
                     self.set(builder, fields, field, ir.Constant(_I64, 0))
             plans[key] = (plan, fields)
@@ -197,7 +201,7 @@ class _Emitter:
         if key not in slots:
             local_rows = (self.cfg.n_lines if self.cfg.local_hits else 0) + self.cfg.local_calls
             with builder.goto_entry_block():
-                slot = builder.alloca(ir.ArrayType(_I64, LOCAL_HITS + local_rows), name="nlp.state")
+                slot = builder.alloca(ir.ArrayType(_I64, LOCAL_HITS + local_rows), name=STATE_NAME)
                 self.set(builder, slot, PREV_ROW, ir.Constant(_I64, self.cfg.trash_row))
                 if self.cfg.timing or (self.cfg.suspends and self.cfg.clocks_calls):
                     now = emit_read(builder, self.cfg.clock)

@@ -221,6 +221,8 @@ def _measured(
     uncompared = record.of(CodeUncompared)
     why = uncompared[-1].why if uncompared and PLAIN not in vectorized else None
     distortion = _distortion(vs_plain, vs_probed, probed, user, (lost, gained), why)
+    if fact.faster_callees:
+        distortion = replace(distortion, faster_callees=fact.faster_callees)
     return Measured(source, counts, samples, probes, distortion)
 
 

@@ -284,6 +284,16 @@ def _overhead_notes(measured: Measured, threshold: float, unit: float) -> list[N
                 f"{twin} one: its samples describe slower code than yours",
             )
         )
+    for callee in sorted(distortion.faster_callees):
+        notes.append(
+            Note(
+                "warning",
+                f"your program runs {callee} as Numba compiled it on its own, not vectorized (a call "
+                f"LLVM does not inline runs the callee's first compile); the twins run the copy "
+                f"optimized with this function, vectorized: the line calling it is faster here than in "
+                f"your program, and its times understate yours",
+            )
+        )
     return notes
 
 

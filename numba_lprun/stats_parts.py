@@ -145,6 +145,9 @@ class Distortion:
     # loops SIMD in the user's twin, not in the plain twin (line 0: a stencil's loop nest): its
     # samples describe faster code than the program's
     gained_vectorization: frozenset[int] = frozenset()
+    # callees the program runs as their own build, not vectorized, where the twins run a copy
+    # LLVM vectorized (``vectorized.callees_faster_in_copies``): the samples describe faster code
+    faster_callees: frozenset[str] = frozenset()
     # the process's minor page faults in the user's run and the plain runs' median, over the calls
     # compared (None: unknown): a first run touching fresh memory is slower for that alone
     page_faults: tuple[int, int] | None = None
@@ -215,6 +218,7 @@ SINCE_FORMAT_2: frozenset[tuple[str, str]] = frozenset(
         ("distortion", "plain_left_out"),
         ("distortion", "compiled"),
         ("distortion", "gained_vectorization"),
+        ("distortion", "faster_callees"),
         ("source", "uncached"),
         ("source", "unsampled"),
         ("source", "compile_error"),

@@ -3,7 +3,7 @@
 import math
 
 import numpy as np
-from numba import njit, prange
+from numba import njit, prange, stencil
 
 
 @njit
@@ -111,3 +111,15 @@ def waves(a):
     for i in range(a.size):
         t += wave(a[i])  # CALL
     return t
+
+
+@stencil
+def four_point(a):
+    return 0.25 * (a[-1, 0] + a[1, 0] + a[0, -1] + a[0, 1])
+
+
+@njit
+def relax(grid, steps):
+    for _ in range(steps):
+        grid = four_point(grid)  # STENCIL
+    return grid

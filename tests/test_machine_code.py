@@ -438,6 +438,52 @@ def test_a_counting_twin_tests_the_collatz_parity_bit_as_the_plain_code_does():
     assert plain_tests >= 1 and len(bit_tests.findall(own_machine_code(twin.dispatcher))) >= plain_tests
 
 
+def _packed_ops_of(asm: str, symbol: str) -> int | None:
+    """Packed arithmetic instructions in ``symbol``'s code in ``asm`` (None: not defined there)."""
+    start = asm.find(f"\n{symbol}:")
+    if start < 0:
+        return None
+    section = asm[start : asm.find(".Lfunc_end", start)]
+    return len(re.findall(r"\tv?(?:add|sub|mul|div)p[sd]\t", section))
+
+
+def test_a_callee_the_program_runs_as_a_slower_build_than_the_twins_copy_is_a_warning():
+    """A ``@stencil``'s loop nest, called from a jitted function: Numba compiles it on its own
+    (scalar, here), links it into the caller, where LLVM optimizes the copy again (vectorized,
+    here), and the program's call reaches the first compile; the twins run their copy. The
+    profile warns exactly when the two builds' machine code differs so."""
+    from numba_lprun.internals import linked_libraries
+    from tests.conftest import hits_of, reference_hits
+
+    grid = np.random.default_rng(3).random((64, 64))
+    assert np.array_equal(K.relax(grid, 3), K.relax.py_func(grid, 3))
+    (cres,) = K.relax.overloads.values()
+    own = cres.library.get_asm_str()
+    (symbol,) = set(re.findall(r"^(_ZN5numba8stencils\S*):$", own, re.MULTILINE))
+    builds = [_packed_ops_of(lib.get_asm_str(), symbol) for lib in linked_libraries(cres.library)]
+    (first_build,) = [n for n in builds if n is not None]
+    slower = first_build == 0 and _packed_ops_of(own, symbol) > 0
+
+    prof = numba_lprun.LineProfiler(K.relax, timing=False)  # a fact of the code: said with hits only too
+    assert np.array_equal(prof.runcall(K.relax, grid, 3), K.relax.py_func(grid, 3))
+    (stats,) = prof.profile.functions
+    assert hits_of(prof.get_stats(), "relax") == reference_hits(K.relax, grid, 3)
+    assert stats.distortion.faster_callees == ({"a @stencil's loop nest"} if slower else set())
+    text = io.StringIO()
+    prof.print_stats(stream=text)
+    assert ("runs a @stencil's loop nest as Numba compiled it on its own" in text.getvalue()) == slower
+
+
+def test_a_numba_symbol_reads_as_its_dotted_name():
+    from numba_lprun.vectorized import readable_symbol
+
+    assert readable_symbol("_ZN8__main__6helperB2v1B38c8tJTIeFIjxB2IKSgI4E5ArrayIdLi2E") == "__main__.helper"
+    assert readable_symbol("_ZN13_3cdynamic_3e5relaxB3v24E5ArrayIdLi2E") == "<dynamic>.relax"
+    stencil = "_ZN5numba8stencils7stencil32__numba_stencil_0x7f8177d43690_0B2v3E5ArrayIdLi2E1C"
+    assert readable_symbol(stencil) == "a @stencil's loop nest"
+    assert readable_symbol("NRT_decref") == "NRT_decref"
+
+
 _SHARED_BIT = """define i64 @f(i64 %k, i64 %n) {
 entry:
   br label %loop

@@ -121,6 +121,17 @@ def optimized_ir(library) -> str:
 
 
 @touches(
+    "numba.core.codegen",
+    "CodeLibrary._disable_inspection",
+    "vectorized.py: code loaded from the disk cache runs its own copies of its callees",
+)
+def from_disk_cache(library) -> bool:
+    """Whether Numba rebuilt ``library`` from its disk cache (object code only: nothing was
+    linked into it in this process)."""
+    return bool(getattr(library, "_disable_inspection", False))
+
+
+@touches(
     "numba._helperlib",
     "c_helpers",
     "machine/names.py: libm and runtime calls go through Numba's helper library",

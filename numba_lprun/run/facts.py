@@ -5,7 +5,7 @@ from __future__ import annotations
 import re
 
 from ..instrument.twins import uncached_reason
-from ..vectorized import vectorized_lines
+from ..vectorized import callees_faster_in_copies, vectorized_lines
 from .measurements import PLAIN, FunctionFacts, Key
 from .naming import titles
 from .targets import Target, unsampled_lines
@@ -65,12 +65,21 @@ def target_facts(
                 compile_seconds=compiled,
                 uncached=uncached,
                 vectorized=vectorized,
+                faster_callees=_faster_callees(target),
                 unsampled=unsampled_lines(target, user_kind),
                 title=heading,
                 calls_timed=all(target.clocks[k][1] for k in (user_kind, PLAIN) if k in target.clocks),
             )
         )
     return tuple(out)
+
+
+def _faster_callees(target: Target) -> frozenset[str]:
+    """What the original's code calls as a slower build than the twins' copies (``vectorized``);
+    a ufunc's or stencil's original has no such calls of its own."""
+    if not hasattr(target.original, "overloads") or not hasattr(target.original, "py_func"):
+        return frozenset()
+    return callees_faster_in_copies(target.original, target.builds_read)
 
 
 #: Addresses in Numba's type names: a function passed as an argument

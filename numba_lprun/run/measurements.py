@@ -223,6 +223,8 @@ class FunctionFacts:
     compile_seconds: dict[str, float] = field(default_factory=dict)  # twin kind -> seconds this call
     uncached: dict[str, str] = field(default_factory=dict)  # twin kind compiled -> why not on disk
     vectorized: dict[str, frozenset[int]] = field(default_factory=dict)  # twin kind -> SIMD loop lines
+    #: callees the program runs as their own, scalar build and the twins as a vectorized copy
+    faster_callees: frozenset[str] = frozenset()
     #: why no sample maps to its lines (a ufunc's, a stencil's in a parallel caller); "": they do
     unsampled: str = ""
     title: str = ""  # what its table is headed with (see ``naming``); "": the qualified name

@@ -77,6 +77,7 @@ class Target:
     atomic: dict[str, bool] = field(default_factory=dict)  # kind -> its twin's counters are atomic
     clocks: dict[str, tuple[bool, bool]] = field(default_factory=dict)  # kind -> clock per (line, call)
     set_aside: dict[tuple, _Variant] = field(default_factory=dict)  # see ``take_built``
+    builds_read: dict = field(default_factory=dict)  # ``callees_faster_in_copies``' memo for the original
 
     def built_as(self, kind: str, spec: TwinSpec) -> bool:
         """Whether the kept twin of ``kind`` is the one ``build_twin`` would build now."""

@@ -101,30 +101,33 @@ def _simd(body: str) -> bool:
     return _SIMD_OP.search(body) is not None
 
 
-def callees_faster_in_copies(dispatcher: CPUDispatcher, memo: dict | None = None) -> frozenset[str]:
+def callees_faster_in_copies(
+    dispatcher: CPUDispatcher, memo: dict | None = None, copies: str = "linkonce_odr"
+) -> frozenset[str]:
     """The callees (readable names) that ``dispatcher``'s code calls as their own library's
     build, not vectorized, while the copy optimized inside its code, which the twins run, is
     (see the module docstring). Code loaded from Numba's disk cache links no library in (its
-    copies are what runs): none there. ``memo``: as ``vectorized_lines``'."""
+    copies are what runs): none there. ``copies``: the linkage of the copies in ``dispatcher``'s
+    code (a twin's are ``internal``: it runs them). ``memo``: as ``vectorized_lines``'."""
     names: set[str] = set()
     for sig, cres in list(dispatcher.overloads.items()):
         library = cres.library
         known = memo.get(sig) if memo is not None else None
         if known is None or known[0] is not library:
-            known = (library, _faster_copies(library))
+            known = (library, _faster_copies(library, copies))
             if memo is not None:
                 memo[sig] = known
         names |= known[1]
     return frozenset(names)
 
 
-def _faster_copies(library: object) -> frozenset[str]:
+def _faster_copies(library: object, linkage: str) -> frozenset[str]:
     if from_disk_cache(library) or not linked_libraries(library):  # nothing linked: no copies
         return frozenset()
     copies = {
         name: body
         for name, (head, body) in defined_functions(optimized_ir(library)).items()
-        if "linkonce_odr" in head.split() and _simd(body)
+        if linkage in head.split() and _simd(body)
     }
     faster: set[str] = set()
     seen: list[object] = []

@@ -473,6 +473,14 @@ def test_a_callee_the_program_runs_as_a_slower_build_than_the_twins_copy_is_a_wa
     prof.print_stats(stream=text)
     assert ("runs a @stencil's loop nest as Numba compiled it on its own" in text.getvalue()) == slower
 
+    # a function first called in the profile (a script's): its original never compiled, so its
+    # user's twin is read instead, whose callees compiled as the original's would
+    assert not K.relax_first.overloads
+    prof = numba_lprun.LineProfiler(K.relax_first, timing=False)
+    assert np.array_equal(prof.runcall(K.relax_first, grid, 3), K.relax.py_func(grid, 3))
+    assert not K.relax_first.overloads
+    assert prof.profile.functions[0].distortion.faster_callees == stats.distortion.faster_callees
+
 
 def test_a_numba_symbol_reads_as_its_dotted_name():
     from numba_lprun.vectorized import readable_symbol

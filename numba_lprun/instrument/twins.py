@@ -99,6 +99,7 @@ class Twin:
     compiled: list[str] = field(default_factory=list)  # signatures compiled, as text
     kernel: object = None  # a ufunc's or stencil's twin: where its code is (see ufuncs)
     vectorized: dict = field(default_factory=dict)  # ``vectorized_lines``' memo for this twin's code
+    builds_read: dict = field(default_factory=dict)  # ``callees_faster_in_copies``' memo for it
 
     @property
     def code(self):

@@ -65,7 +65,7 @@ def target_facts(
                 compile_seconds=compiled,
                 uncached=uncached,
                 vectorized=vectorized,
-                faster_callees=_faster_callees(target),
+                faster_callees=_faster_callees(target, user_kind),
                 unsampled=unsampled_lines(target, user_kind),
                 title=heading,
                 calls_timed=all(target.clocks[k][1] for k in (user_kind, PLAIN) if k in target.clocks),
@@ -74,12 +74,21 @@ def target_facts(
     return tuple(out)
 
 
-def _faster_callees(target: Target) -> frozenset[str]:
+def _faster_callees(target: Target, user_kind: str) -> frozenset[str]:
     """What the original's code calls as a slower build than the twins' copies (``vectorized``);
-    a ufunc's or stencil's original has no such calls of its own."""
-    if not hasattr(target.original, "overloads") or not hasattr(target.original, "py_func"):
+    a ufunc's or stencil's original has no such calls of its own. An original never compiled
+    (a script's function, first called in the run) is read in its stead from the user's twin,
+    whose callees were compiled as the original's would be; one with ``cache=True`` would have
+    loaded its own copies from Numba's cache."""
+    original = target.original
+    if not hasattr(original, "overloads") or not hasattr(original, "py_func"):
         return frozenset()
-    return callees_faster_in_copies(target.original, target.builds_read)
+    if original.overloads:
+        return callees_faster_in_copies(original, target.builds_read)
+    twin = target.twins.get(user_kind)
+    if original.targetoptions.get("cache") or twin is None or not twin.has_code:
+        return frozenset()
+    return callees_faster_in_copies(twin.code, twin.builds_read, copies="internal")
 
 
 #: Addresses in Numba's type names: a function passed as an argument

@@ -114,7 +114,10 @@ def callees_faster_in_copies(
         library = cres.library
         known = memo.get(sig) if memo is not None else None
         if known is None or known[0] is not library:
-            known = (library, _faster_copies(library, copies))
+            try:
+                known = (library, _faster_copies(library, copies))
+            except Exception:  # a library of a shape not read here: no warning, never an error
+                known = (library, frozenset())
             if memo is not None:
                 memo[sig] = known
         names |= known[1]

@@ -47,7 +47,7 @@ _COMPARE_RE = re.compile(r"^[if]cmp ")
 _COUNT_RE = re.compile(rf"^[sz]ext i1 ({_NAME}) to i\d+")
 _NOT_RE = re.compile(rf"^xor i1 ({_NAME}), true")
 _SELECT_RE = re.compile(rf"^select (?:[a-z]+ )*i1 ({_NAME}), ")
-_BIT_RE = re.compile(rf"^and (i\d+) ({_NAME}), (-?\d+)(.*)$")  # an and of a value with a constant
+_BIT_RE = re.compile(rf"^and (i8|i16|i32|i64) ({_NAME}), (-?\d+)(.*)$")  # a register-sized value's
 _ZERO_TEST_RE = re.compile(rf"^icmp (?:eq|ne) i\d+ ({_NAME}), 0\b")
 _ADD_RE = re.compile(rf"^add (?:n[su]w )*i\d+ ({_NAME}), ({_NAME})")
 #: the names of the allocas that counts live in until SROA makes them registers (``probes``):

@@ -46,6 +46,15 @@ also as (an operand of) the test of an ``if`` or ``while``. As a test,
 ``and``/``or``/``not`` over lines are handled exactly (each operand's lines fire
 as it is evaluated), and branches that stay within one line are fine anywhere.
 An ``assert`` is counted as it passes (one that fails raises out of the function).
+
+A statement spread over lines fires its line events before it runs, all of them: one that
+raises part-way counts the events after the raising operation as if it had completed
+(found at 2,000 examples)::
+
+    g = b[len(b)::((len(b) -      # step 0: CPython fires 1, 2, 1, 2, 1 and raises;
+             len(b))) % 3].sum()  # numba_lprun 1, 2, 1, 2, 1, 2, 1 (``.sum`` and its call)
+
+The events before the first raising operation are exact; a statement on one line is exact.
 """
 
 import os

@@ -31,8 +31,10 @@ The programs are built so that CPython and Numba agree on them:
   operations (no fast-math), and results compare NaN equal to NaN.
 
 Expressions that branch over lines (``and``/``or`` or a conditional expression
-as a value, chained comparisons) are numba_lprun's known limitations (see
-test_fuzz.py): they are written on one line unless ``programs(risky=True)``.
+as a value, chained comparisons) and a statement over lines that raises before its
+last line event (the stride's ``.sum`` after a raising slice) are numba_lprun's known
+limitations (see test_fuzz.py): they are written on one line unless
+``programs(risky=True)``.
 """
 
 from __future__ import annotations
@@ -249,7 +251,10 @@ class _Writer:
         if kind == "divide":  # ZeroDivisionError where the remainder is 0
             return f"{self.pick(WRITABLE_INTS)} = ({self.iexpr(sc, 1)}) // (({self.iexpr(sc, 1)}) % 3)", False
         if kind == "stride":  # ValueError where the step is 0
-            name, start, step = self.pick(WRITABLE_FLOATS), self.iatom(sc), self.iexpr(sc, 1)
+            # on one line (unless risky): the raise comes before the line event of ``.sum`` on a
+            # later line, which numba_lprun counts as if the statement had completed
+            name = self.pick(WRITABLE_FLOATS)
+            start, step = self.one_line(lambda: (self.iatom(sc), self.iexpr(sc, 1)))
             return f"{name} = b[{start}::({step}) % 3].sum()", False
         if kind == "check":  # ValueError on some arguments
             return f"{self.pick(WRITABLE_INTS)} = icheck({self.iexpr(sc, 1)})", False

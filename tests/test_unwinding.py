@@ -362,15 +362,21 @@ def test_profile_header_counts_stopped_samples_by_cause(stripped_library):
 
 
 def test_idle_threads_rest_until_they_work():
-    """A sleeping thread costs no signals; one that starts computing is sampled from then on."""
+    """A sleeping thread costs no signals; one that starts computing is sampled from then on.
+
+    The worker computes for 0.3 s of its own CPU time (at most 10 s of wall time), not 0.3 s of
+    wall time: on a loaded machine (CI's lanes beside a long test run) a thread given a sixth of
+    a core took 45 samples in 0.3 s of wall time. At 2 kHz, 0.3 CPU seconds are about 600
+    samples; 100 allows for one signal per scheduling slice on waking for all it missed (the
+    boost test below), which a thread running in slices of a few milliseconds keeps far above."""
     import threading
 
     release, go = threading.Event(), threading.Event()
 
     def later():
         go.wait(5.0)
-        end = time.perf_counter() + 0.3
-        while time.perf_counter() < end and not release.is_set():
+        end, cap = time.thread_time() + 0.3, time.perf_counter() + 10.0
+        while time.thread_time() < end and time.perf_counter() < cap and not release.is_set():
             math.sqrt(2.0)
 
     sleeper = threading.Thread(target=release.wait, args=(5.0,))

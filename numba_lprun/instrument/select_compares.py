@@ -143,10 +143,8 @@ def _own_bit_tests(
         if not counts:
             continue
         ty, value, mask, tail = bit.groups()
-        opaque, own = f"%nlp.own.bit.{made}.of", f"%nlp.own.bit.{made}"
-        while opaque in taken or own in taken:
-            made += 1
-            opaque, own = f"%nlp.own.bit.{made}.of", f"%nlp.own.bit.{made}"
+        own = _fresh_name(taken, made, "%nlp.own.bit", ".of")
+        opaque = f"{own}.of"
         taken.update((opaque, own))
         indent = _DEF_RE.match(lines[at]).group(1)
         inserted[at] = [
@@ -223,10 +221,12 @@ def _rhs(line: str) -> str:
     return found.group(3) if found else line.strip()
 
 
-def _fresh_name(taken: set[str], n: int) -> str:
-    while f"%nlp.own.cmp.{n}" in taken:
+def _fresh_name(taken: set[str], n: int, stem: str = "%nlp.own.cmp", *suffixes: str) -> str:
+    """``stem.n`` for the first ``n`` on from the one given where neither it nor it with any of
+    ``suffixes`` is taken."""
+    while any(f"{stem}.{n}{suffix}" in taken for suffix in ("", *suffixes)):
         n += 1
-    return f"%nlp.own.cmp.{n}"
+    return f"{stem}.{n}"
 
 
 def module_with_own_compares(module: object) -> object:

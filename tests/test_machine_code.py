@@ -8,6 +8,7 @@ import re
 import subprocess
 import sys
 
+import line_profiler
 import numpy as np
 import pytest
 
@@ -436,6 +437,104 @@ def test_a_counting_twin_tests_the_collatz_parity_bit_as_the_plain_code_does():
     bit_tests = re.compile(r"\ttest[bwlq]\s+\$1,")
     plain_tests = len(bit_tests.findall(own_machine_code(K.collatz_steps)))
     assert plain_tests >= 1 and len(bit_tests.findall(own_machine_code(twin.dispatcher))) >= plain_tests
+
+
+def _unit_adds_beside_selects(ir: str) -> int:
+    """The ``add ..., 1`` instructions in the blocks of ``ir`` (LLVM IR) that hold a select."""
+    blocks = re.split(r"\n(?=[-\w$.]+:)", ir)
+    return sum(len(re.findall(r"= add [a-z ]*i\d+ %[-\w$.]+, 1\b", b)) for b in blocks if " = select " in b)
+
+
+def test_a_count_the_program_keeps_itself_is_read_from_the_programs_value():
+    """The Collatz loop's iteration count is the program's own ``total += 1``: the twin reads it
+    (``instrument.congruent_counts``) instead of adding 1 to a count of its own beside it on
+    every step. Hits stay line_profiler's where the program's counts start elsewhere, count
+    one arm, break, or raise part-way."""
+    from numba_lprun.instrument.clock import current_clock
+    from numba_lprun.run.targets import cached_target
+    from tests.conftest import hits_of, reference_hits
+
+    prof = numba_lprun.LineProfiler(K.collatz_steps, timing=False)
+    assert prof.runcall(K.collatz_steps, 50) == K.collatz_steps.py_func(50)
+    assert hits_of(prof.get_stats(), "collatz_steps") == reference_hits(K.collatz_steps, 50)
+    K.collatz_steps(50)
+    twin = cached_target(K.collatz_steps, current_clock().kind).twins["counting"]
+    plain_adds = _unit_adds_beside_selects("\n".join(K.collatz_steps.inspect_llvm().values()))
+    assert plain_adds >= 1
+    assert _unit_adds_beside_selects("\n".join(twin.dispatcher.inspect_llvm().values())) == plain_adds
+
+    values = np.array([7, 12, 27, 1, 5])
+    for limit in (10**6, 40):  # runs through; breaks on the third value
+        prof = numba_lprun.LineProfiler(K.kept_counts, timing=False)
+        assert prof.runcall(K.kept_counts, values, limit) == K.kept_counts.py_func(values, limit)
+        assert hits_of(prof.get_stats(), "kept_counts") == reference_hits(K.kept_counts, values, limit)
+    bad = np.array([6, -5, 3])  # the second value's first step raises
+    with pytest.raises(ValueError, match="a negative step"):
+        K.kept_counts.py_func(bad, 10**6)
+    prof = numba_lprun.LineProfiler(K.kept_counts, timing=False)
+    with pytest.raises(ValueError, match="a negative step"):
+        prof.runcall(K.kept_counts, bad, 10**6)
+    expected = line_profiler.LineProfiler(K.kept_counts.py_func)
+    with pytest.raises(ValueError, match="a negative step"):
+        expected.runcall(K.kept_counts.py_func, bad, 10**6)
+    assert hits_of(prof.get_stats(), "kept_counts") == hits_of(expected.get_stats(), "kept_counts")
+
+
+_KEPT_COUNT = """define i64 @f(i64 %n) {
+entry:
+  br label %loop
+
+loop:
+  %total = phi i64 [ 0, %entry ], [ %total.next, %loop ]
+  %nlp.fields.sroa.1 = phi i64 [ 0, %entry ], [ %count.next, %loop ]
+  %i = phi i64 [ 0, %entry ], [ %i.next, %loop ]
+  %total.next = add nsw i64 %total, 1
+  %count.next = add i64 %nlp.fields.sroa.1, 1
+  %i.next = add i64 %i, 3
+  %done = icmp eq i64 %i.next, %n
+  br i1 %done, label %exit, label %loop
+
+exit:
+  %nlp.fields.sroa.1.lcssa = phi i64 [ %count.next, %loop ]
+  %total.lcssa = phi i64 [ %total.next, %loop ]
+  store i64 %nlp.fields.sroa.1.lcssa, ptr @counts
+  ret i64 %total.lcssa
+}"""
+
+
+def test_a_count_is_merged_only_with_a_value_equal_on_every_path():
+    """The merge itself: a count of the loop's iterations read from the program's own count; not
+    where the two start apart, step apart, or start from an undefined value."""
+    from numba_lprun.instrument.congruent_counts import merge_congruent_counts
+
+    text, merged = merge_congruent_counts(_KEPT_COUNT)
+    assert merged == 3  # the loop's phi, its add, the exit's phi
+    assert "nlp.fields" not in text and "%count.next" not in text
+    assert "  store i64 %total.lcssa, ptr @counts" in text
+    assert "  %total.next = add nsw i64 %total, 1" in text and "  %i.next = add i64 %i, 3" in text
+    # the count's add before the program's in their block: merged, unless it is read between
+    count_first = _KEPT_COUNT.replace(
+        "  %total.next = add nsw i64 %total, 1\n  %count.next = add i64 %nlp.fields.sroa.1, 1",
+        "  %count.next = add i64 %nlp.fields.sroa.1, 1\n  %total.next = add nsw i64 %total, 1",
+    )
+    assert count_first != _KEPT_COUNT and merge_congruent_counts(count_first)[1] == 3
+    read_between = count_first.replace(
+        "  %total.next = add",
+        "  %twice = mul i64 %count.next, 2\n  store i64 %twice, ptr @counts\n  %total.next = add",
+    )
+    assert merge_congruent_counts(read_between) == (read_between, 0)
+    both_undefined = [("[ 0, %entry ], [ %total", "[ undef, %entry ], [ %total")]
+    both_undefined.append(("[ 0, %entry ], [ %count", "[ undef, %entry ], [ %count"))
+    for apart in (
+        [("[ 0, %entry ], [ %count.next", "[ 1, %entry ], [ %count.next")],  # starts at 1
+        [("add i64 %nlp.fields.sroa.1, 1", "add i64 %nlp.fields.sroa.1, 2")],  # steps by 2
+        both_undefined,
+    ):
+        other = _KEPT_COUNT
+        for old, new in apart:
+            assert old in other
+            other = other.replace(old, new)
+        assert merge_congruent_counts(other) == (other, 0)
 
 
 def _packed_ops_of(asm: str, symbol: str) -> int | None:

@@ -24,8 +24,14 @@ twins, on every LLVM.
 
 from __future__ import annotations
 
-from ..internals import optimized_with_if_conversion_budget, with_post_lowering
-from .select_compares import give_selects_own_compares
+from ..internals import (
+    optimized_with_if_conversion_budget,
+    reparsed,
+    rewrite_final_module,
+    with_post_lowering,
+)
+from .congruent_counts import merge_congruent_counts
+from .select_compares import own_select_compares
 
 #: The instructions a counting twin adds to a two-armed ``if``: one count in each arm
 EXTRA = 2
@@ -39,10 +45,23 @@ def note_counts_in_registers(module: object) -> None:
 
 def _branch_as_plain_code(module: object, library: object) -> None:
     """A library that counts in registers: its ``if``s folded (the budget) and unfolded
-    (``select_compares``) where the plain code's are."""
+    (``select_compares``) where the plain code's are, its counts that the program computes
+    anyway read from the program's values (``congruent_counts``)."""
     if getattr(module, _MARK, False):
         optimized_with_if_conversion_budget(library, EXTRA)
-        give_selects_own_compares(library)
+        rewrite_final_module(library, _final_module_rewritten)
+
+
+def _final_module_rewritten(module: object) -> object:
+    """An optimized module (an llvmlite ``ModuleRef``) with its congruent counts merged, then its
+    selects given compares of their own: parsed back once; ``module`` itself when neither
+    changed anything, or should the rewrite not parse back and verify."""
+    text, merged = merge_congruent_counts(str(module))
+    text, copied = own_select_compares(text)
+    if not (merged or copied):
+        return module
+    result = reparsed(module, text)
+    return module if result is None else result
 
 
 def budgeted(base: type) -> type:

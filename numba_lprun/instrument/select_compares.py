@@ -37,19 +37,19 @@ code's ``test``. The count reads the same bit of the same value.
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 
-from ..internals import reparsed, rewrite_final_module
-
-_NAME = r'%(?:"[^"]*"|[-\w$.]+)'
-_TOKEN_RE = re.compile(_NAME)
-_DEF_RE = re.compile(rf"^(\s+)({_NAME}) = (.*)$")
+#: an LLVM value's name, and the pattern that finds each in a line (shared with ``congruent_counts``)
+VALUE_NAME = r'%(?:"[^"]*"|[-\w$.]+)'
+VALUE_TOKEN = re.compile(VALUE_NAME)
+_DEF_RE = re.compile(rf"^(\s+)({VALUE_NAME}) = (.*)$")
 _COMPARE_RE = re.compile(r"^[if]cmp ")
-_COUNT_RE = re.compile(rf"^[sz]ext i1 ({_NAME}) to i\d+")
-_NOT_RE = re.compile(rf"^xor i1 ({_NAME}), true")
-_SELECT_RE = re.compile(rf"^select (?:[a-z]+ )*i1 ({_NAME}), ")
-_BIT_RE = re.compile(rf"^and (i8|i16|i32|i64) ({_NAME}), (-?\d+)(.*)$")  # a register-sized value's
-_ZERO_TEST_RE = re.compile(rf"^icmp (?:eq|ne) i\d+ ({_NAME}), 0\b")
-_ADD_RE = re.compile(rf"^add (?:n[su]w )*i\d+ ({_NAME}), ({_NAME})")
+_COUNT_RE = re.compile(rf"^[sz]ext i1 ({VALUE_NAME}) to i\d+")
+_NOT_RE = re.compile(rf"^xor i1 ({VALUE_NAME}), true")
+_SELECT_RE = re.compile(rf"^select (?:[a-z]+ )*i1 ({VALUE_NAME}), ")
+_BIT_RE = re.compile(rf"^and (i8|i16|i32|i64) ({VALUE_NAME}), (-?\d+)(.*)$")  # a register-sized value's
+_ZERO_TEST_RE = re.compile(rf"^icmp (?:eq|ne) i\d+ ({VALUE_NAME}), 0\b")
+_ADD_RE = re.compile(rf"^add (?:n[su]w )*i\d+ ({VALUE_NAME}), ({VALUE_NAME})")
 #: the names of the allocas that counts live in until SROA makes them registers (``probes``):
 #: SROA's values keep them as a prefix, which is how a count's add is told from the program's
 REGISTER_COUNTS = ("nlp.fields", "nlp.state")
@@ -61,22 +61,32 @@ def own_select_compares(text: str) -> tuple[str, int]:
     counts, used by those selects; and how many compares were copied."""
     if " = select " not in text:
         return text, 0
+    return each_function_rewritten(
+        text,
+        lambda function: _function_with_own_compares(function) if _may_share(function) else (function, 0),
+    )
+
+
+def each_function_rewritten(
+    text: str, rewrite: Callable[[list[str]], tuple[list[str], int]]
+) -> tuple[str, int]:
+    """``text`` (an LLVM module) with each function's lines (``define`` to ``}``) replaced by
+    ``rewrite``'s (new lines, changes made); and the changes made in all."""
     lines = text.split("\n")
     out: list[str] = []
-    copied = 0
+    changed = 0
     start = None
     for i, line in enumerate(lines):
         if line.startswith("define "):
             start = i
         elif line == "}" and start is not None:
-            function = lines[start : i + 1]
-            body, n = _function_with_own_compares(function) if _may_share(function) else (function, 0)
+            body, n = rewrite(lines[start : i + 1])
             out.extend(body)
-            copied += n
+            changed += n
             start = None
         elif start is None:
             out.append(line)
-    return "\n".join(out), copied
+    return "\n".join(out), changed
 
 
 def _may_share(function: list[str]) -> bool:
@@ -96,7 +106,7 @@ def _function_with_own_compares(lines: list[str]) -> tuple[list[str], int]:
         rhs = found.group(3) if found else line
         if found:
             defs[found.group(2)] = (i, rhs)
-        for token in _TOKEN_RE.findall(rhs):
+        for token in VALUE_TOKEN.findall(rhs):
             uses.setdefault(token, []).append(i)
     taken = set(defs) | set(uses)
     copies: dict[int, str] = {}  # line index of a compare -> its copy's line
@@ -227,18 +237,3 @@ def _fresh_name(taken: set[str], n: int, stem: str = "%nlp.own.cmp", *suffixes: 
     while any(f"{stem}.{n}{suffix}" in taken for suffix in ("", *suffixes)):
         n += 1
     return f"{stem}.{n}"
-
-
-def module_with_own_compares(module: object) -> object:
-    """An optimized module (an llvmlite ``ModuleRef``) rewritten by :func:`own_select_compares`;
-    ``module`` itself when there is nothing to copy, or should the rewrite not parse back."""
-    text, copied = own_select_compares(str(module))
-    if not copied:
-        return module
-    result = reparsed(module, text)
-    return module if result is None else result
-
-
-def give_selects_own_compares(library: object) -> None:
-    """Rewrite ``library``'s final module so, once it is optimized (see the module docstring)."""
-    rewrite_final_module(library, module_with_own_compares)

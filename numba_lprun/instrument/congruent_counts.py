@@ -1,0 +1,179 @@
+"""A count that always equals a value the program computes anyway is read from that value.
+
+Why: a ``while`` loop's iteration count is a register the counting twin adds 1 to on every
+iteration, and programs often keep the same count themselves (``steps += 1`` in the loop
+body, from 0, in a loop nest). LLVM does not see the two are equal: its induction-variable
+analysis cannot describe a count across a nested loop whose trip count depends on the data,
+and its value numbering (GVN) does not assume the two cycles of phis equal in order to prove
+it. So the twin ran both adds, one more instruction on every iteration of the loop (the
+Collatz steps: ``incq`` twice where the plain code has it once).
+
+What it does: in a counting twin's optimized code, an optimistic congruence over the count's
+values (Alpern, Wegman and Zadeck's partition refinement, restricted to what a count is made
+of): each of the count's phis is first taken to equal each of the program's phis of the same
+type in the same block, each of its arithmetic instructions each of the program's of the same
+operation and type earlier in its block; a pairing is dropped while an operand (on the same
+incoming edge, for phis) differs and is not itself paired, until nothing changes. What stays
+paired is equal on every path (each value equals its partner when both are first defined,
+and every later definition computes the same operation of equal operands), so the count's
+uses read the program's value instead and its own instructions go. Only counts are replaced,
+never the program's values: what the code computes stays as it was, and the counts are the
+same numbers. Applied between LLVM's optimization and code generation, with
+``select_compares`` (``internals.rewrite_final_module``); the module is verified when parsed
+back, and kept as it was should it not verify.
+"""
+
+from __future__ import annotations
+
+import re
+
+from .select_compares import REGISTER_COUNTS, VALUE_NAME, VALUE_TOKEN, each_function_rewritten
+
+_LABEL_RE = re.compile(r'^("[^"]*"|[-\w$.]+):')
+_DEF_RE = re.compile(rf"^\s+({VALUE_NAME}) = (.*)$")
+_PHI_RE = re.compile(r"^phi (?:[a-z]+ )*(\S+) (\[.*\])")
+_INCOMING_RE = re.compile(rf"\[ ([^,\]]+), ({VALUE_NAME}) \]")
+_ARITH_RE = re.compile(
+    r"^(add|sub|mul|and|or|xor|shl|lshr|ashr)((?: (?:nuw|nsw|exact|disjoint))*) (i\d+) ([^,\s]+), ([^,\s]+)"
+)
+_UNDEFINED = {"undef", "poison"}
+_COMMUTATIVE = {"add", "mul", "and", "or", "xor"}
+_COUNT_PREFIXES = tuple(f"%{name}" for name in REGISTER_COUNTS)
+
+
+def merge_congruent_counts(text: str) -> tuple[str, int]:
+    """``text`` (an LLVM module) with each count value that equals a program value on every path
+    replaced by that value; and how many were replaced."""
+    if not any(prefix in text for prefix in _COUNT_PREFIXES):
+        return text, 0
+    return each_function_rewritten(text, _function_merged)
+
+
+class _Value:
+    """One definition: its line, block, and what it computes (a phi's incoming values by block,
+    or an operation's key and operands)."""
+
+    __slots__ = ("line", "block", "key", "operands")
+
+    def __init__(self, line: int, block: str, key: tuple, operands: tuple | dict) -> None:
+        self.line, self.block, self.key, self.operands = line, block, key, operands
+
+
+def _parsed(lines: list[str]) -> tuple[dict[str, _Value], dict[str, list[int]], list[str]]:
+    """The function's phis and integer arithmetic by name, every name's using lines, and each
+    line's block."""
+    values: dict[str, _Value] = {}
+    uses: dict[str, list[int]] = {}
+    block = "%entry"
+    blocks = [block] * len(lines)
+    for i, line in enumerate(lines[1:-1], start=1):
+        label = _LABEL_RE.match(line)
+        if label:
+            block = "%" + label.group(1)
+        blocks[i] = block
+        if label:
+            continue
+        found = _DEF_RE.match(line)
+        rhs = found.group(2) if found else line
+        for token in VALUE_TOKEN.findall(rhs):
+            uses.setdefault(token, []).append(i)
+        if not found:
+            continue
+        phi = _PHI_RE.match(rhs)
+        if phi:
+            incoming = dict((blk, v) for v, blk in _INCOMING_RE.findall(phi.group(2)))
+            if len(incoming) != phi.group(2).count("["):
+                continue  # an incoming value not read (a constant expression): never paired
+            values[found.group(1)] = _Value(i, block, ("phi", phi.group(1), frozenset(incoming)), incoming)
+            continue
+        arith = _ARITH_RE.match(rhs)
+        if arith:
+            op, _flags, ty, a, b = arith.groups()
+            values[found.group(1)] = _Value(i, block, (op, ty), (a, b))
+    return values, uses, blocks
+
+
+def _counts(values: dict[str, _Value], uses: dict[str, list[int]]) -> set[str]:
+    """The count's values: its phis (named after the count's allocas) and what is computed
+    from them."""
+    defined_at = {value.line: name for name, value in values.items()}
+    counts = {name for name in values if name.startswith(_COUNT_PREFIXES)}
+    todo = list(counts)
+    while todo:
+        for line in uses.get(todo.pop(), ()):
+            user = defined_at.get(line)
+            if user is not None and user not in counts:
+                counts.add(user)
+                todo.append(user)
+    return counts
+
+
+def _congruent(
+    values: dict[str, _Value], counts: set[str], uses: dict[str, list[int]], blocks: list[str]
+) -> dict[str, str]:
+    """Each count value that equals a program value on every path, with that value."""
+    phis = {value.line for value in values.values() if value.key[0] == "phi"}
+    program: dict[tuple, list[str]] = {}  # (what it computes, block) -> the program's values
+    for name, value in values.items():
+        if name not in counts:
+            program.setdefault((value.key, value.block), []).append(name)
+    partners: dict[str, set[str]] = {}
+    for name in counts:
+        value = values[name]
+        partners[name] = {
+            other
+            for other in program.get((value.key, value.block), ())
+            if value.key[0] == "phi" or _reads_after(uses.get(name, ()), values[other], blocks, phis)
+        }
+
+    def same(mine: str, theirs: str) -> bool:
+        if mine in _UNDEFINED:
+            return False  # two undefined values need not be equal
+        return mine == theirs or theirs in partners.get(mine, ())
+
+    def still(name: str, other: str) -> bool:
+        mine, theirs = values[name].operands, values[other].operands
+        if isinstance(mine, dict):
+            return all(same(v, theirs[blk]) for blk, v in mine.items())
+        if same(mine[0], theirs[0]) and same(mine[1], theirs[1]):
+            return True
+        return values[name].key[0] in _COMMUTATIVE and same(mine[0], theirs[1]) and same(mine[1], theirs[0])
+
+    changed = True
+    while changed:
+        changed = False
+        for name, others in partners.items():
+            dropped = {other for other in others if not still(name, other)}
+            if dropped:
+                others -= dropped
+                changed = True
+    return {name: min(others, key=lambda o: values[o].line) for name, others in partners.items() if others}
+
+
+def _reads_after(used_at: list[int], other: _Value, blocks: list[str], phis: set[int]) -> bool:
+    """Whether every use of a value in ``other``'s block comes after ``other``, or is a phi's
+    (which reads it at the end of the block, on the way round): ``other``, computed in the same
+    block, is then there wherever the value is read."""
+    return all(i > other.line or i in phis or blocks[i] != other.block for i in used_at)
+
+
+def _function_merged(lines: list[str]) -> tuple[list[str], int]:
+    """One function's lines (``define`` to ``}``), with its congruent counts merged."""
+    values, uses, blocks = _parsed(lines)
+    counts = _counts(values, uses)
+    if not counts:
+        return lines, 0
+    replaced = _congruent(values, counts, uses, blocks)
+    if not replaced:
+        return lines, 0
+    gone = {values[name].line for name in replaced}
+
+    def renamed(token: re.Match) -> str:
+        return replaced.get(token.group(0), token.group(0))
+
+    out = [
+        line if i in (0, len(lines) - 1) else VALUE_TOKEN.sub(renamed, line)
+        for i, line in enumerate(lines)
+        if i not in gone
+    ]
+    return out, len(replaced)

@@ -220,9 +220,7 @@ def _measured(
     probes = Probes(dict(probed.line_ticks), dict(probed.hits), cost)
     uncompared = record.of(CodeUncompared)
     why = uncompared[-1].why if uncompared and PLAIN not in vectorized else None
-    distortion = _distortion(vs_plain, vs_probed, probed, user, (lost, gained), why)
-    if fact.faster_callees:
-        distortion = replace(distortion, faster_callees=fact.faster_callees)
+    distortion = _distortion(vs_plain, vs_probed, probed, user, (lost, gained), why, fact.faster_callees)
     return Measured(source, counts, samples, probes, distortion)
 
 
@@ -233,9 +231,11 @@ def _distortion(
     user: FunctionCounts,
     vectorization: tuple[frozenset, frozenset],
     uncompared: str | None,
+    faster_callees: frozenset[str],
 ) -> Distortion:
     """The user's run (and a probed run) against the plain runs of the same calls
-    (``vectorization``: the loops SIMD in the plain twin only, and in the user's only)."""
+    (``vectorization``: the loops SIMD in the plain twin only, and in the user's only;
+    ``faster_callees``: the callees the twins run faster than the program, from its code)."""
     return Distortion(
         overhead=vs_plain.ticks / vs_plain.baseline if vs_plain.baseline > 0 else None,
         plain_ticks=vs_plain.baseline if vs_plain.baseline > 0 else None,
@@ -250,6 +250,7 @@ def _distortion(
         uncompared=uncompared,
         plain_left_out=vs_plain.left_out if vs_plain.baseline > 0 else 0,
         compiled=vs_plain.compiled > 0,
+        faster_callees=faster_callees,
     )
 
 

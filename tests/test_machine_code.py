@@ -450,6 +450,8 @@ def test_a_count_the_program_keeps_itself_is_read_from_the_programs_value():
     (``instrument.congruent_counts``) instead of adding 1 to a count of its own beside it on
     every step. Hits stay line_profiler's where the program's counts start elsewhere, count
     one arm, break, or raise part-way."""
+    import llvmlite.binding as ll
+
     from numba_lprun.instrument.clock import current_clock
     from numba_lprun.run.targets import cached_target
     from tests.conftest import hits_of, reference_hits
@@ -460,8 +462,9 @@ def test_a_count_the_program_keeps_itself_is_read_from_the_programs_value():
     K.collatz_steps(50)
     twin = cached_target(K.collatz_steps, current_clock().kind).twins["counting"]
     plain_adds = _unit_adds_beside_selects("\n".join(K.collatz_steps.inspect_llvm().values()))
-    assert plain_adds >= 1
-    assert _unit_adds_beside_selects("\n".join(twin.dispatcher.inspect_llvm().values())) == plain_adds
+    assert plain_adds >= 1 or ll.llvm_version_info < (20,)  # the step a select (LLVM 15 keeps a branch)
+    if plain_adds:
+        assert _unit_adds_beside_selects("\n".join(twin.dispatcher.inspect_llvm().values())) == plain_adds
 
     values = np.array([7, 12, 27, 1, 5])
     for limit in (10**6, 40):  # runs through; breaks on the third value

@@ -133,25 +133,26 @@ def relax_first(grid, steps):  # relax's twin for a first call made in the profi
 
 
 @njit
-def kept_counts(values, limit):
-    """Counts of a ``while`` loop's iterations the program keeps itself: from 0 (``taken``, the
-    loop body's own count), from 1 (``odd_start``: one more), in one arm only (``halved``); the
-    loop breaks part-way, and a negative value raises after some iterations counted."""
+def kept_counts(values, stop):
+    """Counts the program keeps of a ``while`` loop: its iterations from 0 (``taken``: the loop
+    body's count), from 1 (``late``: one more), its odd steps (``odd``: the ``else`` arm's
+    count); the loop breaks where a step reaches ``stop``, and a negative step raises after
+    some iterations counted."""
     taken = 0
-    odd_start = 1
-    halved = 0
+    late = 1
+    odd = 0
     for v in values:
         k = v
         while k != 1:
             taken += 1
-            odd_start += 1
+            late += 1
             if k % 2 == 0:
                 k //= 2
-                halved += 1
             else:
                 k = 3 * k + 1
-            if taken > limit:
+                odd += 1
+            if k == stop:
                 break
             if k < 0:
                 raise ValueError("a negative step")
-    return taken, odd_start, halved
+    return taken, late, odd

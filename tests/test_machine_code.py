@@ -466,9 +466,9 @@ def test_a_count_the_program_keeps_itself_is_read_from_the_programs_value():
     if plain_adds:
         assert _unit_adds_beside_selects("\n".join(twin.dispatcher.inspect_llvm().values())) == plain_adds
 
-    # on LLVM 22 the odd arm's count is read from ``odd`` (five values; read by hand), ``taken``'s
-    # stays apart (its value where the loop breaks is computed another way): the exits are where a
-    # merged count could go wrong
+    # on LLVM 22 the odd arm's count is read from ``odd`` (five values; read by hand); no count
+    # equals ``taken`` (the lines after the break's test miss the iteration that breaks): the exits
+    # are where a merged count could go wrong
     values = np.array([7, 12, 27, 1, 5])
     for stop in (0, 16):  # runs through; breaks on the first value
         prof = numba_lprun.LineProfiler(K.kept_counts, timing=False)

@@ -12,15 +12,17 @@ What it does: in a counting twin's optimized code, an optimistic congruence over
 values (Alpern, Wegman and Zadeck's partition refinement, restricted to what a count is made
 of): each of the count's phis is first taken to equal each of the program's phis of the same
 type in the same block, each of its arithmetic instructions each of the program's of the same
-operation and type earlier in its block; a pairing is dropped while an operand (on the same
-incoming edge, for phis) differs and is not itself paired, until nothing changes. What stays
-paired is equal on every path (each value equals its partner when both are first defined,
-and every later definition computes the same operation of equal operands), so the count's
-uses read the program's value instead and its own instructions go. Only counts are replaced,
-never the program's values: what the code computes stays as it was, and the counts are the
-same numbers. Applied between LLVM's optimization and code generation, with
-``select_compares`` (``internals.rewrite_final_module``); the module is verified when parsed
-back, and kept as it was should it not verify.
+operation and type in its block computed before every use of it there; a pairing is dropped
+while an operand (on the same incoming edge, for phis) differs and is not itself paired, until
+nothing changes. What stays paired is equal on every path (each value equals its partner when
+both are first defined, and every later definition computes the same operation of equal
+operands), so the count's uses read the program's value instead and its own instructions go.
+Only a count's values are replaced, and what is computed from them (a program value only where
+LLVM had already made it of a count), each by a value equal to it on every path: what the code
+computes stays as it was exactly as far as that congruence holds, and the counts are the same
+numbers. Applied between LLVM's optimization and code generation, with ``select_compares``
+(``internals.rewrite_final_module``); the module is verified when parsed back, and kept as it
+was should it not verify.
 """
 
 from __future__ import annotations

@@ -503,7 +503,7 @@ loop:
 exit:
   %nlp.fields.sroa.1.lcssa = phi i64 [ %count.next, %loop ]
   %total.lcssa = phi i64 [ %total.next, %loop ]
-  store i64 %nlp.fields.sroa.1.lcssa, ptr @counts
+  store i64 %nlp.fields.sroa.1.lcssa, ptr getelementptr (i8, ptr @_nlp_ctr_t, i64 16)
   ret i64 %total.lcssa
 }"""
 
@@ -516,7 +516,7 @@ def test_a_count_is_merged_only_with_a_value_equal_on_every_path():
     text, merged = merge_congruent_counts(_KEPT_COUNT)
     assert merged == 3  # the loop's phi, its add, the exit's phi
     assert "nlp.fields" not in text and "%count.next" not in text
-    assert "  store i64 %total.lcssa, ptr @counts" in text
+    assert "  store i64 %total.lcssa, ptr getelementptr (i8, ptr @_nlp_ctr_t, i64 16)" in text
     assert "  %total.next = add nsw i64 %total, 1" in text and "  %i.next = add i64 %i, 3" in text
     # the count's add before the program's in their block: merged, unless it is read between
     count_first = _KEPT_COUNT.replace(
@@ -526,7 +526,7 @@ def test_a_count_is_merged_only_with_a_value_equal_on_every_path():
     assert count_first != _KEPT_COUNT and merge_congruent_counts(count_first)[1] == 3
     read_between = count_first.replace(
         "  %total.next = add",
-        "  %twice = mul i64 %count.next, 2\n  store i64 %twice, ptr @counts\n  %total.next = add",
+        "  %twice = mul i64 %count.next, 2\n  store i64 %twice, ptr @_nlp_ctr_t\n  %total.next = add",
     )
     assert merge_congruent_counts(read_between) == (read_between, 0)
     both_undefined = [("[ 0, %entry ], [ %total", "[ undef, %entry ], [ %total")]
@@ -541,6 +541,37 @@ def test_a_count_is_merged_only_with_a_value_equal_on_every_path():
             assert old in other
             other = other.replace(old, new)
         assert merge_congruent_counts(other) == (other, 0)
+    # a count the program reads, or one a value the program reads is computed from, keeps its
+    # own instructions (were the congruence wrong, only counts could be): its loop's exit test,
+    # a store to the user's memory, a call; a flush to the counters through an address made of
+    # the symbol, or an atomic add there, is not a read
+    for read in (
+        ("  %done = icmp eq i64 %i.next, %n", "  %done = icmp eq i64 %count.next, %n"),
+        (
+            "  store i64 %nlp.fields.sroa.1.lcssa, ptr getelementptr",
+            "  store i64 %nlp.fields.sroa.1.lcssa, ptr %n.p\n  store i64 0, ptr getelementptr",
+        ),
+        ("  ret i64 %total.lcssa", "  call void @g(i64 %nlp.fields.sroa.1.lcssa)\n  ret i64 %total.lcssa"),
+        (
+            "  ret i64 %total.lcssa",
+            "  %twice = shl i64 %count.next, 1\n  call void @g(i64 %twice)\n  ret i64 %total.lcssa",
+        ),
+    ):
+        other = _KEPT_COUNT.replace(*read).replace("i64 %n)", "i64 %n, ptr %n.p)")
+        text = merge_congruent_counts(other)[0]
+        assert other != _KEPT_COUNT and read[1] in text  # the read, as it was
+        assert "  %count.next = add i64 %nlp.fields.sroa.1, 1" in text
+        assert "  %nlp.fields.sroa.1 = phi i64 [ 0, %entry ], [ %count.next, %loop ]" in text
+    for flush in (
+        "  %cell = getelementptr inbounds i64, ptr @_nlp_ctr_t, i64 %stripe\n"
+        "  store i64 %nlp.fields.sroa.1.lcssa, ptr %cell",
+        "  %old = atomicrmw add ptr @_nlp_ctr_t, i64 %nlp.fields.sroa.1.lcssa monotonic, align 8",
+        "  store i64 %nlp.fields.sroa.1.lcssa, ptr %nlp.spill\n  call void @nlp.flush(ptr %nlp.spill)",
+    ):
+        other = _KEPT_COUNT.replace(
+            "  store i64 %nlp.fields.sroa.1.lcssa, ptr getelementptr (i8, ptr @_nlp_ctr_t, i64 16)", flush
+        )
+        assert other != _KEPT_COUNT and merge_congruent_counts(other)[1] == 3, flush
 
 
 def _packed_ops_of(asm: str, symbol: str) -> int | None:

@@ -17,10 +17,13 @@ while an operand (on the same incoming edge, for phis) differs and is not itself
 nothing changes. What stays paired is equal on every path (each value equals its partner when
 both are first defined, and every later definition computes the same operation of equal
 operands), so the count's uses read the program's value instead and its own instructions go.
-Only a count's values are replaced, and what is computed from them (a program value only where
-LLVM had already made it of a count), each by a value equal to it on every path: what the code
-computes stays as it was exactly as far as that congruence holds, and the counts are the same
-numbers. Applied between LLVM's optimization and code generation, with ``select_compares``
+Only a count's values are replaced, and only those whose every use, and every use of what is
+computed from them, is another such value or a write to the counter table (or to the spill a
+flush passes out of line): a value the program reads (a loop's exit test LLVM made of a count, a
+store to the user's array, a call) keeps its own instructions, and so does every count it is
+computed from. Each replaced value is replaced by a value equal to it on every path, so the
+counts are the same numbers; and were that congruence wrong, only counts would be, never what
+the program computes. Applied between LLVM's optimization and code generation, with ``select_compares``
 (``internals.rewrite_final_module``); the module is verified when parsed back, and kept as it
 was should it not verify.
 """
@@ -29,6 +32,7 @@ from __future__ import annotations
 
 import re
 
+from .counter_slots import SYMBOL_PREFIX
 from .select_compares import REGISTER_COUNTS, VALUE_NAME, VALUE_TOKEN, each_function_rewritten
 
 _LABEL_RE = re.compile(r'^("[^"]*"|[-\w$.]+):')
@@ -38,6 +42,15 @@ _INCOMING_RE = re.compile(rf"\[ ([^,\]]+), ({VALUE_NAME}) \]")
 _ARITH_RE = re.compile(
     r"^(add|sub|mul|and|or|xor|shl|lshr|ashr)((?: (?:nuw|nsw|exact|disjoint))*) (i\d+) ([^,\s]+), ([^,\s]+)"
 )
+#: a store: the value stored, and the rest of the line from the pointer on
+_STORE_RE = re.compile(rf"^\s+store (?:atomic )?(?:volatile )?\S+ ({VALUE_NAME}), (?:ptr|\S+\*) (.*)$")
+#: an atomic add: the pointer (to the end of the line), and the value added
+_ATOMIC_ADD_RE = re.compile(rf"^atomicrmw (?:volatile )?add (?:ptr|\S+\*) (.*), i\d+ ({VALUE_NAME})\b")
+_ADDRESS_RE = re.compile(r"^(?:getelementptr|bitcast|addrspacecast) ")
+_OPERAND_RE = re.compile(rf"{VALUE_NAME}|@[-\w$.]+")
+#: where a flush writes: the counter table's symbol, or the stack array a flush out of line reads
+_COUNTER_BASES = (f"@{SYMBOL_PREFIX}", "%nlp.spill")
+_DEBUG_RE = re.compile(r"^\s+(?:#dbg_|(?:tail )?call void @llvm\.dbg\.)")
 _UNDEFINED = {"undef", "poison"}
 _COMMUTATIVE = {"add", "mul", "and", "or", "xor"}
 _COUNT_PREFIXES = tuple(f"%{name}" for name in REGISTER_COUNTS)
@@ -110,6 +123,69 @@ def _counts(values: dict[str, _Value], uses: dict[str, list[int]]) -> set[str]:
     return counts
 
 
+def _counter_addresses(lines: list[str]) -> set[str]:
+    """The values that address the counter table or a flush's spill (offsets from them)."""
+    addresses: set[str] = set()
+    grew = True
+    while grew:  # a block's text may come before the block that dominates it
+        grew = False
+        for line in lines:
+            found = _DEF_RE.match(line)
+            if not found or found.group(1) in addresses or not _ADDRESS_RE.match(found.group(2)):
+                continue
+            base = _OPERAND_RE.search(found.group(2))
+            if base and (base.group(0).startswith(_COUNTER_BASES) or base.group(0) in addresses):
+                addresses.add(found.group(1))
+                grew = True
+    return addresses
+
+
+def _into_counters(pointer: str, addresses: set[str]) -> bool:
+    """Whether a write's pointer (the line's text from it on) addresses the counters."""
+    if pointer.startswith("%"):
+        name = VALUE_TOKEN.match(pointer).group(0)
+        return name.startswith(_COUNTER_BASES) or name in addresses
+    return any(base in pointer for base in _COUNTER_BASES)  # a constant expression of the symbol
+
+
+def _flushed_only(
+    counts: set[str], values: dict[str, _Value], uses: dict[str, list[int]], lines: list[str]
+) -> set[str]:
+    """The count values whose every use is another such value or a write of it to the counters:
+    what the program reads is none of them, nor computed from them."""
+    addresses = _counter_addresses(lines)
+    defined_at = {value.line: name for name, value in values.items()}
+
+    def flushed(name: str, line: str) -> bool:
+        if _DEBUG_RE.match(line):
+            return True
+        store = _STORE_RE.match(line)
+        if store:
+            return (
+                store.group(1) == name
+                and name not in VALUE_TOKEN.findall(store.group(2))
+                and _into_counters(store.group(2), addresses)
+            )
+        found = _DEF_RE.match(line)
+        atomic = _ATOMIC_ADD_RE.match(found.group(2)) if found else None
+        return bool(atomic) and atomic.group(2) == name and _into_counters(atomic.group(1), addresses)
+
+    read = [
+        name
+        for name in counts
+        if any(defined_at.get(i) not in counts and not flushed(name, lines[i]) for i in uses.get(name, ()))
+    ]
+    read_set = set(read)
+    while read:  # what a read value is computed from is read too
+        value = values[read.pop()]
+        operands = value.operands.values() if isinstance(value.operands, dict) else value.operands
+        for operand in operands:
+            if operand in counts and operand not in read_set:
+                read_set.add(operand)
+                read.append(operand)
+    return counts - read_set
+
+
 def _congruent(
     values: dict[str, _Value], counts: set[str], uses: dict[str, list[int]], blocks: list[str]
 ) -> dict[str, str]:
@@ -165,7 +241,10 @@ def _function_merged(lines: list[str]) -> tuple[list[str], int]:
     counts = _counts(values, uses)
     if not counts:
         return lines, 0
-    replaced = _congruent(values, counts, uses, blocks)
+    only = _flushed_only(counts, values, uses, lines)
+    replaced = {
+        name: other for name, other in _congruent(values, counts, uses, blocks).items() if name in only
+    }
     if not replaced:
         return lines, 0
     gone = {values[name].line for name in replaced}

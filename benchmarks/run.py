@@ -1,6 +1,7 @@
 """Benchmark numba_lprun: what a profile costs, and how close its shares are to the truth.
 
-Run ``python benchmarks/run.py``. Every ratio is measured side by side in this one
+Run ``python benchmarks/run.py [KERNEL...]`` (kernels named as in its table; none: all of them
+and the ground truth). Every ratio is measured side by side in this one
 process: each profile's wall time against the same statement run unprofiled just
 before it, so a noisy machine disturbs both sides alike. Absolute times are for
 orientation.
@@ -139,7 +140,10 @@ def main() -> None:
     )
     heads = "".join(f" {m:>7} {'+s':>6} {'samples':>6}" for m in MODES)
     print(f"{'kernel':22} {'stmt':5} {'plain s':>8}{heads}  {'overhead':>8}  compile s")
+    chosen = sys.argv[1:]
     for name, (func, args) in kernels.make_kernels().items():
+        if chosen and name not in chosen:
+            continue
         for row in kernel_rows(name, func, args):
             print(row)
     print(
@@ -149,6 +153,9 @@ def main() -> None:
         "overhead: the default profile's counting run / plain run (same calls); compile s: all twins, "
         "first profile only (the timed profiles reuse them)"
     )
+    if chosen:
+        print(f"\nbenchmark wall time: {time.perf_counter() - began:.0f} s")
+        return
     print("\nground truth: % Time per group of lines, [95% interval], against the true share")
     rng = np.random.default_rng(1)
     a, b = rng.random(1_000_000), rng.random(4_000_000)

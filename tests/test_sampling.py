@@ -317,6 +317,18 @@ def test_a_sample_of_the_users_run_counts_what_it_costs_the_users_code():
     assert afford(2000.0, None, 0.05, 0.0, 1, 2e-6, USERS_RUN_SIGNALS) == (2000.0, None, None)
 
 
+def test_a_sample_of_a_parallel_loop_counts_for_each_of_its_threads():
+    """A parallel loop's threads wait for each other at its end, so a sample that stops one
+    keeps the others waiting: with the loop on 4 threads a sample costs 4 times as much, the rate
+    is a quarter, and the header says why."""
+    one, _, _ = afford(2000.0, None, 0.05, 0.0, 1, 35e-6, USERS_RUN_SIGNALS)
+    rate, boost, why = afford(2000.0, (8000.0, 800), 0.05, 0.0, 1, 35e-6, USERS_RUN_SIGNALS, 4)
+    assert rate == pytest.approx(one / 4) and boost == (pytest.approx(rate / 2), 800)
+    assert why.endswith("; a sample stops a parallel loop's 4 threads")
+    cheap = afford(2000.0, None, 0.05, 0.0, 1, 2e-6, USERS_RUN_SIGNALS, 4)  # still affordable
+    assert cheap == (2000.0, None, None)
+
+
 def test_a_timer_signal_is_timed_once_per_process():
     """With the handler installed (a sampler's start), below the probe's period (what it can
     see), and the same figure for the life of the process."""

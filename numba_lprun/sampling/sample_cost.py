@@ -101,12 +101,19 @@ def afford(
     walkers: int,
     signal: float = 0.0,
     signals_per_sample: float = 1.0,
+    loop_threads: int = 1,
 ) -> tuple[float, tuple[float, int] | None, str | None]:
     """(rate, boost, why lowered or None): the rate lowered so that what a sample costs,
     ``signals_per_sample`` timer signals of ``signal`` seconds and a walk of ``walk`` seconds on
     ``walkers`` threads (taking turns under libgcc's lock), takes at most ``budget`` of the CPU;
-    the boost, a faster start nobody asked for, at most half of it."""
-    cost = signal * signals_per_sample + walk * walkers
+    the boost, a faster start nobody asked for, at most half of it.
+
+    ``loop_threads``: the threads a parallel loop runs on, which wait for each other at its end,
+    so a sample that stops one of them keeps the others waiting: it costs the loop that much
+    more (at most; the bound is what is budgeted). Counted once per sample, a ``prange``
+    kernel's one-run profile on a 2-core machine cost its statement 11-14%, twice the budget
+    (CHANGELOG.md has the runs)."""
+    cost = (signal * signals_per_sample + walk * walkers) * max(1, loop_threads)
     affordable = budget / cost if cost > 0 else float("inf")
     if boost is not None and boost[0] > affordable / 2:
         boost = (affordable / 2, boost[1])
@@ -126,6 +133,8 @@ def afford(
         why = f"{walks}, a timer signal about {signal * 1e6:.0f} us"
     else:
         why = walks if walk > 0 else signals
+    if loop_threads > 1:
+        why += f"; a sample stops a parallel loop's {loop_threads} threads"
     # a sample counted above one signal is the user's run's (``USERS_RUN_SIGNALS``): the extra runs
     # may sample faster, and the header's rate is over all runs
     whose = "your run's rate" if signals_per_sample != 1.0 else "rate"

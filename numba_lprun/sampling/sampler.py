@@ -44,6 +44,7 @@ from collections.abc import Callable, Iterable
 from typing import Protocol
 
 import numpy as np
+from numba import config
 
 from .. import settings
 from ..interrupts import ctrl_c_deferred
@@ -391,10 +392,21 @@ class Sampler:
         walkers = max(1, len(N.list_threads())) if self.numba_threads else 1
         # every thread armed, sleeping ones too: beyond one per core, their signals take the cores
         # the busy ones run on
-        crowding = max(1.0, walkers / len(os.sched_getaffinity(0)))
+        cores = len(os.sched_getaffinity(0))
+        crowding = max(1.0, walkers / cores)
         signal = signal_seconds(self._libc) * crowding
+        # the threads of a parallel loop (Numba's pool, at most one per core runs at once): read
+        # from the configuration, since asking the pool (``numba.get_num_threads``) launches it
+        loop_threads = min(config.NUMBA_NUM_THREADS, cores) if self.numba_threads else 1
         self.rate_hz, self.boost, self.lowered = afford(
-            self.asked_hz, self.boost, self.walk_budget, walk, walkers, signal, self.sample_signals
+            self.asked_hz,
+            self.boost,
+            self.walk_budget,
+            walk,
+            walkers,
+            signal,
+            self.sample_signals,
+            loop_threads,
         )
 
     def _configure(self, nframes: int) -> None:

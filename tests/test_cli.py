@@ -303,3 +303,42 @@ def test_a_script_runs_statement_by_statement_with_the_bytecode_of_the_whole_mod
     for code in statement_codes(SCRIPT_WITH_IMPORTS, "script.py"):
         exec(code, namespace)
     assert namespace["scale"].__annotations__ == {"x": "float", "return": "float"}
+
+
+PARALLEL_SCRIPT = """\
+import numpy as np
+from numba import njit, prange
+
+
+@njit(parallel=True)
+def norms(a):
+    out = np.empty(a.shape[0])
+    for i in prange(a.shape[0]):
+        s = 0.0
+        for j in range(a.shape[1]):
+            s += a[i, j] * a[i, j]
+        out[i] = s
+    return out
+
+
+a = np.ones((1000, 1000))
+for _ in range(400):  # the run after the compile: the most samples, whose rate the header says
+    total = norms(a).sum()
+print(total)
+"""
+
+
+def test_a_parallel_function_a_script_defines_is_sampled_as_parallel(tmp_path):
+    """A script defines its functions as it runs, after the sampler started: a ``prange``
+    function's samples still count for each thread of its loops (the rate its header says it
+    lowered to, and why), as where the function exists before the run."""
+    import numba
+
+    (tmp_path / "norms.py").write_text(PARALLEL_SCRIPT)
+    done = nlprun("--rate", "1000000", "-f", "norms", "norms.py", cwd=tmp_path)
+    assert done.returncode == 0, done.stderr
+    assert "1000000.0" in done.stdout
+    text = " ".join(done.stdout.split())  # the header wraps
+    assert "your run's rate lowered from 1000000 Hz" in text
+    loop_threads = min(numba.config.NUMBA_NUM_THREADS, len(os.sched_getaffinity(0)))
+    assert ("a sample stops a parallel loop's" in text) == (loop_threads > 1), text

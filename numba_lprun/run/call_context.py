@@ -90,6 +90,7 @@ class CallContext:
             code=code,
             existing_threads=self.settings.existing_threads,
             sample_signals=USERS_RUN_SIGNALS if users_run else 1.0,
+            threads_now=self.runner.runs_on_threads,
         )
         return self.last_sampling
 

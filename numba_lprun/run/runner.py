@@ -61,6 +61,7 @@ from .targets import (
     counts_of,
     defined_again,
     keep_target,
+    may_run_on_threads,
     new_target,
     redefine,
     runs_concurrently,
@@ -504,6 +505,12 @@ class Runner:
         """What Numba must type afresh after a swap or a restore (``Holder.forget``)."""
         for holder, held in self._held():
             holder.forget(held)
+
+    def runs_on_threads(self) -> bool:
+        """Whether a target's code may run on Numba's worker threads (``may_run_on_threads``):
+        asked as the run goes, since a script defines its functions as it runs (from the thread
+        of a compile's end too: the targets are copied first)."""
+        return any(may_run_on_threads(t.original) for t in list(self.targets.values()))
 
     def twins(self, kind: str) -> list[Twin]:
         made = [t.twins[kind] for t in self.targets.values() if kind in t.twins]

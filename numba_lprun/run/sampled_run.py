@@ -31,6 +31,10 @@ class SegmentedSampling:
     code: Callable[[], list[object]] | None = None
     existing_threads: str = "user"  # which threads existing at each segment's start are sampled (Sampler)
     sample_signals: float = 1.0  # what a sample costs, in timer signals (``sample_cost.afford``)
+    #: Whether a profiled function runs on several threads now, asked again at each segment's
+    #: start: a script or cell defines its functions as it runs (``Runner.adopt``), and a parallel
+    #: one's samples cost its loop's threads (``sample_cost.afford``) from its first segment on
+    threads_now: Callable[[], bool] | None = None
     segments: list[RawSamples] = field(default_factory=list)
     unavailable: str | None = None
     _sampler: Sampler | None = None
@@ -92,7 +96,7 @@ class SegmentedSampling:
             own = self.code() if self.code is not None else ()
             sampler = Sampler(
                 rate_hz=self.rate_hz,
-                numba_threads=self.parallel,
+                numba_threads=self.parallel or (self.threads_now is not None and self.threads_now()),
                 boost=boost,
                 own_code=own,
                 existing_threads=self.existing_threads,

@@ -311,19 +311,16 @@ from numba import njit, prange
 
 
 @njit(parallel=True)
-def norms(a):
-    out = np.empty(a.shape[0])
+def scaled_sum(a, k):
+    total = 0.0
     for i in prange(a.shape[0]):
-        s = 0.0
-        for j in range(a.shape[1]):
-            s += a[i, j] * a[i, j]
-        out[i] = s
-    return out
+        total += a[i] * k
+    return total
 
 
-a = np.ones((1000, 1000))
+a = np.ones(1_000_000)
 for _ in range(400):  # the run after the compile: the most samples, whose rate the header says
-    total = norms(a).sum()
+    total = scaled_sum(a, 2.0)
 print(total)
 """
 
@@ -334,10 +331,10 @@ def test_a_parallel_function_a_script_defines_is_sampled_as_parallel(tmp_path):
     lowered to, and why), as where the function exists before the run."""
     import numba
 
-    (tmp_path / "norms.py").write_text(PARALLEL_SCRIPT)
-    done = nlprun("--rate", "1000000", "-f", "norms", "norms.py", cwd=tmp_path)
+    (tmp_path / "scaled.py").write_text(PARALLEL_SCRIPT)
+    done = nlprun("--rate", "1000000", "-f", "scaled_sum", "scaled.py", cwd=tmp_path)
     assert done.returncode == 0, done.stderr
-    assert "1000000.0" in done.stdout
+    assert "2000000.0" in done.stdout
     text = " ".join(done.stdout.split())  # the header wraps
     assert "your run's rate lowered from 1000000 Hz" in text
     loop_threads = min(numba.config.NUMBA_NUM_THREADS, len(os.sched_getaffinity(0)))

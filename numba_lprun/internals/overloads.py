@@ -10,6 +10,7 @@ dispatcher), and lowering links the entry point the template noted
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Mapping
+from types import FunctionType
 
 from .registry import touches
 
@@ -38,11 +39,12 @@ def implementation_sources(template: type) -> list[object]:
     code, not Numba's own, made it: those it compiled (its cache), the ``@overload`` function
     whose nested bodies it compiles next (``_overload_func``: a caller loaded from Numba's cache
     compiled none in this process), and a ``@register_jitable`` function itself (the key)."""
-    import types
-
-    funcs = [disp.py_func for disp in cached_dispatchers(template)]
+    # every profile asks this of each of the ~1,300 templates a process registers, whose caches
+    # are nearly all empty: the dispatchers are read only where there are any
+    cached = getattr(template, "_impl_cache", None)
+    funcs = [disp.py_func for disp in cached_dispatchers(template)] if cached else []
     for func in (getattr(template, "_overload_func", None), getattr(template, "key", None)):
-        if isinstance(func, types.FunctionType):
+        if isinstance(func, FunctionType):
             funcs.append(func)
     return [f for f in funcs if not (getattr(f, "__module__", None) or "").startswith("numba.")]
 

@@ -279,3 +279,37 @@ def test_a_jitclass_method_behind_a_cached_caller_leaves_the_cache_clean(tmp_pat
     assert not [name for name, data in _entries(tmp_path).items() if SYMBOL in data]
     plain = _run(tmp_path, "run.py")
     assert plain.returncode == 0 and plain.stdout == "90.0\n", plain.stderr
+
+
+SAMPLED = """\
+from numba import njit
+
+
+@njit
+def total(n):
+    s = k = 0
+    while k < n:
+        s += k % 7
+        k += 1
+    return s
+
+
+print(total(100_000))
+"""
+
+
+def test_the_samplers_own_code_is_cached_apart_from_the_programs(tmp_path):
+    """A sampled profile compiles the sampler's handler (a cfunc) once and keeps it in
+    numba_lprun's own cache directory (``sampler/``): the program's Numba cache directory gets
+    nothing a plain run of a program without ``cache=True`` would not write (nothing)."""
+    (tmp_path / "sampled.py").write_text(SAMPLED)
+    theirs, ours = tmp_path / "numba-cache", tmp_path / "ours"
+    env = dict(os.environ, NUMBA_CACHE_DIR=str(theirs), NUMBA_LPRUN_CACHE_DIR=str(ours))
+    done = subprocess.run(
+        [sys.executable, "-m", "numba_lprun", "-f", "total", "sampled.py"],
+        cwd=tmp_path, env=env, capture_output=True, text=True, timeout=300,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    assert "Samples:" in done.stdout and "sampling disabled" not in done.stdout
+    assert not list(theirs.rglob("*.nb[ic]"))
+    assert list((ours / "sampler").rglob("*.nbc"))

@@ -26,7 +26,7 @@ run lasts), ``runtime`` (allocator, worker threads, random states) and
 
 from __future__ import annotations
 
-from .caching import CacheRules, cache_refusal, disk_cache_for, use_disk_cache
+from .caching import CacheRules, cache_refusal, cfunc_cached_under, disk_cache_for, use_disk_cache
 from .codegen import (
     before_lowering,
     host_cpu_identity,
@@ -140,6 +140,7 @@ __all__ = [
     "implementations_cached",
     "CacheRules",
     "cache_refusal",
+    "cfunc_cached_under",
     "NUMBA_RANGE",
     "PrivateUse",
     "StencilBuild",

@@ -42,7 +42,14 @@ import warnings
 from typing import Protocol
 
 from numba.core import event, funcdesc, sigutils, typing
-from numba.core.caching import Cache, CompileResultCacheImpl, IndexDataCacheFile, _CacheLocator
+from numba.core.caching import (
+    Cache,
+    CompileResultCacheImpl,
+    FunctionCache,
+    IndexDataCacheFile,
+    _CacheLocator,
+    _SourceFileBackedLocatorMixin,
+)
 from numba.core.codegen import RuntimeLinker as _RuntimeLinker
 from numba.core.compiler import CompileResult
 from numba.core.environment import _rebuild_env, lookup_environment
@@ -441,3 +448,60 @@ def cache_refusal(dispatcher: object) -> str | None:
 def use_disk_cache(dispatcher: object, cache: object) -> None:
     """Make ``dispatcher`` load from and save to ``cache`` (what ``enable_caching`` does)."""
     dispatcher._cache = cache
+
+
+@touches(
+    "numba.core.caching",
+    "_SourceFileBackedLocatorMixin",
+    "sampling/_handler.py: the handler's cache files stamped as Numba stamps a source file's",
+)
+@touches(
+    "numba.core.caching",
+    "CompileResultCacheImpl._locator_classes",
+    "sampling/_handler.py: the handler's cache files placed under numba_lprun's own directory",
+)
+@touches(
+    "numba.core.caching", "FunctionCache._impl_class", "sampling/_handler.py: Numba's cache, placed apart"
+)
+@touches(
+    "numba.core.ccallback",
+    "CFunc.__init__",
+    "sampling/_handler.py: a cfunc made as numba.cfunc makes one",
+    params=("self", "pyfunc", "sig", "locals", "options", "pipeline_class"),
+)
+@touches(
+    "numba.core.ccallback",
+    "CFunc.enable_caching",
+    "sampling/_handler.py: a cfunc's cache set as enable_caching sets it",
+    instance_attribute="_cache",
+)
+def cfunc_cached_under(root: str, signature: object, py_func: object, **options: object) -> object:
+    """``numba.cfunc(signature, cache=True, **options)(py_func)``, its cache files under ``root``.
+
+    Why not ``cache=True``: Numba puts a cfunc's files where its locators say, the program's
+    ``NUMBA_CACHE_DIR`` first. numba_lprun's own compiled code (the sampler's handler) belongs in
+    numba_lprun's cache directory, not in the program's Numba cache, which a profile leaves as a
+    plain run would. Loading and saving are Numba's own, as with ``cache=True``; raises where
+    ``root`` cannot hold them (``cache=True`` raises alike)."""
+    from numba.core.ccallback import CFunc
+
+    class Locator(_SourceFileBackedLocatorMixin, _CacheLocator):
+        def __init__(self, py_func, py_file):
+            self._py_file = py_file
+            self._lineno = py_func.__code__.co_firstlineno
+            self._cache_path = os.path.join(root, self.get_suitable_cache_subpath(py_file))
+
+        def get_cache_path(self) -> str:
+            return self._cache_path
+
+    class Impl(CompileResultCacheImpl):
+        _locator_classes = [Locator]
+
+    class OwnCache(FunctionCache):
+        _impl_class = Impl
+
+    args, return_type = sigutils.normalize_signature(signature)
+    made = CFunc(py_func, (args, return_type), locals={}, options=options)
+    made._cache = OwnCache(py_func)
+    made.compile()
+    return made

@@ -12,7 +12,8 @@ Why it is built this way:
 * Everything the handler reads lives in a process-wide *control block* (an int64
   array allocated once and never freed), which the code names by a symbol, as it
   names the libc functions it calls: the JIT's linker resolves them when it loads
-  the code, so Numba's cache keeps the compiled handler between processes, and each
+  the code, so a Numba cache keeps the compiled handler between processes (numba_lprun's
+  own cache directory, ``sampler/``: never the program's ``NUMBA_CACHE_DIR``), and each
   ``Sampler`` only rewrites the block (buffer address, capacity, a fresh magic number).
 * Each timer sends its thread index in ``si_value`` next to a magic number, so the
   handler knows the thread without a syscall and ignores SIGPROFs it did not ask for.
@@ -103,8 +104,8 @@ from llvmlite import ir
 from numba import cfunc, types
 from numba.extending import intrinsic, register_jitable
 
-from .. import settings
-from ..internals import register_symbol, stack_slot, stack_value
+from ..instrument.disk_cache import cache_root
+from ..internals import cfunc_cached_under, register_symbol, stack_slot, stack_value
 from . import _native as N
 from .unwind_tables import END, FROM_RSP, GAP, ROW
 
@@ -537,10 +538,12 @@ def _compile(ctrl: np.ndarray, libc: N.Libc):
     # the cached code, so an edit of it compiles the handler afresh
     digest = hashlib.sha1(b"".join(Path(f).read_bytes() for f in _WALK_SOURCES)).hexdigest()[:12]
     _on_sigprof.__qualname__ = _on_sigprof.__name__ = f"_on_sigprof_{digest}"
-    if settings.switch(settings.CACHE, True):
+    # cached in numba_lprun's own directory (``sampler/``), never in the program's Numba cache
+    root = cache_root()
+    if root is not None:
         try:
-            return cfunc(_SIGNATURE, cache=True, **options)(_on_sigprof)
-        except Exception:  # no writable cache directory for Numba: compile without one
+            return cfunc_cached_under(str(root / "sampler"), _SIGNATURE, _on_sigprof, **options)
+        except Exception:  # the directory cannot hold Numba's files: compile without a cache
             pass
     return cfunc(_SIGNATURE, **options)(_on_sigprof)
 

@@ -29,7 +29,7 @@ from .run.runner import Runner
 from .run.selection import MainModule, Selection, SourceRun
 from .run.snapshot import Reach, call_reach, default_budget, statement_reach
 from .run.statements import statement_run
-from .run.targets import TWIN_KINDS, may_run_on_threads
+from .run.targets import TWIN_KINDS
 from .sampling import sampler_unavailable
 from .stats import LineStats, ProcessPart, ProfileStats
 
@@ -53,7 +53,7 @@ def _profiled_call(
     runner, settings = profiler._runner, profiler.settings
     if once is None and not settings.repeat:
         once = "--once asked for one run"
-    concurrent = any(may_run_on_threads(t.original) for t in runner.targets.values())
+    concurrent = runner.runs_on_threads()
     # the functions as each process starts: a script may define them first (``Runner.adopt``)
     launches = Launches(lambda: [t.original for t in runner.targets.values()], settings.timing)
     ctx = CallContext(runner, execute, namespaces, progress, settings, concurrent, children=launches)

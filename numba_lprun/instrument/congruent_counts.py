@@ -108,10 +108,9 @@ def _parsed(lines: list[str]) -> tuple[dict[str, _Value], dict[str, list[int]], 
     return values, uses, blocks
 
 
-def _counts(values: dict[str, _Value], uses: dict[str, list[int]]) -> set[str]:
+def _counts(values: dict[str, _Value], uses: dict[str, list[int]], defined_at: dict[int, str]) -> set[str]:
     """The count's values: its phis (named after the count's allocas) and what is computed
-    from them."""
-    defined_at = {value.line: name for name, value in values.items()}
+    from them (``defined_at``: each value's name by the line defining it)."""
     counts = {name for name in values if name.startswith(_COUNT_PREFIXES)}
     todo = list(counts)
     while todo:
@@ -149,12 +148,15 @@ def _into_counters(pointer: str, addresses: set[str]) -> bool:
 
 
 def _flushed_only(
-    counts: set[str], values: dict[str, _Value], uses: dict[str, list[int]], lines: list[str]
+    counts: set[str],
+    values: dict[str, _Value],
+    uses: dict[str, list[int]],
+    defined_at: dict[int, str],
+    lines: list[str],
 ) -> set[str]:
     """The count values whose every use is another such value or a write of it to the counters:
     what the program reads is none of them, nor computed from them."""
     addresses = _counter_addresses(lines)
-    defined_at = {value.line: name for name, value in values.items()}
 
     def flushed(name: str, line: str) -> bool:
         if _DEBUG_RE.match(line):
@@ -238,10 +240,11 @@ def _reads_after(used_at: list[int], other: _Value, blocks: list[str], phis: set
 def _function_merged(lines: list[str]) -> tuple[list[str], int]:
     """One function's lines (``define`` to ``}``), with its congruent counts merged."""
     values, uses, blocks = _parsed(lines)
-    counts = _counts(values, uses)
+    defined_at = {value.line: name for name, value in values.items()}
+    counts = _counts(values, uses, defined_at)
     if not counts:
         return lines, 0
-    only = _flushed_only(counts, values, uses, lines)
+    only = _flushed_only(counts, values, uses, defined_at, lines)
     replaced = {
         name: other for name, other in _congruent(values, counts, uses, blocks).items() if name in only
     }

@@ -35,7 +35,6 @@ from ..run.phase_run import PhaseRun
 from ..run.phases import CallContext, Plan, RunSettings, UserRun, run_phases
 from ..run.runner import Runner
 from ..run.sampled_run import measured, twins_line_maps
-from ..run.targets import may_run_on_threads
 from ..stats import ProfileStats
 from .spec import ChildSpec, find, named, shipped_sources
 
@@ -139,7 +138,7 @@ def _profiled(
     # is (faster at first, as a script's: its whole life is one run); no plain twins compiled after
     kind = spec.twin
     planned = Plan(UserRun(kind, spec.sampled, boost=spec.sampled))
-    concurrent = any(may_run_on_threads(d) for d in functions)
+    concurrent = runner.runs_on_threads()
     phases: list[PhaseRun] = []
     lock = threading.Lock()  # one writer at a time: each part written replaces the one before
     detached = threading.Event()  # the parent's run is over: nothing more is counted or written

@@ -95,6 +95,41 @@ def test_samples_of_one_dispatcher_are_not_charged_to_another():
     assert fast.samples.total > 50 and plain.samples.total * 10 < fast.samples.total
 
 
+def distance(x, y):
+    d = 0.0
+    for k in range(x.shape[0]):
+        t = x[k] - y[k]
+        d += t * t
+    return np.sqrt(d)
+
+
+distance_a = njit(distance)
+distance_b = njit(fastmath=True)(distance)
+
+
+@njit
+def distance_sum(points, q):  # LLVM inlines distance_a here: its code is the caller's
+    s = 0.0
+    for j in range(points.shape[0]):
+        s += distance_a(points[j], q)
+    return s
+
+
+def test_a_dispatcher_inlined_into_a_caller_lends_its_samples_to_no_other_of_its_def():
+    """The caller's code holds lines of ``distance`` that only ``distance_a`` ran: ``distance_b``
+    (never called) once showed them as its own, samples and time, line for line."""
+    prof = numba_lprun.LineProfiler(distance_a, distance_b, distance_sum, sample_time=1.0, min_samples=300)
+    points = np.random.default_rng(1).random((200_000, 3))
+    q = np.full(3, 0.5)
+    assert prof.runcall(distance_sum, points, q) == pytest.approx(distance_sum(points, q))
+    a, b, caller = prof.profile.functions
+    assert (a.counts.calls, b.counts.calls, caller.counts.calls) == (200_000, 0, 1)
+    assert b.samples.total == 0 and not b.samples.counts  # not statistical: none of its code ran
+    # the distance loop is most of the caller's time: of its 300 or more samples, distance_a's
+    # share is most (below 50 would take the inlined code unmapped, not bad luck)
+    assert caller.samples.total >= 300 and a.samples.total > 50
+
+
 def test_one_dispatcher_keeps_line_profiler_key_and_gets_its_own_title(tmp_path):
     prof = numba_lprun.LineProfiler(fast_sum_log_nz, timing=False)
     prof.runcall(fast_sum_log_nz, SMALL)

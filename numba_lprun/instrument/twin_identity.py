@@ -25,7 +25,7 @@ import types as pytypes
 import weakref
 from dataclasses import dataclass
 
-from ..internals import use_disk_cache
+from ..internals import tag_in_symbols, use_disk_cache
 from . import disk_cache
 from . import probes as P
 from .fingerprint import code_digest, describe, remember_twin, token_of
@@ -120,6 +120,16 @@ def register(dispatcher: object, py_func: pytypes.FunctionType, naming: TwinNami
             no_cache(dispatcher, "Numba cannot place its cache files")
         else:
             no_cache(dispatcher, "its source cannot be read again to tell when it changes")
+
+
+def symbol_mark(dispatcher: object) -> str:
+    """What every symbol of ``dispatcher``'s code carries, a live twin's tag as Numba spells it in
+    a name (``""``: no live twin's): code of its lines inlined elsewhere is its own only where
+    the inlined function's name has it (another dispatcher of the same ``def`` has other code)."""
+    for tag, twin in list(_live.items()):
+        if twin is dispatcher:
+            return tag_in_symbols(tag)
+    return ""
 
 
 def share_identity(dispatcher: object, model: object) -> None:

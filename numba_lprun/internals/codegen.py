@@ -25,7 +25,7 @@ import contextlib
 import functools
 from collections.abc import Callable, Iterator
 
-from numba.core import funcdesc
+from numba.core import funcdesc, itanium_mangler
 
 from .registry import touches
 
@@ -460,6 +460,18 @@ def tagged_context(targetctx: object, tag: str) -> object:
         return funcdesc.default_mangler(name, argtypes, abi_tags=tags, uid=uid)
 
     return targetctx.subtarget(mangler=mangler)
+
+
+@touches(
+    "numba.core.itanium_mangler",
+    "mangle_abi_tag",
+    "sampling/dwarf.py: a twin's inlined code is told by its tag, as its symbols spell it",
+    params=("abi_tag",),
+)
+def tag_in_symbols(tag: str) -> str:
+    """How ``tag`` (``tagged_context``'s) is spelled inside each symbol it names: an ABI tag with
+    its length (``B6nlpab1``), so one tag is never read inside a longer one (``nlpab1n2``)."""
+    return itanium_mangler.mangle_abi_tag(tag)
 
 
 @touches(

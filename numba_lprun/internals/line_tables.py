@@ -201,6 +201,8 @@ def _line_tables_dibuilder(on_subprogram: Callable | None) -> type:
     aborts the process (an assertion, not an exception) on a type it cannot size,
     such as a jitclass's ``optional(deferred_type)`` member before its first compile.
     A line table names no type, so nothing is described that LLVM could reject.
+    A subprogram is named by its symbol (``DW_AT_name``; the unit keeps no linkage name), so
+    inlined code tells its function apart from another compile of the same lines.
     ``on_subprogram(function)`` is called with each function given a subprogram.
     """
     from numba.core import debuginfo
@@ -216,7 +218,11 @@ def _line_tables_dibuilder(on_subprogram: Callable | None) -> type:
             super().initialize()
 
         def mark_subprogram(self, function, qualname, argnames, argtypes, line):
-            super().mark_subprogram(function, qualname, argnames, argtypes, line)
+            # a LineTablesOnly unit keeps a subprogram's name but drops its linkage name: the
+            # name is the symbol, so inlined code says which function's it is (a twin's symbols
+            # carry its tag), not only which lines (two dispatchers of one def share them)
+            name = function.name if self.nlp_line_tables else qualname
+            super().mark_subprogram(function, name, argnames, argtypes, line)
             if on_subprogram is not None:
                 on_subprogram(function)
 

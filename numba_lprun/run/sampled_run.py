@@ -13,6 +13,7 @@ import threading
 from collections.abc import Callable, Hashable, Iterator
 from dataclasses import dataclass, field, replace
 
+from ..instrument.twin_identity import symbol_mark
 from ..interrupts import ctrl_c_deferred
 from ..sampling import LineMap, RawSamples, Sampler, attribute, line_map, prepare_handler
 from .measurements import LineSamples, Sampled, fold
@@ -136,7 +137,10 @@ def twins_line_maps(runner: Runner, kind: str) -> dict[Hashable, LineMap]:
     """Address-to-line maps of the code of ``runner``'s ``kind`` twins, each also covering its
     function inlined into other code (``twin_hosts``)."""
     functions = runner.twin_code(kind)
-    return {key: line_map(*where, hosts=twin_hosts(runner, kind, where)) for key, where in functions.items()}
+    return {
+        key: line_map(*where, hosts=twin_hosts(runner, kind, where), symbol_mark=symbol_mark(where[0]))
+        for key, where in functions.items()
+    }
 
 
 def twin_hosts(runner: Runner, kind: str, where: Where) -> list[object]:

@@ -80,13 +80,19 @@ from .object_code import (
 
 
 def inlined_ranges(
-    hosts: list[object], filename: str, first: int, last: int, kernels: frozenset[str] = frozenset()
+    hosts: list[object],
+    filename: str,
+    first: int,
+    last: int,
+    kernels: frozenset[str] = frozenset(),
+    symbol_mark: str = "",
 ) -> tuple[list[FunctionCode], list[tuple[int, int, int]]]:
     """(host functions holding inlined code, [(start, end, line)]) of the function at
     ``filename`` lines ``first``-``last``, in the compiled code of ``hosts``.
 
     ``kernels`` names the function's parfor gufuncs (``gufunc_kernels``): a
-    host runs its own copies of them, whose rows name the file ``<string>``."""
+    host runs its own copies of them, whose rows name the file ``<string>``.
+    ``symbol_mark``: what every symbol of the function's code carries (see ``line_map``)."""
     functions: list[FunctionCode] = []
     pieces: list[tuple[int, int, int]] = []
     seen: set[int] = set()
@@ -103,7 +109,8 @@ def inlined_ranges(
                 if os.path.basename(filename).encode() not in obj and not copies:
                     continue  # no row of this file inside, and no copy of its loop bodies
                 try:
-                    found = read_once(_host_library, library, obj, filename, first, last, kernels)
+                    question = (filename, first, last, kernels, symbol_mark)
+                    found = read_once(_host_library, library, obj, *question)
                 except Exception:  # malformed or unexpected DWARF: this host adds nothing
                     continue
                 for func, ranges in found:
@@ -121,7 +128,7 @@ class _HostRow:
     end: int
     path: str
     line: int
-    around: tuple[tuple[str, int, int], ...]  # (call path, call line, depth)
+    around: tuple[tuple[str, int, int, str], ...]  # (call path, call line, depth, function inlined)
 
 
 @dataclass(frozen=True)
@@ -148,7 +155,9 @@ def _host_code(library, obj: bytes) -> tuple[_HostFunction, ...]:
         inside = [c for c in calls if c.start < fake_end and fake_start < c.end]
         host_rows = []
         for row in rows[bisect.bisect_left(starts, fake_start) : bisect.bisect_left(starts, fake_end)]:
-            around = tuple((c.path, c.line, c.depth) for c in inside if c.start <= row.start < c.end)
+            around = tuple(
+                (c.path, c.line, c.depth, c.origin) for c in inside if c.start <= row.start < c.end
+            )
             host_rows.append(
                 _HostRow(row.start + shift, min(row.end, fake_end) + shift, row.path, row.line, around)
             )
@@ -156,10 +165,16 @@ def _host_code(library, obj: bytes) -> tuple[_HostFunction, ...]:
     return tuple(out)
 
 
-def _host_library(library, obj: bytes, filename: str, first: int, last: int, kernels: frozenset[str]):
+def _host_library(
+    library, obj: bytes, filename: str, first: int, last: int, kernels: frozenset[str], symbol_mark: str
+):
     """The host functions of ``library`` holding code of ``filename`` lines ``first``-``last``,
     each with its [(start, end, line)]: a row of those lines is that line; a row of other code
-    inside an inlined call made from those lines is the innermost such call's line."""
+    inside an inlined call made from those lines is the innermost such call's line.
+
+    Lines are not enough where two functions share them (two dispatchers of one ``def``: a
+    time charged to the one that never ran): the function running a row, the innermost inlined
+    call's or the host's own, must be the profiled one's (``_runs_ours``)."""
     ours: dict[str, bool] = {}
     gufunc = False  # the function being read is a copy of one of ``kernels``
 
@@ -176,16 +191,26 @@ def _host_library(library, obj: bytes, filename: str, first: int, last: int, ker
     for function in read_once(_host_code, library, obj):
         gufunc = is_kernel_of(function.name, kernels)
         lines: list[int | None] = []
+        copies = set()  # the inlined copies of the function: the calls around its own rows
         for row in function.rows:
-            line = row.line if in_range(row.path, row.line) else None
-            if line is None:
-                inner = [(depth, at) for path, at, depth in row.around if in_range(path, at)]
+            inlined = {depth: origin for _, _, depth, origin in row.around}  # each call's function
+            running = inlined[max(inlined)] if inlined else function.name
+            line = None
+            if in_range(row.path, row.line) and (gufunc or _runs_ours(running, symbol_mark)):
+                line = row.line
+                copies.add(row.around)
+            else:
+                inner = [
+                    (depth, at)
+                    for path, at, depth, _ in row.around
+                    if in_range(path, at)
+                    and _runs_ours(inlined.get(depth - 1, "") if depth else function.name, symbol_mark)
+                ]
                 if inner:
                     line = max(inner, key=lambda c: c[0])[1]  # the innermost; the first of equals
             lines.append(line)
-        # the inlined copies of the function (the calls around its own rows) also hold rows of
-        # no line at all (line 0: the libm calls LLVM took the line of): theirs as in its own code
-        copies = {row.around for row in function.rows if in_range(row.path, row.line)}
+        # those copies also hold rows of no line at all (line 0: the libm calls LLVM took the
+        # line of): theirs as in its own code
         ranges: list[tuple[int, int, int]] = []
         run: list[int] = []  # a run of rows of the function's copies, by index
         for index, row in enumerate(function.rows + (None,)):
@@ -201,6 +226,13 @@ def _host_library(library, obj: bytes, filename: str, first: int, last: int, ker
         if ranges:
             out.append((FunctionCode(function.name, function.start, function.end, library.name), ranges))
     return out
+
+
+def _runs_ours(function: str, symbol_mark: str) -> bool:
+    """Whether code that ``function`` (a symbol, or an inlined function's name) runs may be the
+    profiled function's: with a ``symbol_mark``, only where the name carries it; an unnamed
+    function (DWARF without names) is not told apart, as lines alone did."""
+    return not symbol_mark or not function or symbol_mark in function
 
 
 # -- line maps ---------------------------------------------------------------------------
@@ -236,7 +268,12 @@ class LineMap:
 
 
 def line_map(
-    dispatcher: object, filename: str, first_line: int, last_line: int, hosts: list[object] | None = None
+    dispatcher: object,
+    filename: str,
+    first_line: int,
+    last_line: int,
+    hosts: list[object] | None = None,
+    symbol_mark: str = "",
 ) -> LineMap:
     """The line map of every compiled overload of ``dispatcher``.
 
@@ -244,7 +281,8 @@ def line_map(
     the profiled function. The overloads must have been compiled with debug info
     (``debug=True``); otherwise the map is empty and says so in ``unavailable``.
     ``hosts`` are other dispatchers (with line tables) whose code may hold this
-    function inlined: that code is mapped too (``inlined_ranges``).
+    function inlined: that code is mapped too (``inlined_ranges``), where the function running it
+    has ``symbol_mark`` in its name (what each symbol of the dispatcher's code carries; ``""``: any).
     """
     result = LineMap(filename, first_line, last_line)
     pieces: list[tuple[int, int, int]] = []
@@ -274,7 +312,7 @@ def line_map(
                 pieces.extend(ranges)
     if hosts:
         functions, ranges = inlined_ranges(
-            [h for h in hosts if h is not dispatcher], filename, first_line, last_line, kernels
+            [h for h in hosts if h is not dispatcher], filename, first_line, last_line, kernels, symbol_mark
         )
         result.functions += functions
         pieces += ranges

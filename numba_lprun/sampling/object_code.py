@@ -206,6 +206,7 @@ class InlinedCall:
     path: str
     line: int
     depth: int  # 0: an outermost inlined call
+    origin: str = ""  # the name of the function inlined (its symbol in a twin's code; "": unnamed)
 
 
 def _units(dwarf) -> Iterator[tuple[object, object, dict[int, str], int]]:
@@ -235,6 +236,7 @@ def inlined_calls(dwarf, nested: bool) -> list[InlinedCall]:
     """The inlined calls in ``dwarf``, in the order of its entries: the outermost ones only, or
     with ``nested`` the calls inside them too (with their depths)."""
     out: list[InlinedCall] = []
+    names: dict[int, str] = {}  # abstract subprogram (offset) -> its name
     for top, _, paths, cu_base in _units(dwarf):
         stack = [(child, 0) for child in reversed(list(top.iter_children()))]
         while stack:
@@ -243,13 +245,34 @@ def inlined_calls(dwarf, nested: bool) -> list[InlinedCall]:
                 attrs = die.attributes
                 if "DW_AT_call_line" in attrs:
                     path = paths.get(attrs["DW_AT_call_file"].value, "") if "DW_AT_call_file" in attrs else ""
+                    origin = _origin_name(die, names)
+                    line = attrs["DW_AT_call_line"].value
                     for start, end in die_ranges(dwarf, die, cu_base):
-                        out.append(InlinedCall(start, end, path, attrs["DW_AT_call_line"].value, depth))
+                        out.append(InlinedCall(start, end, path, line, depth, origin))
                 if not nested:
                     continue
                 depth += 1
             stack.extend((child, depth) for child in reversed(list(die.iter_children())))
     return out
+
+
+def _origin_name(die, names: dict[int, str]) -> str:
+    """The name of the function an inlined-call entry is a copy of: its linkage name where DWARF
+    keeps one (full debug info), else its name ("" where it has neither or cannot be read)."""
+    try:
+        origin = die.get_DIE_from_attribute("DW_AT_abstract_origin")
+    except Exception:  # no origin, or a reference pyelftools cannot follow: unnamed
+        return ""
+    if origin.offset not in names:
+        attrs = origin.attributes
+        for key in ("DW_AT_linkage_name", "DW_AT_MIPS_linkage_name", "DW_AT_name"):
+            if key in attrs:
+                value = attrs[key].value
+                names[origin.offset] = value.decode(errors="replace") if isinstance(value, bytes) else value
+                break
+        else:
+            names[origin.offset] = ""
+    return names[origin.offset]
 
 
 def program_rows(program, paths: dict[int, str]) -> list[Row]:

@@ -118,13 +118,16 @@ def distance_sum(points, q):  # LLVM inlines distance_a here: its code is the ca
 def test_a_dispatcher_inlined_into_a_caller_lends_its_samples_to_no_other_of_its_def():
     """The caller's code holds lines of ``distance`` that only ``distance_a`` ran: ``distance_b``
     (never called) once showed them as its own, samples and time, line for line."""
-    prof = numba_lprun.LineProfiler(distance_a, distance_b, distance_sum, sample_time=1.0, min_samples=300)
+    prof = numba_lprun.LineProfiler(
+        distance_a, distance_b, distance_sum, sample_time=1.0, min_samples=300, asm=True
+    )
     points = np.random.default_rng(1).random((200_000, 3))
     q = np.full(3, 0.5)
     assert prof.runcall(distance_sum, points, q) == pytest.approx(distance_sum(points, q))
     a, b, caller = prof.profile.functions
     assert (a.counts.calls, b.counts.calls, caller.counts.calls) == (200_000, 0, 1)
     assert b.samples.total == 0 and not b.samples.counts  # not statistical: none of its code ran
+    assert not b.machine.lines and a.machine.lines  # nor machine code: only distance_a's was read
     # the distance loop is most of the caller's time: of its 300 or more samples, distance_a's
     # share is most (below 50 would take the inlined code unmapped, not bad luck)
     assert caller.samples.total >= 300 and a.samples.total > 50

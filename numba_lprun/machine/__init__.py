@@ -65,10 +65,12 @@ def read_code_by_line(
     last: int,
     sample_addresses: dict[int, int],
     hosts: list[object],
+    symbol_mark: str = "",
 ) -> CodeReading:
-    """Read ``dispatcher``'s code (a twin with line tables) by source line, samples counted."""
+    """Read ``dispatcher``'s code (a twin with line tables) by source line, samples counted
+    (``hosts``, ``symbol_mark``: where it is inlined too, as ``sampling.line_map`` reads them)."""
     started = time.perf_counter()
-    code, why = function_code(dispatcher, filename, first, last, sample_addresses, hosts)
+    code, why = function_code(dispatcher, filename, first, last, sample_addresses, hosts, symbol_mark)
     return CodeReading(code, why, time.perf_counter() - started, twin)
 
 
@@ -91,6 +93,7 @@ def function_code(
     last: int,
     sample_addresses: dict[int, int] | None = None,
     inlined_into: list[object] | None = None,
+    symbol_mark: str = "",
 ) -> tuple[dict[int, LineCode], str | None]:
     """Line -> machine code of ``dispatcher``'s compiled overloads (a twin with line tables).
 
@@ -100,7 +103,7 @@ def function_code(
         import capstone  # noqa: F401  (checked here, used by read_code)
     except ImportError:
         return {}, "capstone is not installed (pip install capstone)"
-    lmap = line_map(dispatcher, filename, first, last, inlined_into or [])
+    lmap = line_map(dispatcher, filename, first, last, inlined_into or [], symbol_mark)
     if lmap.unavailable is not None:
         return {}, lmap.unavailable
     libraries = []

@@ -8,6 +8,7 @@ profile again reads nothing unless something ran since.
 
 from __future__ import annotations
 
+from ..instrument.twin_identity import symbol_mark
 from ..machine import CodeReading, read_code_by_line
 from .measurements import PLAIN, CallRecord, Counted, Key, Sampled
 from .runner import Runner
@@ -35,9 +36,9 @@ def read_twin_code(runner: Runner, record: CallRecord, kept: dict) -> dict[Key, 
             last = src.first_lineno + len(src.lines) - 1
             where = (twin.code, src.filename, src.body_lineno, last)
             hosts = twin_hosts(runner, twin.kind, where)
-            kept[state] = read_code_by_line(
-                twin.code, twin.kind, src.filename, src.body_lineno, last, addresses, hosts
-            )
+            lines = (src.filename, src.body_lineno, last)
+            mark = symbol_mark(twin.code)
+            kept[state] = read_code_by_line(twin.code, twin.kind, *lines, addresses, hosts, mark)
         if twin.has_code or kept[state].unavailable is None:  # a twin that never compiled may
             out[key] = kept[state]  # run inlined in code loaded from the twin cache (a caller's)
     return out

@@ -95,16 +95,20 @@ class _NotLoadable(Exception):
     """A cache entry this process cannot use (its rules refuse its stamp)."""
 
 
-class TwinLocator(_CacheLocator):
-    """Where one function's index and data files live, and the stamp that makes them stale."""
+class _UnderRoot(_CacheLocator):
+    """A function's cache files in a folder of numba_lprun's (``root``), named as Numba names them."""
 
-    def __init__(self, py_func, root: str):
-        self._py_file = py_func.__code__.co_filename
+    def __init__(self, py_func, root: str, py_file: str | None = None):
+        self._py_file = py_file or py_func.__code__.co_filename
         self._lineno = py_func.__code__.co_firstlineno
         self._cache_path = os.path.join(root, self.get_suitable_cache_subpath(self._py_file))
 
     def get_cache_path(self) -> str:
         return self._cache_path
+
+
+class TwinLocator(_UnderRoot):
+    """Where one function's index and data files live, and the stamp that makes them stale."""
 
     def get_source_stamp(self) -> str:
         """A digest of the whole source file (or IPython cell): any edit makes its index stale."""
@@ -485,14 +489,9 @@ def cfunc_cached_under(root: str, signature: object, py_func: object, **options:
     ``root`` cannot hold them (``cache=True`` raises alike)."""
     from numba.core.ccallback import CFunc
 
-    class Locator(_SourceFileBackedLocatorMixin, _CacheLocator):
+    class Locator(_SourceFileBackedLocatorMixin, _UnderRoot):  # stamped as Numba stamps its own
         def __init__(self, py_func, py_file):
-            self._py_file = py_file
-            self._lineno = py_func.__code__.co_firstlineno
-            self._cache_path = os.path.join(root, self.get_suitable_cache_subpath(py_file))
-
-        def get_cache_path(self) -> str:
-            return self._cache_path
+            super().__init__(py_func, root, py_file)
 
     class Impl(CompileResultCacheImpl):
         _locator_classes = [Locator]

@@ -262,10 +262,11 @@ def _page_faults(compared: Compared) -> tuple[int, int] | None:
     return sum(compared.faults), round(sum(compared.plain_faults))
 
 
-#: Why a helper or a stencil has no overhead figure of its own.
+#: Why a helper, a recursive function or a stencil has no overhead figure of its own.
 UNTIMED_CALLS = (
     "its calls are not timed (a helper other jitted code calls, often inlined in a loop, or a stencil's "
-    "kernel, which runs once per point: two clock reads per call would cost more than the call); where "
+    "kernel, which runs once per point: two clock reads per call would cost more than the call; a "
+    "recursive function, whose calls nest: each would count its inner calls' time again); where "
     "jitted code calls it, the caller's figure includes it"
 )
 

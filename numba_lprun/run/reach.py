@@ -97,6 +97,13 @@ def named_ids(caller: object) -> set[int]:
     return set() if py_func is None else set(map(id, named_values(py_func)))
 
 
+def calls_itself(func: object) -> bool:
+    """Whether ``func``'s code can call ``func`` again, directly or through the jitted code and
+    ufuncs it names (mutual recursion)."""
+    py_func = _python_function(func)
+    return py_func is not None and any(value is func for value in reached_values(py_func))
+
+
 def reached_values(py_func: pytypes.FunctionType) -> Iterator[object]:
     """Every value ``py_func``'s code names, and the values named by the jitted functions and
     ufuncs it names, recursively (each once): what its code can reach."""

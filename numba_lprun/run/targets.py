@@ -29,7 +29,7 @@ from ..instrument.source import FunctionSource
 from ..instrument.twins import Twin, make_twin, objmode_names
 from ..internals import CPUDispatcher
 from .measurements import COUNTING, PLAIN, PROBED, FunctionCounts, Key
-from .reach import reached_from
+from .reach import calls_itself, reached_from
 
 TWIN_KINDS = (PLAIN, COUNTING, PROBED)
 LINES = "lines"  # the rewrite with a probe per line event (counting and probed twins share it)
@@ -230,12 +230,14 @@ def called_from_jitted(targets: list[Target], callers: list) -> set[int]:
     """Identities of the targets' originals that other jitted code calls (a profiled caller or
     not): helpers, often inlined into a hot loop, where two clock reads and an update per call
     would cost more than the helper. Their calls are counted, not timed; their time is their
-    samples'. Recursion alone does not make a helper."""
+    samples'. So is a function that calls itself (directly or through other jitted code): its
+    calls nest, and a clock read at each entry and exit counted each inner call's time again in
+    every call around it (``fib(18)``'s total read 2.2 ms for a 20 us call)."""
     originals = [t.original for t in targets]
     called: set[int] = set()
     for func in originals + callers:
         called |= reached_from([func], [d for d in originals if d is not func]) - {id(func)}
-    return called | {id(d) for d in originals if inlined_by_numba(d)}
+    return called | {id(d) for d in originals if inlined_by_numba(d) or calls_itself(d)}
 
 
 def inlined_by_numba(dispatcher: object) -> bool:

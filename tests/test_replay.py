@@ -418,6 +418,38 @@ def test_each_replay_of_a_call_that_changes_its_argument_starts_from_its_state_b
     assert (a == 2).all()  # as the user's run left it: two calls (compile, then the recorded one)
 
 
+@njit
+def add_one(y):
+    for i in range(y.size):
+        y[i] += 1.0
+    return y
+
+
+def test_a_kernel_returning_its_argument_called_twice_is_compared_call_by_call():
+    """The replay of call 1 returns the argument itself, which the replay of call 2 changes
+    again: compared after both, call 1's result read one more than the user's and the profile
+    said "your run's floating-point results differ from the plain run's by up to 3.3e-01 ...
+    please report it". Each call is compared as its replay returns."""
+    from numba_lprun.run.replay import CallRecorder
+
+    y = np.ones(4)
+    add_one(np.ones(4))  # compiled
+    recorder = CallRecorder(budget=1 << 30)
+    for _ in range(2):
+        recorder(add_one, add_one, (y,), {})
+    recorder.keep_final()
+    assert len(recorder.calls) == 2
+    assert recorder.replay({}, compare=True) == {}
+    recorder.put_back()
+    assert (y == 3.0).all()
+    prof = numba_lprun.LineProfiler(add_one, sample_time=0.05)
+    prof.runctx("add_one(y); add_one(y)", {"add_one": add_one, "y": y}, None)
+    assert (y == 5.0).all()
+    text = __import__("io").StringIO()
+    prof.print_stats(stream=text)
+    assert "differ" not in text.getvalue(), text.getvalue()
+
+
 def test_pythons_global_random_state_is_compared_in_place_and_put_back():
     """A replay's state check reads Python's global generator's words in place (``getstate``
     builds 625 ints: a fifth of a short call's replay): a draw, and a second ``random.gauss``,

@@ -262,7 +262,7 @@ class CallRecorder:
         """Make every recorded call again, each from its saved state, on what the phase swapped in
         for its function (``replacements``: id -> its twin); with ``compare``, how far each call's
         result and changed state lie from the user's run's (name -> relative difference)."""
-        pairs: list[tuple[str, Any, Any]] = []
+        found: dict[str, float] = {}
         # just put back by ``restore``, one call's state is as before it: a short call's replays
         # checked it twice (after each replay, and before the next), a third of their cost
         restored, self._restored = self._restored, False
@@ -270,13 +270,13 @@ class CallRecorder:
             if n or not restored:
                 call.before.restore()
             result = replacements.get(id(call.function), call.function)(*call.args, **call.kwargs)
-            if compare:
+            if compare:  # at once: the next call may change what this one returned (its argument)
                 where = f" of call {n + 1}" if len(self.calls) > 1 else ""
                 mine = _as_kept(call.result)
-                if mine is not _UNCOPIED:
-                    pairs.append((f"the result{where}", mine, result))
+                pairs = [(f"the result{where}", mine, result)] if mine is not _UNCOPIED else []
                 pairs += [(f"{item.name}{where}", mine, item.read()) for item, mine in call.after]
-        return differences(pairs) if compare else None
+                found.update(differences(pairs))
+        return found if compare else None
 
     def _saved(self, original: object, twin: object, index: int, args: tuple, kwargs: dict) -> _Call | None:
         why = self._why_not.get(original, "")

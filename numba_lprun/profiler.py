@@ -154,13 +154,20 @@ class LineProfiler:
         code = compile(cmd, "<nlprun>", "exec")
         locals = globals if locals is None else locals
         reach = statement_reach([code], [locals, globals])
-        self.run_call(lambda _: exec(code, globals, locals), [globals, locals], reach)
+        try:
+            self.run_call(lambda _: exec(code, globals, locals), [globals, locals], reach)
+        except Exception as exc:  # raised again here, as runcall does: one frame of ours left
+            raise without_profiler_frames(exc)  # noqa: B904  (the same exception, not a new one)
         return self
 
     def run(self, cmd: str) -> LineProfiler:
         """Execute ``cmd`` in ``__main__``'s namespace."""
+        __tracebackhide__ = True
         main = vars(sys.modules["__main__"])
-        return self.runctx(cmd, main, main)
+        try:
+            return self.runctx(cmd, main, main)
+        except Exception as exc:  # runctx's frame left out too
+            raise without_profiler_frames(exc)  # noqa: B904  (the same exception, not a new one)
 
     def runsource(
         self,
@@ -177,7 +184,10 @@ class LineProfiler:
         __tracebackhide__ = True
         self.last_source = SourceRun(selection or Selection(filename))
         execute, namespaces, reach = statement_run(source, filename, namespace, self.last_source, flags)
-        self.run_call(execute, namespaces, reach, progress, once)
+        try:
+            self.run_call(execute, namespaces, reach, progress, once)
+        except Exception as exc:  # raised again here, as runcall does: one frame of ours left
+            raise without_profiler_frames(exc)  # noqa: B904  (the same exception, not a new one)
         return self
 
     def run_call(

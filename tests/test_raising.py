@@ -78,6 +78,23 @@ def test_runcall_keeps_one_frame_of_ours_and_counts_what_ran():
     assert stats.counts.hits.get(first + 6, 0) == 2
 
 
+def test_runctx_and_run_keep_one_frame_of_ours_as_runcall_does():
+    """Plain Python (no ``__tracebackhide__``) showed three frames of ours above the statement's
+    with ``runctx``: the frames its error passed through after the profile left them out."""
+    import __main__
+
+    prof = numba_lprun.LineProfiler(K.checked_sum, sample_time=0.05)
+    for how, entry in (("runctx", lambda s: prof.runctx(s, vars(K), None)), ("run", prof.run)):
+        __main__.checked_sum, __main__.BAD = K.checked_sum, K.BAD
+        try:
+            with pytest.raises(ValueError, match="negative value") as info:
+                entry("checked_sum(BAD)")
+        finally:
+            del __main__.checked_sum, __main__.BAD
+        frames = traceback.extract_tb(info.value.__traceback__)
+        assert [f.name for f in frames if f.filename.startswith(PACKAGE)] == [how], frames
+
+
 def test_magic_runs_a_raising_statement_once(ipshell):
     ipshell.push({"K": K, "bump": K.bump, "checked_sum": K.checked_sum, "GOOD": K.GOOD, "BAD": K.BAD})
     ipshell.push({"around": K.around})

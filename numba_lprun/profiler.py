@@ -7,6 +7,7 @@ the frozen profile on demand (``assemble``).
 
 from __future__ import annotations
 
+import functools
 import io
 import sys
 from collections.abc import Callable
@@ -78,6 +79,22 @@ def _profiled_call(
         profiler._missing += tuple(missing)
 
 
+def _raises_the_users_error(method: Callable) -> Callable:
+    """``method`` (a public entry) raising the user's error with the profiler's frames left out,
+    but its own, named as the method: where it raises the error again, as Python shows any
+    re-raise. An entry calling another (``run``, ``runctx``) leaves out the inner one's too."""
+
+    def entry(*args: Any, **kwargs: Any) -> Any:
+        __tracebackhide__ = True
+        try:
+            return method(*args, **kwargs)
+        except Exception as exc:
+            raise without_profiler_frames(exc)  # noqa: B904  (the same exception, not a new one)
+
+    entry.__code__ = entry.__code__.replace(co_name=method.__name__, co_qualname=method.__qualname__)
+    return functools.wraps(method)(entry)
+
+
 class LineProfiler:
     """Line-profile Numba jitted functions: exact hits from counters, times from samples. The user's
     run: counting twins under a native sampler (processes it starts count too); then extra runs (a
@@ -132,9 +149,9 @@ class LineProfiler:
     def functions(self) -> list[Callable]:
         return [t.original for t in self._runner.targets.values()]
 
+    @_raises_the_users_error
     def runcall(self, func: Callable, /, *args: Any, **kwargs: Any) -> Any:
         """Profile ``func(*args, **kwargs)``; return the user's run's result."""
-        __tracebackhide__ = True
 
         def call(run: PhaseRun) -> Any:
             __tracebackhide__ = True
@@ -143,32 +160,24 @@ class LineProfiler:
                 return run.swap.recorder(func, replacement, args, kwargs)
             return replacement(*args, **kwargs)
 
-        try:
-            return self.run_call(call, [], call_reach(func, args, kwargs))
-        except Exception as exc:  # raised again here: one frame of ours left above the user's
-            raise without_profiler_frames(exc)  # noqa: B904  (the same exception, not a new one)
+        return self.run_call(call, [], call_reach(func, args, kwargs))
 
+    @_raises_the_users_error
     def runctx(self, cmd: str, globals: dict, locals: dict | None) -> LineProfiler:
         """Execute the statement ``cmd`` in ``globals``/``locals``, profiled."""
-        __tracebackhide__ = True
         code = compile(cmd, "<nlprun>", "exec")
         locals = globals if locals is None else locals
         reach = statement_reach([code], [locals, globals])
-        try:
-            self.run_call(lambda _: exec(code, globals, locals), [globals, locals], reach)
-        except Exception as exc:  # raised again here, as runcall does: one frame of ours left
-            raise without_profiler_frames(exc)  # noqa: B904  (the same exception, not a new one)
+        self.run_call(lambda _: exec(code, globals, locals), [globals, locals], reach)
         return self
 
+    @_raises_the_users_error
     def run(self, cmd: str) -> LineProfiler:
         """Execute ``cmd`` in ``__main__``'s namespace."""
-        __tracebackhide__ = True
         main = vars(sys.modules["__main__"])
-        try:
-            return self.runctx(cmd, main, main)
-        except Exception as exc:  # runctx's frame left out too
-            raise without_profiler_frames(exc)  # noqa: B904  (the same exception, not a new one)
+        return self.runctx(cmd, main, main)
 
+    @_raises_the_users_error
     def runsource(
         self,
         source: str,
@@ -184,10 +193,7 @@ class LineProfiler:
         __tracebackhide__ = True
         self.last_source = SourceRun(selection or Selection(filename))
         execute, namespaces, reach = statement_run(source, filename, namespace, self.last_source, flags)
-        try:
-            self.run_call(execute, namespaces, reach, progress, once)
-        except Exception as exc:  # raised again here, as runcall does: one frame of ours left
-            raise without_profiler_frames(exc)  # noqa: B904  (the same exception, not a new one)
+        self.run_call(execute, namespaces, reach, progress, once)
         return self
 
     def run_call(

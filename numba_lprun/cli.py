@@ -78,6 +78,20 @@ CODE_FILENAME = "<string>"
 SCRIPT_RUNNERS = ("mpi4py",)
 
 
+def _module_spec(module: str) -> importlib.machinery.ModuleSpec | None:
+    """``module``'s spec, found as ``python -m`` finds it: the current folder first on ``sys.path``
+    (the ``nlprun`` console script starts without it, ``python -m numba_lprun`` with it); None
+    where it, or a package it is in, is not there."""
+    saved = sys.path[:]
+    sys.path.insert(0, os.getcwd())
+    try:
+        return importlib.util.find_spec(module)
+    except ModuleNotFoundError:  # a package it is in is missing
+        return None
+    finally:
+        sys.path[:] = saved
+
+
 class _Program:
     """The script, module or ``-c`` code to run: its source, file name and argv."""
 
@@ -96,11 +110,11 @@ class _Program:
             linecache.cache[CODE_FILENAME] = (len(code), None, lines, CODE_FILENAME)  # for the twins' source
             return
         if module is not None:
-            spec = importlib.util.find_spec(module)
+            spec = _module_spec(module)
             if spec is None or spec.origin is None or not spec.has_location:
                 raise SystemExit(f"nlprun: no module named {module!r} with a source file")
             if spec.submodule_search_locations is not None:  # a package: run its __main__
-                spec = importlib.util.find_spec(module + ".__main__")
+                spec = _module_spec(module + ".__main__")
                 if spec is None or spec.origin is None:
                     raise SystemExit(f"nlprun: {module!r} is a package with no __main__ module")
             self.filename = os.path.abspath(spec.origin)
@@ -149,10 +163,31 @@ class _Program:
         return False
 
 
+def _as_the_script_names_it(spec: str, program: _Program) -> str:
+    """``spec`` with a ``module:`` that is the program itself left out (``-f selfref:kern
+    selfref.py``): imported now, the script's body ran once as that module before it ran as
+    ``__main__`` (its file appended to twice, its kernel "not called"). Its bare name is found
+    in the script as it runs, as ``-f kern`` is."""
+    module, sep, name = spec.partition(":")
+    if not sep or program.filename == CODE_FILENAME:
+        return spec
+    saved = sys.path[:]
+    sys.path.insert(0, program.path_entry)
+    try:
+        found = importlib.util.find_spec(module)  # imports the parent packages, as the run would
+    except (ImportError, ValueError):
+        return spec  # not the script: importing it says why
+    finally:
+        sys.path[:] = saved
+    origin = os.path.abspath(found.origin) if found is not None and found.origin else None
+    return name if origin in (program.filename, program.selected) else spec
+
+
 def _resolve(spec: str, program: _Program) -> Callable | None:
     """``module:func`` imported now, from where the script will import it (its folder first on
-    ``sys.path``, as python puts it); a bare name is looked for in the script later."""
-    if ":" not in spec:
+    ``sys.path``, as python puts it); a bare name (or one of the script's own module) is looked
+    for in the script later."""
+    if ":" not in _as_the_script_names_it(spec, program):
         return None
     saved = sys.path[:]
     sys.path.insert(0, program.path_entry)
@@ -170,11 +205,12 @@ def _profile_run(
     """Run the program under the profiler; its exit status, the exception it raised (shown
     after the profile, as python shows it last: its frames only), and the bare ``-f`` names
     that named nothing the script made."""
-    explicit = [_resolve(spec, program) for spec in opts.functions]
-    named = {spec for spec, func in zip(opts.functions, explicit, strict=True) if func is None}
+    specs = [_as_the_script_names_it(spec, program) for spec in opts.functions]
+    explicit = [_resolve(spec, program) for spec in specs]
+    named = {spec for spec, func in zip(specs, explicit, strict=True) if func is None}
     # a plain function a library jit-compiles during the run (pandas' engine="numba"): profiled as
     # Numba compiles it, said as unmatched if nothing did
-    plain = {spec: f for spec, f in zip(opts.functions, explicit, strict=True) if _compiled_later(f)}
+    plain = {spec: f for spec, f in zip(specs, explicit, strict=True) if _compiled_later(f)}
     packages = split_packages(opts.source)
     profiled = [f for f in explicit if f is not None and not any(f is p for p in plain.values())]
     prof = LineProfiler(*profiled, **profiler_kwargs(opts))
@@ -213,7 +249,8 @@ def _profile_run(
     unmatched = prof.last_source.names_unmatched if prof.last_source is not None else tuple(named)
     compiled = prof.last_source.plain_unmatched if prof.last_source is not None else tuple(plain.values())
     unmatched += tuple(spec for spec, f in plain.items() if any(f is c for c in compiled))
-    return prof, status, error, [spec for spec in opts.functions if spec in unmatched]
+    said = [given for given, spec in zip(opts.functions, specs, strict=True) if spec in unmatched]
+    return prof, status, error, said
 
 
 def _compiled_later(func: object) -> bool:

@@ -14,6 +14,7 @@ module to profile in IPython, a module to run on the command line, as with
 from __future__ import annotations
 
 import argparse
+import os
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
@@ -22,6 +23,15 @@ from .diagnose import DEFAULT_THRESHOLD
 from .profiler import DEFAULT_EXTRA_LIMIT, DEFAULT_MIN_SAMPLES, DEFAULT_SAMPLE_RATE, DEFAULT_SAMPLE_TIME
 
 MAGIC, CLI = "magic", "cli"
+
+
+def output_file(value: str) -> str:
+    """A file to write, as an absolute path, fixed when the options are read: the program may
+    change its working folder before the profile is written (the file landed there, and the
+    message named it as given). ``-`` (standard output) stays."""
+    return value if value == "-" else os.path.abspath(value)
+
+
 BOTH = frozenset({MAGIC, CLI})
 
 
@@ -154,6 +164,7 @@ OPTIONS: list[Option] = [
         "Write the stats to FILE (.lprof): python -m line_profiler FILE shows line_profiler's columns, "
         "python -m numba_lprun show FILE (nlprun --load FILE) the whole profile again, notes included.",
         metavar="FILE",
+        type=output_file,
         not_for_cuda="line_profiler's .lprof files hold times in seconds, and GPU times are cycles",
         on_load=True,
         brief="save the profile to FILE (.lprof; reopen: --load)",
@@ -163,6 +174,7 @@ OPTIONS: list[Option] = [
         "text",
         "Write the text table (line_profiler's layout) to FILE; -T - prints it instead of the table.",
         metavar="FILE",
+        type=output_file,
         on_load=True,
         brief="write line_profiler's layout to FILE (-: print it)",
     ),
@@ -171,6 +183,7 @@ OPTIONS: list[Option] = [
         "html",
         "Write a self-contained HTML report to FILE.",
         metavar="FILE",
+        type=output_file,
         on_load=True,
         brief="write a self-contained HTML report to FILE",
     ),

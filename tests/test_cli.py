@@ -81,6 +81,39 @@ def test_module_with_f_and_once():
     assert "overhead not measured" in done.stdout
 
 
+def test_the_console_script_finds_a_module_in_the_current_folder_as_python_m_does():
+    """``nlprun -m nlp_pkg.run`` from the folder holding the package: the console script starts
+    without the current folder on ``sys.path`` (``python -m numba_lprun`` with it), so the
+    module was not found, with a traceback. A package that is not there is one line."""
+    console = Path(sys.executable).with_name("nlprun")
+    assert console.exists(), "the project's console script is installed with it"
+    run = [str(console), "--once", "-f", "nlp_pkg.kernels:dot", "-m", "nlp_pkg.run", "40"]
+    done = subprocess.run(run, capture_output=True, text=True, cwd=SCRIPTS, timeout=240)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.count("dot 40.0") == 1 and "Function:   dot at line" in done.stdout
+    missing = subprocess.run(
+        [str(console), "-m", "no_such_pkg.run"], capture_output=True, text=True, cwd=SCRIPTS, timeout=240
+    )
+    assert missing.returncode != 0 and "Traceback" not in missing.stderr
+    assert "no module named 'no_such_pkg.run'" in missing.stderr + missing.stdout
+
+
+def test_files_asked_for_are_written_where_nlprun_started_though_the_script_changes_folder(tmp_path):
+    """``-D p.lprof`` is relative to the folder ``nlprun`` starts in: a script that ``chdir``s had
+    the file written in its new folder, and the message named it as given."""
+    (tmp_path / "elsewhere").mkdir()
+    (tmp_path / "moving.py").write_text(
+        "import os\nfrom numba import njit\n\n@njit\ndef k(n):\n    return n * 2\n\n"
+        "os.chdir('elsewhere')\nprint(k(2))\n"
+    )
+    done = nlprun("--once", "-D", "p.lprof", "--html", "r.html", "-T", "t.txt", "moving.py", cwd=tmp_path)
+    assert done.returncode == 0, done.stderr
+    written = sorted(p.name for p in tmp_path.iterdir())
+    assert written == ["elsewhere", "moving.py", "p.lprof", "r.html", "t.txt"]
+    assert not list((tmp_path / "elsewhere").iterdir())
+    assert str(tmp_path / "p.lprof") in done.stdout
+
+
 def test_decorated_function_only():
     done = nlprun("--hits", "decorated.py")
     assert done.returncode == 0, done.stderr
@@ -334,8 +367,8 @@ def test_a_parallel_function_a_script_defines_is_sampled_as_parallel(tmp_path):
     (tmp_path / "scaled.py").write_text(PARALLEL_SCRIPT)
     done = nlprun("--rate", "1000000", "-f", "scaled_sum", "scaled.py", cwd=tmp_path)
     assert done.returncode == 0, done.stderr
-    assert "2000000.0" in done.stdout
     text = " ".join(done.stdout.split())  # the header wraps
-    assert "your run's rate lowered from 1000000 Hz" in text
+    assert "2000000.0" in done.stdout, text
+    assert "your run's rate lowered from 1000000 Hz" in text, text
     loop_threads = min(numba.config.NUMBA_NUM_THREADS, len(os.sched_getaffinity(0)))
     assert ("a sample stops a parallel loop's" in text) == (loop_threads > 1), text

@@ -36,6 +36,25 @@ def test_script_that_appends_to_a_file_appends_once(tmp_path):
     assert "a script runs once" in done.stdout  # says why nothing was repeated
 
 
+@pytest.mark.parametrize("how", ["script", "module"])
+def test_f_naming_the_scripts_own_module_runs_it_once_and_profiles_its_kernel(tmp_path, how):
+    """``-f appending:total appending.py`` imported the script as the module ``appending`` to find
+    ``total``: its body ran twice (the log appended to twice), and the profile read "not
+    called" (the script's own ``total`` ran, not the module's). Also with ``-m appending``."""
+    log = tmp_path / "log.txt"
+    program = [str(SCRIPTS / "appending.py")] if how == "script" else ["-m", "appending"]
+    done = subprocess.run(
+        [sys.executable, "-m", "numba_lprun", "-f", "appending:total", *program, str(log)],
+        capture_output=True,
+        text=True,
+        timeout=240,
+        cwd=SCRIPTS,
+    )
+    assert done.returncode == 0, done.stderr
+    assert log.read_text().count("ran once") == 1
+    assert "Function:   total at line" in done.stdout and "not called" not in done.stdout, done.stdout
+
+
 def test_bound_method_with_a_log_logs_once_and_its_kernel_is_replayed():
     """The method writes to a log (no snapshot could put that back): the extra runs replay the
     kernel's call only, so the log has one line and the overhead is measured all the same."""

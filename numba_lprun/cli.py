@@ -352,6 +352,7 @@ def main(argv: list[str] | None = None) -> int:
     if opts.script is None and opts.module is None and opts.code is None:
         parser.error("give a script to run, -m MODULE or -c CODE")
     program = _Program(opts.script, opts.module, opts.args, opts.code)
+    started_in = os.getpid()
     unnamed: list[str] = []
     try:
         kernels = _cuda_functions(opts, program)
@@ -370,6 +371,10 @@ def main(argv: list[str] | None = None) -> int:
             return USAGE_ERROR
         print("nlprun: --keep-going: running the script unprofiled", file=sys.stderr)
         return _run_plain(program)
+    if os.getpid() != started_in:  # a process the script forked (os.fork): its counts went to the parent
+        if error is not None:
+            traceback.print_exception(error)
+        return status
     job = job_rank()
     if job is not None:  # an MPI job: one profile of every rank, shown by rank 0
         gathered = gather_parts(profile, job)

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import functools
 import io
+import os
 import sys
 from collections.abc import Callable
 from typing import Any
@@ -16,13 +17,14 @@ from typing import Any
 from .assemble import assemble, assembly_settings
 from .diagnose import DEFAULT_THRESHOLD
 from .errors import without_profiler_frames
-from .instrument.clock import current_clock
+from .instrument.clock import ClockInfo, current_clock
 from .instrument.profilable import resolve
 from .instrument.twins import Twin
 from .merge import merged
+from .processes.child import write_run_part
 from .processes.launch import Launches
 from .run.code_reading import read_twin_code
-from .run.measurements import CallRecord, close_call, merge_records
+from .run.measurements import CallRecord, Counted, close_call, merge_records
 from .run.phase_run import PhaseRun
 from .run.phases import CallContext, RunSettings, plan, run_phases
 from .run.replay import CallRecorder
@@ -67,16 +69,36 @@ def _profiled_call(
     # the processes it starts run the same twins, sampled alike
     launches.twin, launches.sampled = planned.user.kind, planned.user.sampled
     launches.rate_hz = settings.rate_hz
+    kind = planned.user.kind
+    # a process the run forks itself (os.fork) goes on with the run: its own counts, sent as a part
+    launches.on_fork = lambda: runner.take_counts(kind)
+    launches.fork_part = lambda: _send_fork_part(ctx, launches, kind, profiler._clock)
     try:
         return run_phases(ctx, planned, once)
     except Exception as exc:  # the user's, with the profiler's frames left out (not its own)
         raise without_profiler_frames(exc)  # noqa: B904  (the same exception, not a new one)
     finally:
-        call = close_call(ctx.made, runner.facts(planned.user.kind), planned.user.kind)
-        profiler._record = merge_records(profiler._record, call)
-        parts, missing = launches.collect()
-        profiler._parts += parts
-        profiler._missing += tuple(missing)
+        if launches.forked_child:  # the parent shows its counts, not this process
+            launches.fork_part()
+        else:
+            call = close_call(ctx.made, runner.facts(kind), kind)
+            profiler._record = merge_records(profiler._record, call)
+            parts, missing = launches.collect()
+            profiler._parts += parts
+            profiler._missing += tuple(missing)
+
+
+def _send_fork_part(ctx: CallContext, launches: Launches, kind: str, clock: ClockInfo) -> None:
+    """A forked child's counts, written once as its part for the parent to merge: the user's
+    run's, or where the child ends inside it (``os._exit``), the counters as they are."""
+    if launches.directory is None or launches.fork_part is None:
+        return
+    launches.fork_part = None  # once
+    made = ctx.made
+    if not any(isinstance(m, Counted) and m.user for m in made):
+        made = [*made, Counted(kind, True, ctx.runner.take_counts(kind))]
+    label = f"process {os.getpid()} (forked by your run)"
+    write_run_part(launches.directory, label, made, ctx.runner, kind, ctx.settings, clock)
 
 
 def _raises_the_users_error(method: Callable) -> Callable:

@@ -133,6 +133,75 @@ def test_a_worker_killed_outright_is_named_and_the_profile_still_comes():
     assert any(missing == n.text for n in profile.functions[0].diagnosis.notes)
 
 
+def _forks(how: str) -> int:
+    """The parent's task, then a child of its own ``os.fork`` that does one and ends as ``how``
+    says (``_exit``, ``SystemExit``), or goes on past the run (``left``, ended after it)."""
+    import os
+    import time
+
+    steps = collatz_steps(N)
+    pid = os.fork()
+    if pid == 0:
+        collatz_steps(N)
+        if how == "left":
+            time.sleep(1.5)
+        if how in ("_exit", "left"):
+            os._exit(0)
+        raise SystemExit(0)
+    if how != "left":
+        os.waitpid(pid, 0)
+    return steps
+
+
+@pytest.mark.parametrize("how", ["_exit", "SystemExit", "left"])
+def test_a_process_the_run_forks_itself_sends_its_counts_or_is_named(how):
+    """``os.fork`` outside ``multiprocessing``: the child's work was lost silently (``os._exit``), or
+    the child, leaving the run through the profiler, kept a profile of its own (with the parent's
+    counts copied into it) that a script printed and saved over the parent's. The child now counts
+    from zero and sends its counts as a part; one still running when the run ends is named."""
+    import os
+
+    fork, exit_ = os.fork, os._exit
+    profiler = LineProfiler(collatz_steps, sample_time=0.05)
+    try:
+        assert profiler.runcall(_forks, how) == collatz_steps(N)
+    except SystemExit:  # the child, leaving the run as it does (its part sent)
+        os._exit(0)
+    assert (os.fork, os._exit) == (fork, exit_)  # put back
+    profile = profiler.profile
+    if how == "left":
+        assert _hits(profile) == _expected(1)
+        (missing,) = profile.missing
+        assert "which your run forked (os.fork), sent no counts" in missing
+        os.wait()
+    else:
+        assert _hits(profile) == _expected(2) and not profile.missing
+        assert profile.functions[0].counts.calls == 2
+
+
+def test_a_script_that_forks_shows_one_table_with_the_childs_work(tmp_path):
+    """The child of a script's own ``os.fork`` that ends with ``SystemExit`` left the run through
+    ``nlprun``: it printed a table of its own and wrote ``-D`` over the parent's (its calls only)."""
+    script = tmp_path / "forky.py"
+    script.write_text(
+        "import os\nfrom tests.process_kernels import collatz_steps\n"
+        f"collatz_steps({N})\npid = os.fork()\nif pid == 0:\n    collatz_steps({N})\n"
+        "    raise SystemExit(0)\nos.waitpid(pid, 0)\n"
+    )
+    lprof = tmp_path / "out.lprof"
+    env = {"PYTHONPATH": str(ROOT), "COLUMNS": "100", "PATH": "/usr/bin:/bin"}
+    command = [sys.executable, "-m", "numba_lprun", "-f", "tests.process_kernels:collatz_steps"]
+    done = subprocess.run(
+        [*command, "-D", str(lprof), str(script)], capture_output=True, text=True, env=env, timeout=300
+    )
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.count("Function:") == 1 and done.stdout.count("Profile stats pickled") == 1
+    from numba_lprun.stats import read_line_stats
+
+    ((_, rows),) = read_line_stats(str(lprof)).timings.items()
+    assert {line: n for line, n, _ in rows if n} == _expected(2)
+
+
 def test_nlprun_on_a_script_whose_fork_pool_runs_a_prange_kernel_and_its_helper(tmp_path):
     """A fresh process, as users run it: the sampler launched Numba's threads in the parent, and
     every forked worker that then ran a ``prange`` loop was ended by OpenMP ("fork() called from a

@@ -163,9 +163,7 @@ def _profiled(
         with lock:
             if detached.is_set() or finished.is_set():
                 return
-            record = close_call(made, runner.facts(kind), kind)
-            profile = assemble(record, assembly_settings(settings, clock, DEFAULT_THRESHOLD, True, record))
-            write_part(spec.directory, label, replace(profile, missing=refused))
+            write_run_part(spec.directory, label, made, runner, kind, settings, clock, refused)
             if last:
                 finished.set()
 
@@ -220,6 +218,23 @@ def _added(runner: Runner, functions: list[object]) -> Iterator[str]:
 def _name(dispatcher: object) -> str:
     py_func = getattr(dispatcher, "py_func", dispatcher)
     return getattr(py_func, "__qualname__", None) or repr(dispatcher)
+
+
+def write_run_part(
+    directory: str,
+    label: str,
+    made: list,
+    runner: Runner,
+    kind: str,
+    settings: RunSettings,
+    clock: ClockInfo,
+    missing: tuple[str, ...] = (),
+) -> None:
+    """The part of this process's run: what it ``made`` (measurements) on ``runner``'s ``kind``
+    twins, assembled as the parent assembles its own, and why functions are ``missing`` here."""
+    record = close_call(made, runner.facts(kind), kind)
+    profile = assemble(record, assembly_settings(settings, clock, DEFAULT_THRESHOLD, True, record))
+    write_part(directory, label, replace(profile, missing=missing))
 
 
 def write_refusals(directory: str, label: str, clock: ClockInfo, refused: tuple[str, ...]) -> None:

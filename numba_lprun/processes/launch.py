@@ -50,12 +50,18 @@ class Launches:
     dask: object | None = None  # the Dask workers that already existed (``dask_workers``), if any
     ray: object | None = None  # Ray's workers, reached through ray.init (``ray_workers``), if Ray is used
     existing: list[BaseProcess] = field(default_factory=list)  # started before the run (a pool kept)
+    forked: list[int] = field(default_factory=list)  # the processes the run forked itself (os.fork)
+    forked_child: bool = False  # this process is one of them (its copy of the parent's Launches)
+    on_fork: Callable[[], None] | None = None  # such a child's first step: its counters start at 0
+    fork_part: Callable[[], None] | None = None  # such a child's counts written as its part
 
     @contextlib.contextmanager
     def watching(self) -> Iterator[None]:
         """Processes started inside the block are profiled (``ChildTarget``), and the workers of
         every Dask client in use or made meanwhile (``dask_workers``)."""
         original, original_kill = BaseProcess.start, BaseProcess.kill
+        original_fork, original_exit = os.fork, os._exit
+        starting: list[BaseProcess] = []  # multiprocessing forking a process whose target is profiled
 
         def start(process: BaseProcess) -> None:
             target = process_target(process)
@@ -67,11 +73,36 @@ class Launches:
             functions = self.functions()
             spec = self._spec(self.directory, functions)
             set_process_target(process, ChildTarget(target, spec, process.name, functions))
+            starting.append(process)
             try:
                 original(process)
             finally:
+                starting.remove(process)
                 set_process_target(process, target)
             self.processes.append(process)
+
+        def fork() -> int:
+            """``os.fork`` by the program itself: the child goes on with the run, its counters from
+            zero, and sends them as a part when it exits (``fork_part``), as a started process does."""
+            if starting:
+                return original_fork()
+            if self.directory is None:
+                self.directory = tempfile.mkdtemp(prefix="nlprun-parts-")
+            pid = original_fork()
+            if pid == 0:
+                self.forked_child = True
+                if self.on_fork is not None:
+                    self.on_fork()
+            else:
+                self.forked.append(pid)
+            return pid
+
+        def _exit(status: int) -> None:
+            """``os._exit`` in a forked child skips the run's end: the part is sent first."""
+            if self.forked_child and self.fork_part is not None:
+                with contextlib.suppress(Exception):
+                    self.fork_part()
+            original_exit(status)
 
         def kill(process: BaseProcess) -> None:
             self._part_before_kill(process)
@@ -95,11 +126,13 @@ class Launches:
             stack.callback(lambda: self.ray is not None and self.ray.detach())
             with ctrl_c_deferred():
                 BaseProcess.start, BaseProcess.kill = start, kill
+                os.fork, os._exit = fork, _exit
             try:
                 yield
             finally:
                 with ctrl_c_deferred():
                     BaseProcess.start, BaseProcess.kill = original, original_kill
+                    os.fork, os._exit = original_fork, original_exit
 
     def _carried_spec(self) -> ChildSpec:
         """The spec a worker that does not run the script gets: the script's functions pickled too."""
@@ -160,8 +193,8 @@ class Launches:
     def elsewhere(self) -> str | None:
         """What the run did in other processes, in words (None: nothing): processes it started,
         or tasks it sent to the workers of a Dask client that existed before it."""
-        if self.processes:
-            n = len(self.processes)
+        if self.processes or self.forked:
+            n = len(self.processes) + len(self.forked)
             return f"your run started {n} process{'es' if n > 1 else ''}"
         tasks = self.dask.tasks() if self.dask is not None else 0
         if tasks:
@@ -198,7 +231,13 @@ class Launches:
         for pid, why in unread.items():
             who = _names([p for p in self.processes if p.pid == pid]) or f"pid {pid}"
             missing.append(_unreadable(f"process {who}", why))
-        self.processes, self.directory = [], None
+        for pid in self.forked:
+            if pid not in parts and pid not in unread:
+                missing.append(
+                    f"process {pid}, which your run forked (os.fork), sent no counts (still running "
+                    "when the run ended, or killed): its work is not counted"
+                )
+        self.processes, self.directory, self.forked = [], None, []
         found = list(parts.values())
         refused: list[tuple[str, str]] = []
         reached = {part.pid for part in found}

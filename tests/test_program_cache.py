@@ -167,6 +167,27 @@ def test_a_profile_leaves_the_programs_cache_as_a_plain_run_would(package, cache
     assert not [name for name, data in _entries(package).items() if SYMBOL in data]
 
 
+def test_an_entry_the_cache_already_holds_is_not_said_lost(tmp_path):
+    """The note names the entries the run compiled against twins and did not write, which then
+    compile again: with the cache warm from a plain run, ``total`` (whose helper is profiled)
+    compiled against the twins, its entry was refused, and the note said "not written; they
+    compile again at their next call", though the cache held it and the next run loaded it."""
+    (tmp_path / "ckern.py").write_text(
+        "from numba import njit\n\n@njit(cache=True)\ndef helper(x):\n    return x * 2.0 + 1.0\n\n"
+        "@njit(cache=True)\ndef total(a):\n    s = 0.0\n    for v in a:\n        s += helper(v)\n"
+        "    return s\n"
+    )
+    (tmp_path / "prog.py").write_text("import numpy as np, ckern\nprint(ckern.total(np.ones(11)))\n")
+    profile = ("-m", "numba_lprun", "--once", "-f", "ckern:total", "-f", "ckern:helper", "prog.py")
+    cold = _run(tmp_path, *profile)
+    assert cold.returncode == 0, cold.stderr
+    assert "Numba's cache: 1 entry" in cold.stdout and "(ckern.total)" in cold.stdout
+    assert _run(tmp_path, "prog.py").returncode == 0  # a plain run writes total's entry
+    warm = _run(tmp_path, *profile)
+    assert warm.returncode == 0, warm.stderr
+    assert "33.0" in warm.stdout and "Numba's cache:" not in warm.stdout, warm.stdout
+
+
 def test_a_caller_compiled_during_a_profile_runs_its_own_code_after_it(package, ipshell):
     """The statement imports the package (so its callers are made and compiled during the run):
     after the profile, the same process runs the callers' own code, counting nothing, and a

@@ -62,6 +62,11 @@ from .registry import touches
     "what a refused entry's index would have been named (module.function-line.pyXY.nbi), for the note",
     instance_attribute="_index_name",
 )
+@touches(
+    "numba.core.caching",
+    "IndexDataCacheFile._load_index",
+    "a refused entry whose key the cache already holds (the program's own build) is not said lost",
+)
 @contextlib.contextmanager
 def guarded_program_caches(
     marker: str,
@@ -99,7 +104,8 @@ def guarded_program_caches(
             except Exception:  # what Numba cannot pickle it does not save either: let it say so
                 payload = b""
             if needle in payload:
-                refused.append(str(getattr(self, "_index_name", "")).rsplit("-", 1)[0])
+                if not _holds(self, key):  # the program's own build of it stays, and loads next time
+                    refused.append(str(getattr(self, "_index_name", "")).rsplit("-", 1)[0])
                 return None
         return save_before(self, key, data)
 
@@ -110,6 +116,14 @@ def guarded_program_caches(
     finally:
         _Cache.load_overload = load_before
         _IndexDataCacheFile.save = save_before
+
+
+def _holds(cache_file: object, key: object) -> bool:
+    """Whether ``cache_file``'s index (still fresh for its source) already has an entry for ``key``."""
+    try:
+        return key in cache_file._load_index()
+    except Exception:  # unreadable: say the entry was not written
+        return False
 
 
 @touches(

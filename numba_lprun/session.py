@@ -111,8 +111,8 @@ def could_have_profiled(found: list[str], where: str, profiled: ProfileStats | N
             "no profiled function ran in this process (calls made in processes that sent no part, or "
             "by code compiled before the profile that no Python object leads to, are not counted)"
         )
-    names = "; ".join(f"-f {f}" for f in others)
-    return f"no profiled function ran; what {where} could have profiled: {names}"
+    names = "; ".join(f"-f {f}" for f in others)  # (that none ran, the profile above says)
+    return f"what {where} could have profiled: {names}"
 
 
 def version_text() -> str:

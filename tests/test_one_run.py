@@ -236,6 +236,7 @@ def test_when_nothing_ran_the_script_says_what_could_be_named(tmp_path):
     done = script_output("-m", "numba_lprun", "main.py", cwd=tmp_path)
     assert done.returncode == 0 and done.stdout.startswith("3\n"), done.stderr
     assert "what the script could have profiled: -f kern:add" in done.stdout
+    assert done.stdout.count("no profiled function ran") == 1  # said once (it was said twice)
     named = script_output("-m", "numba_lprun", "-f", "kern:add", "main.py", cwd=tmp_path)
     assert "Function:   add at line" in named.stdout and "could have profiled" not in named.stdout
 

@@ -125,6 +125,63 @@ def test_runcall_honours_signatures_disable_compile_and_gives_the_original_back_
     assert halve(5.5) == 2.5 and halve.stats is not None
 
 
+REBOUND = """
+from numba import njit
+
+SCALE = 2.0
+
+@njit
+def scaled_sum(x):
+    s = 0.0
+    for i in range(3):
+        s += x * SCALE
+    return s
+
+@njit
+def part(a):
+    return a.sum()
+
+@njit
+def calls_part(a):
+    t = 0.0
+    for j in range(3):
+        t += part(a)
+    return t
+
+
+def part_edited(a):
+    return 100.0 - a.sum()
+"""
+
+
+@pytest.mark.parametrize("profiled", [("scaled_sum", "calls_part"), ("part",), ("part", "calls_part")])
+def test_globals_rebound_after_the_compile_keep_the_values_the_code_read(profiled, tmp_path):
+    """Numba reads a global once, when it compiles: ``SCALE = 10.0`` afterwards, or ``part``
+    defined again (a notebook's edited cell), changes nothing in the compiled code. The twins,
+    compiled at the profile from the module's globals as they were then, computed 30.0 for 6.0
+    and 282.0 for 18.0 (and counted hits of a ``part`` the program never calls)."""
+    import importlib.util
+
+    path = tmp_path / f"rebound_{len(profiled)}_{profiled[0]}.py"
+    path.write_text(REBOUND)
+    spec = importlib.util.spec_from_file_location(path.stem, path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    namespace = vars(module)
+    x = np.arange(4.0)
+    plain = (namespace["scaled_sum"](1.0), namespace["calls_part"](x))
+    assert plain == (6.0, 18.0)
+    namespace["SCALE"] = 10.0
+    namespace["part"] = njit(namespace["part_edited"])
+    assert (namespace["scaled_sum"](1.0), namespace["calls_part"](x)) == plain  # as Numba froze them
+    prof = numba_lprun.LineProfiler(*(namespace[name] for name in profiled), timing=False)
+    results = (prof.runcall(namespace["scaled_sum"], 1.0), prof.runcall(namespace["calls_part"], x))
+    assert results == plain
+    calls = {f.source.name: f.counts.calls for f in prof.profile.functions}
+    assert calls.get("part", 0) == 0  # the program's code calls the first part, not this one
+    assert (namespace["scaled_sum"](1.0), namespace["calls_part"](x)) == plain  # and still does
+
+
 def test_a_function_with_an_objmode_block_counts_each_call_once():
     from tests.meaning_kernels import with_objmode
 

@@ -155,7 +155,7 @@ def _new_dispatcher(
     naming = name_twin(twin_key(kind, py_func, options, locals_, pipeline, slot), slot)
     dispatcher = make_twin_dispatcher(
         original,
-        functools.partial(fill_cells, py_func, original.py_func),
+        functools.partial(fill_cells, py_func, original),
         py_func,
         locals=locals_,
         targetoptions=options,
@@ -272,19 +272,27 @@ class LiveGlobals(dict):
 _UNBOUND = object()
 
 
-def fill_cells(twin_func: pytypes.FunctionType, original_func: pytypes.FunctionType) -> None:
+def fill_cells(twin_func: pytypes.FunctionType, original: CPUDispatcher, types: tuple) -> None:
     """Fill the twin's closure cells that were empty when it was made from the original's,
     which the program has bound since, and bring its globals up to the module's
-    (``LiveGlobals.catch_up``): called before each compile of the twin.
+    (``LiveGlobals.catch_up``), but for the globals the original's own code for ``types``
+    read when it compiled (``internals.globals_frozen_by``): called before each compile of the
+    twin, for the argument ``types``.
 
     A closure that calls itself (``fib3 = njit(fib3)`` inside ``make()``), or a sibling
     defined after it in the same function, is made while that cell is still empty; Numba
-    reads the cell when the function first compiles, and so does its twin.
+    reads the cell when the function first compiles, and so does its twin. A global rebound
+    after the original compiled (``SCALE = 10.0``; a helper defined again in a notebook) is
+    not in the original's code, which keeps the value it read: the twin's code for those types
+    reads that value too, or it computes what the program does not (30.0 where it returns 6.0).
     """
     g = twin_func.__globals__
     if isinstance(g, LiveGlobals):
         g.catch_up()
-    for mine, theirs in zip(twin_func.__closure__ or (), original_func.__closure__ or (), strict=False):
+        for name, value in internals.globals_frozen_by(original, types).items():
+            if name in g:
+                dict.__setitem__(g, name, g.linked(value))
+    for mine, theirs in zip(twin_func.__closure__ or (), original.py_func.__closure__ or (), strict=False):
         if is_empty(mine) and not is_empty(theirs):
             value = theirs.cell_contents
             mine.cell_contents = g.linked(value) if isinstance(g, LiveGlobals) else value

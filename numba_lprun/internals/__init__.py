@@ -119,6 +119,7 @@ from .program_cache import forget_profiler_code, guarded_program_caches
 from .redirect import (
     compiled_entry_points,
     fell_back,
+    globals_frozen_by,
     is_twin,
     make_twin_dispatcher,
     own_class,
@@ -219,6 +220,7 @@ __all__ = [
     "make_twin_dispatcher",
     "is_twin",
     "fell_back",
+    "globals_frozen_by",
     "record_calls",
     "redirect_calls",
     "compiled_entry_points",

@@ -261,13 +261,13 @@ def _twin_class(cls: type) -> type:
     """
 
     def compile(self, sig):
+        args = _normalize_signature(sig)[0]
         hook = self.__dict__.get(_BEFORE_COMPILE)
         if hook is not None:
-            hook()
+            hook(args)
         held, silent = self.__dict__.get(_TWIN_OF, (None, True))
         original = held() if held is not None else None
         seen = getattr(original, "__dict__", {}).get("overloads", {})  # what the original compiled itself
-        args = _normalize_signature(sig)[0]
         if not silent and args not in seen and _keeps_a_disk_cache(original) and original._can_compile:
             # ``cache=True``: the original loads these types from its cache (or compiles and saves
             # them) as without the profiler, so its cache and its hits are the program's own
@@ -345,10 +345,11 @@ def _keeps_a_disk_cache(dispatcher: object) -> bool:
 
 @touches("numba.core.sigutils", "normalize_signature", "a twin's compile is silent for the original's types")
 def make_twin_dispatcher(
-    original: object, before_compile: Callable[[], None], *args, silent: bool = False, **kwargs
+    original: object, before_compile: Callable[[tuple], None], *args, silent: bool = False, **kwargs
 ) -> object:
     """A dispatcher of ``original``'s own class (see ``own_class``) made with ``args`` and
-    ``kwargs``, which calls ``before_compile()`` before each compile; ``silent``: its compiles
+    ``kwargs``, which calls ``before_compile(types)`` before each compile for the argument
+    ``types``; ``silent``: its compiles
     never warn (an extra twin, compiled beside the one the program's calls run on)."""
     dispatcher = _twin_class(own_class(original))(*args, **kwargs)
     code = getattr(getattr(original, "py_func", None), "__code__", None)
@@ -359,6 +360,36 @@ def make_twin_dispatcher(
     dispatcher.__dict__[_BEFORE_COMPILE] = before_compile
     dispatcher.__dict__[_TWIN_OF] = (weakref.ref(original), silent)  # the original keeps its twins
     return dispatcher
+
+
+@touches(
+    "numba.core.compiler",
+    "CompileResult.type_annotation",
+    "instrument/twins.py: the globals an overload of the original was compiled with",
+)
+@touches(
+    "numba.core.annotations.type_annotations",
+    "TypeAnnotation",
+    "instrument/twins.py: the typed IR of an overload, whose global loads hold the values it froze",
+    instance_attribute="blocks",
+)
+@touches("numba.core.ir", "Global", "instrument/twins.py: a global load, with the value read at compile")
+def globals_frozen_by(dispatcher: object, types: tuple) -> dict[str, object]:
+    """The globals ``dispatcher``'s code for argument ``types`` read when it compiled, by name
+    (``{}``: it has no such code, or it was loaded from a cache, which keeps no IR).
+
+    Numba reads a global once, when it compiles, and the code keeps that value (a number, the
+    jitted function a name held): a name the program rebinds later changes nothing in it."""
+    from numba.core import ir
+
+    cres = getattr(dispatcher, "__dict__", {}).get("overloads", {}).get(types)
+    blocks = getattr(getattr(cres, "type_annotation", None), "blocks", None) or {}
+    frozen: dict[str, object] = {}
+    for block in blocks.values():
+        for stmt in block.body:
+            if isinstance(stmt, ir.Assign) and isinstance(stmt.value, ir.Global):
+                frozen.setdefault(stmt.value.name, stmt.value.value)
+    return frozen
 
 
 def own_class(dispatcher: object) -> type:

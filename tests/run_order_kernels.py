@@ -40,3 +40,19 @@ def fresh_arrays(n, rounds):
         a = np.full(n, r + 1.0)
         total += a[n // 2]
     return total
+
+
+@njit
+def weighted(v, k):
+    t = 0.0
+    for j in range(k):
+        t += v * j
+    return t
+
+
+@njit(parallel=True)
+def weighted_sum(a, k):
+    s = 0.0
+    for i in prange(a.size):
+        s += weighted(a[i], k)
+    return s

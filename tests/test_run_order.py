@@ -260,6 +260,19 @@ def test_a_function_none_of_many_samples_reached_is_not_called_too_short_a_run()
     assert "the run was too short" in few
 
 
+def test_vectorization_is_compared_on_a_functions_own_lines_only():
+    """A parallel caller with its profiled helper inlined: a loop vectorized in the caller's code
+    at a line of neither function (a blank line above both) was said to be vectorized in the
+    counting build only. Each function's comparison keeps its own lines."""
+    a = np.random.default_rng(1).random(10_001)
+    prof = numba_lprun.LineProfiler(K.weighted_sum, K.weighted, compare_code=True, sample_time=0.05)
+    assert prof.runcall(K.weighted_sum, a, 7) == pytest.approx(K.weighted_sum(a, 7))
+    for stats in prof.profile.functions:
+        own = range(stats.source.first_lineno, stats.source.first_lineno + len(stats.source.lines))
+        said = stats.distortion.gained_vectorization | stats.distortion.lost_vectorization
+        assert all(line in own for line in said), (stats.source.name, said)
+
+
 def test_a_loop_the_counting_twin_vectorized_and_the_plain_one_did_not_is_a_warning():
     """The twins' machine code compared both ways: a stencil's counting twin vectorized its loop
     nest (code on line 0) where the plain code stayed scalar, and ran 2x faster than the

@@ -48,8 +48,11 @@ def target_facts(
             for sig in user.code.overloads:  # argument tuples (a ufunc kernel's, a stencil's: .args)
                 signatures.append(without_addresses(", ".join(str(t) for t in getattr(sig, "args", sig))))
             signatures = list(dict.fromkeys(signatures))  # a stencil compiles at each call from Python
+        # its own lines only: a profiled helper inlined into it vectorizes at the helper's lines, and
+        # a parallel function's loop bodies carry generated code's (a note named a blank line 4)
+        own = frozenset(range(src.first_lineno, src.first_lineno + len(src.lines)))
         vectorized = {
-            kind: frozenset(vectorized_lines(twin.code, twin.vectorized))
+            kind: frozenset(vectorized_lines(twin.code, twin.vectorized)) & own
             for kind, twin in target.twins.items()
             if twin.has_code and kind in (PLAIN, user_kind)
         }

@@ -26,6 +26,7 @@ from .instrument.profilable import (
     evaluate_expression,
     is_dispatcher,
     may_be_compiled_later,
+    overload_templates,
     profilable_in,
     resolve,
     templates_holding,
@@ -251,8 +252,11 @@ class NlprunMagics(Magics):
             )
         )
         if prof.last_source is not None:
-            for expr, _, why in (p for p in plain if p[1] in prof.last_source.plain_unmatched):
-                print(f"numba_lprun: -f {expr}: {why}; nothing compiled it with Numba during the statement")
+            for expr, func, why in (p for p in plain if p[1] in prof.last_source.plain_unmatched):
+                # an @overload's implementation compiled during the statement is not one to be seen
+                late = not overload_templates(func)
+                said = "; nothing compiled it with Numba during the statement" if late else ""
+                print(f"numba_lprun: -f {expr}: {why}{said}")
             for expr in (e for e in later if e in prof.last_source.names_unmatched):
                 print(f"numba_lprun: -f {expr}: the cell made no jitted function of that name")
         return self._finish(prof, prof.profile, args, interrupted, error, progress)

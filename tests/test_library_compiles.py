@@ -98,6 +98,42 @@ def test_the_cli_profiles_a_function_pandas_compiles(tmp_path):
         assert _by_line(hits_of(stats, name), firsts[name]) == _by_line(want, ref_first[name]), name
 
 
+OVERLOADED = """
+import numpy as np
+from numba import njit
+from numba.extending import overload
+
+def nlp_ov_norm(v):
+    return np.sqrt((v * v).sum())
+
+@overload(nlp_ov_norm)
+def _nlp_ov_norm(v):
+    def impl(v):
+        s = 0.0
+        for i in range(v.size):
+            s += v[i] * v[i]
+        return np.sqrt(s)
+    return impl
+
+@njit
+def nlp_ov_use(v):
+    return nlp_ov_norm(v) + 1.0
+"""
+
+
+def test_an_overload_compiled_first_by_the_statement_is_not_said_uncompiled(ipshell, capsys):
+    """``-f`` of an @overload function whose implementation the statement itself compiled first
+    said "nothing compiled it with Numba during the statement", which it had: the reason given
+    (run the code that calls it once, then profile it) is the whole of it."""
+    ipshell.run_cell(OVERLOADED, store_history=False).raise_error()
+    capsys.readouterr()
+    ipshell.run_line_magic("nlprun", "--hits -f nlp_ov_norm _ov = nlp_ov_use(np.arange(3.0))")
+    out = capsys.readouterr().out
+    assert ipshell.user_ns["_ov"] == pytest.approx(np.sqrt(5.0) + 1.0)
+    assert "run the code that calls it once, then profile it" in out
+    assert "nothing compiled it with Numba during the statement" not in out, out
+
+
 def test_the_magic_profiles_a_plain_function_pandas_compiles_each_time(ipshell, capsys):
     ipshell.run_cell(SOURCE, store_history=False).raise_error()
     want_mean, want_sum, rolled, groups = _reference()

@@ -383,7 +383,8 @@ def globals_frozen_by(dispatcher: object, types: tuple) -> dict[str, object]:
     from numba.core import ir
 
     cres = getattr(dispatcher, "__dict__", {}).get("overloads", {}).get(types)
-    blocks = getattr(getattr(cres, "type_annotation", None), "blocks", None) or {}
+    annotation = cres.type_annotation if cres is not None else None  # None: loaded from a cache
+    blocks = (annotation.blocks or {}) if annotation is not None else {}
     frozen: dict[str, object] = {}
     for block in blocks.values():
         for stmt in block.body:

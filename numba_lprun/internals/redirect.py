@@ -383,8 +383,9 @@ def globals_frozen_by(dispatcher: object, types: tuple) -> dict[str, object]:
     from numba.core import ir
 
     cres = getattr(dispatcher, "__dict__", {}).get("overloads", {}).get(types)
-    annotation = cres.type_annotation if cres is not None else None  # None: loaded from a cache
-    blocks = (annotation.blocks or {}) if annotation is not None else {}
+    annotation = cres.type_annotation if cres is not None else None
+    # loaded from a cache: the annotation's text only (Numba pickles its str), no IR
+    blocks = (annotation.blocks or {}) if hasattr(annotation, "blocks") else {}
     frozen: dict[str, object] = {}
     for block in blocks.values():
         for stmt in block.body:

@@ -169,6 +169,8 @@ def _as_the_script_names_it(spec: str, program: _Program) -> str:
     ``__main__`` (its file appended to twice, its kernel "not called"). Its bare name is found
     in the script as it runs, as ``-f kern`` is."""
     module, sep, name = spec.partition(":")
+    if sep and module == "__main__":  # what the script is when it runs
+        return name
     if not sep or program.filename == CODE_FILENAME:
         return spec
     saved = sys.path[:]

@@ -105,7 +105,7 @@ class Summed:
     main: FunctionStats  # the main process's (its machine code, its diagnosis' hot lines)
     measured: Measured  # the sums
     extras: Extras  # the main process's, and a row on the processes
-    untimed: bool  # the workers' calls took no sample (``WORKERS_UNTIMED``)
+    untimed: str  # why the workers' calls took no sample ("": they did; ``WORKERS_UNTIMED``)
     imbalance: Note | None = None  # an MPI job's ranks spend their time on this function's lines unlike
 
 
@@ -147,7 +147,8 @@ def _summed(
         row = ("Ranks", f"{ranks} ranks, {len(per_rank)} profiled; calls: {each}")
     unmeasured = stats.distortion.unmeasured
     if worker_calls and not stats.counts.calls:
-        unmeasured = "its calls ran in worker processes, which run once (no plain run to compare with)"
+        where = "on the MPI job's other ranks" if ranks else "in worker processes"
+        unmeasured = f"its calls ran {where}, which run once (no plain run to compare with)"
     measured = Measured(
         source=replace(stats.source, signatures=tuple(signatures)),
         counts=replace(stats.counts, hits=hits, calls=calls, ticks=ticks, time_source=source),
@@ -160,7 +161,9 @@ def _summed(
         measured=measured,
         # no process sent a part (only warnings of those that sent none): no row to show
         extras=replace(stats.extras, rows=(*stats.extras.rows, row)) if workers or ranks else stats.extras,
-        untimed=bool(worker_calls and not worker_samples and stats.counts.time_source is not None),
+        untimed=(RANKS_UNTIMED if ranks else WORKERS_UNTIMED)
+        if worker_calls and not worker_samples and stats.counts.time_source is not None
+        else "",
         imbalance=_imbalance(stats, others) if ranks else None,
     )
 
@@ -243,6 +246,11 @@ WORKERS_UNTIMED = (
     "(too short for the sampler, or the workers were not sampled): the Time column holds the main "
     "process's samples only"
 )
+#: The same, of an MPI job's ranks.
+RANKS_UNTIMED = (
+    "the other ranks' calls are counted exactly, but none of their samples landed in this function "
+    "(too short for the sampler): the Time column holds rank 0's samples only"
+)
 
 
 def _diagnosed(
@@ -256,7 +264,7 @@ def _diagnosed(
     """The function's profile of every process: its sums, and a diagnosis of them."""
     measured = summed.measured
     verdict = diagnose(measured, main.unit, main.threshold, corrected, unavailable, run_samples)
-    kept = (Note("caution", WORKERS_UNTIMED),) if summed.untimed else ()
+    kept = (Note("caution", summed.untimed),) if summed.untimed else ()
     if summed.imbalance is not None:
         kept += (summed.imbalance,)
     said = verdict.notes

@@ -51,3 +51,20 @@ def test_the_ranks_wait_is_named_before_the_slow_ranks_loop():
     note = _imbalance(rank0, [(ProcessPart("rank 1", 2, _load("sampled_probes")), rank1)])
     assert note is not None and f"differ most on line {wait} " in note.text
     assert "rank 0 spends 60%" in note.text
+
+
+def test_a_function_only_the_other_ranks_ran_is_said_of_ranks_not_workers():
+    """Under ``mpiexec`` the other processes are ranks of the job, not workers the run started:
+    the overhead note said "its calls ran in worker processes"."""
+    other = _load("sampled_probes")
+    rank0 = replace(
+        other,
+        functions=tuple(replace(f, counts=replace(f.counts, hits={}, calls=0)) for f in other.functions),
+    )
+    for ranks, said in (
+        (2, "its calls ran on the MPI job's other ranks"),
+        (0, "its calls ran in worker processes"),
+    ):
+        profile = merged(rank0, [ProcessPart("rank 1", 2, other)], [], ranks=ranks)
+        ran = [f for f in profile.functions if f.counts.calls]
+        assert ran and all(f.distortion.unmeasured.startswith(said) for f in ran)

@@ -36,15 +36,16 @@ def test_script_that_appends_to_a_file_appends_once(tmp_path):
     assert "a script runs once" in done.stdout  # says why nothing was repeated
 
 
-@pytest.mark.parametrize("how", ["script", "module"])
+@pytest.mark.parametrize("how", ["script", "module", "__main__"])
 def test_f_naming_the_scripts_own_module_runs_it_once_and_profiles_its_kernel(tmp_path, how):
     """``-f appending:total appending.py`` imported the script as the module ``appending`` to find
     ``total``: its body ran twice (the log appended to twice), and the profile read "not
     called" (the script's own ``total`` ran, not the module's). Also with ``-m appending``."""
     log = tmp_path / "log.txt"
-    program = [str(SCRIPTS / "appending.py")] if how == "script" else ["-m", "appending"]
+    program = ["-m", "appending"] if how == "module" else [str(SCRIPTS / "appending.py")]
+    named = "__main__:total" if how == "__main__" else "appending:total"
     done = subprocess.run(
-        [sys.executable, "-m", "numba_lprun", "-f", "appending:total", *program, str(log)],
+        [sys.executable, "-m", "numba_lprun", "-f", named, *program, str(log)],
         capture_output=True,
         text=True,
         timeout=240,

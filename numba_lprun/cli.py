@@ -33,7 +33,7 @@ from .instrument.profilable import (
     templates_holding,
 )
 from .merge import merged
-from .options import CLI, add_to_parser, cuda_profiler_kwargs, profiler_kwargs, value_flags
+from .options import CLI, add_to_parser, cuda_profiler_kwargs, options_for, profiler_kwargs, value_flags
 from .processes.ranks import gather_parts, job_rank
 from .profiler import LineProfiler
 from .session import (
@@ -241,7 +241,8 @@ def _profile_run(
     except (NotProfilableError, TwinCompileError):
         raise
     except BaseException as exc:  # the script's error, as python shows it: its frames only
-        status, error = 1, without_profiler_frames(exc)
+        # (Ctrl-C: 130, the status a shell reads of python stopped by SIGINT)
+        status, error = 130 if isinstance(exc, KeyboardInterrupt) else 1, without_profiler_frames(exc)
     finally:
         sys.argv, sys.path[:] = saved_argv, saved_path
         if saved_main is not None:
@@ -333,13 +334,35 @@ def split_module_args(argv: list[str]) -> tuple[list[str], list[str]]:
     return argv, []
 
 
+def _optional_values_filled(argv: list[str]) -> list[str]:
+    """nlprun's own arguments with an option whose value may be left out (``--asm``) given its
+    default where no number follows it: right before the script, argparse took the script's name
+    for the number ("invalid int value: 'script.py'"). The program's arguments are left alone."""
+    optional = [o for o in options_for(CLI) if o.optional_value is not None]
+    defaults = {flag: o.optional_value for o in optional for flag in o.flags}
+    takes_value = value_flags(CLI)
+    out, i = [], 0
+    while i < len(argv):
+        token = argv[i]
+        if token == "--" or not token.startswith("-") or token in ("-m", "-c"):
+            return out + argv[i:]  # the program and its arguments
+        if token in defaults and not (i + 1 < len(argv) and argv[i + 1].isdigit()):
+            out.append(f"{token}={defaults[token]}")
+            i += 1
+            continue
+        step = 2 if token in takes_value else 1
+        out += argv[i : i + step]
+        i += step
+    return out
+
+
 def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else list(argv)
     if argv[:1] == ["show"] and not os.path.exists("show"):  # python -m numba_lprun show FILE
         return _show_main(argv[1:])
     parser = build_parser()
     own, module_args = split_module_args(argv)
-    opts = parser.parse_args(own)
+    opts = parser.parse_args(_optional_values_filled(own))
     if opts.version:
         print(version_text())
         return 0

@@ -114,6 +114,25 @@ def test_files_asked_for_are_written_where_nlprun_started_though_the_script_chan
     assert str(tmp_path / "p.lprof") in done.stdout
 
 
+def test_asm_right_before_the_script_and_ctrl_c_exit_as_python(tmp_path):
+    """``--asm`` takes an optional number: right before the script, argparse read the script's name
+    as it ("invalid int value", exit 2). And a script stopped by Ctrl-C (KeyboardInterrupt) exited
+    1 where python exits 130: shells and CI could not tell it from an error."""
+    (tmp_path / "k.py").write_text(
+        "import sys\nfrom numba import njit\n\n@njit\ndef k(n):\n    s = 0\n    for i in range(n):\n"
+        "        s += i\n    return s\n\nprint(k(100))\nif sys.argv[1:] == ['stop']:\n"
+        "    raise KeyboardInterrupt\n"
+    )
+    done = nlprun("--once", "-f", "k", "--asm", "k.py", cwd=tmp_path)
+    assert done.returncode == 0, done.stderr
+    assert "4950" in done.stdout and "Function:   k at line" in done.stdout
+    plain = subprocess.run([sys.executable, "k.py", "stop"], cwd=tmp_path, capture_output=True, timeout=240)
+    stopped = nlprun("--once", "-f", "k", "k.py", "stop", cwd=tmp_path)
+    # python dies by SIGINT (-2 here, 130 in a shell); nlprun, which shows the profile first, exits 130
+    assert plain.returncode in (-2, 130) and stopped.returncode == 130, stopped.stderr
+    assert "Function:   k at line" in stopped.stdout and "KeyboardInterrupt" in stopped.stderr
+
+
 def test_decorated_function_only():
     done = nlprun("--hits", "decorated.py")
     assert done.returncode == 0, done.stderr

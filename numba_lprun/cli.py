@@ -13,13 +13,14 @@ from __future__ import annotations
 
 import argparse
 import ast
+import contextlib
 import importlib
 import importlib.util
 import linecache
 import os
 import sys
 import traceback
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 
 from .cuda import CudaLineProfiler, bound_kernels, namespaces_of
 from .decorator import kernprof_builtin
@@ -78,18 +79,27 @@ CODE_FILENAME = "<string>"
 SCRIPT_RUNNERS = ("mpi4py",)
 
 
-def _module_spec(module: str) -> importlib.machinery.ModuleSpec | None:
-    """``module``'s spec, found as ``python -m`` finds it: the current folder first on ``sys.path``
-    (the ``nlprun`` console script starts without it, ``python -m numba_lprun`` with it); None
-    where it, or a package it is in, is not there."""
+@contextlib.contextmanager
+def _first_on_path(folder: str) -> Iterator[None]:
+    """``folder`` first on ``sys.path`` inside the block, as python puts a script's (or, with
+    ``-m``, the current) folder; ``sys.path`` as it was after it."""
     saved = sys.path[:]
-    sys.path.insert(0, os.getcwd())
+    sys.path.insert(0, folder)
     try:
-        return importlib.util.find_spec(module)
-    except ModuleNotFoundError:  # a package it is in is missing
-        return None
+        yield
     finally:
         sys.path[:] = saved
+
+
+def _module_spec(module: str, folder: str | None = None) -> importlib.machinery.ModuleSpec | None:
+    """``module``'s spec, found as ``python -m`` finds it: ``folder`` (the current one) first on
+    ``sys.path`` (the ``nlprun`` console script starts without it, ``python -m numba_lprun`` with
+    it); None where it, or a package it is in, is not there."""
+    with _first_on_path(folder or os.getcwd()):
+        try:
+            return importlib.util.find_spec(module)
+        except ModuleNotFoundError:  # a package it is in is missing
+            return None
 
 
 class _Program:
@@ -173,14 +183,10 @@ def _as_the_script_names_it(spec: str, program: _Program) -> str:
         return name
     if not sep or program.filename == CODE_FILENAME:
         return spec
-    saved = sys.path[:]
-    sys.path.insert(0, program.path_entry)
     try:
-        found = importlib.util.find_spec(module)  # imports the parent packages, as the run would
+        found = _module_spec(module, program.path_entry)  # imports the parent packages, as the run would
     except (ImportError, ValueError):
         return spec  # not the script: importing it says why
-    finally:
-        sys.path[:] = saved
     origin = os.path.abspath(found.origin) if found is not None and found.origin else None
     return name if origin in (program.filename, program.selected) else spec
 
@@ -191,14 +197,11 @@ def _resolve(spec: str, program: _Program) -> Callable | None:
     for in the script later."""
     if ":" not in _as_the_script_names_it(spec, program):
         return None
-    saved = sys.path[:]
-    sys.path.insert(0, program.path_entry)
-    try:
-        return import_spec(spec)
-    except NotProfilableError as exc:
-        raise NotProfilableError(f"-f {spec}: {exc}") from None
-    finally:
-        sys.path[:] = saved
+    with _first_on_path(program.path_entry):
+        try:
+            return import_spec(spec)
+        except NotProfilableError as exc:
+            raise NotProfilableError(f"-f {spec}: {exc}") from None
 
 
 def _profile_run(
